@@ -1,0 +1,57 @@
+# Wakeline: `make demo` runs the main job, `make test` the whole suite. Both set up
+# everything they need on a fresh machine: packages, venv, broker, database, topics, schema.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+export WAKELINE_ROOT := $(CURDIR)
+
+.PHONY: help deps venv up down status topics migrate test unit integration e2e demo bench
+
+help:
+	@echo "make demo   run an agent session end to end on the local stack"
+	@echo "make test   install, start the stack, run the whole suite"
+	@echo "make up / make down / make status   the local stack (Kafka + Postgres)"
+	@echo "make bench  print measured figures as JSON lines"
+
+deps:
+	@bash deploy/system-deps.sh
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+up: deps venv
+	@bash deploy/kafka/kafka.sh up
+	@bash deploy/postgres/pg.sh up
+	@$(PY) -m wakeline.migrate
+	@$(PY) -m wakeline.admin topics
+
+down:
+	@bash deploy/services.sh down 2>/dev/null || true
+	@bash deploy/kafka/kafka.sh down
+	@bash deploy/postgres/pg.sh down
+
+status:
+	@bash deploy/kafka/kafka.sh status || true
+	@bash deploy/postgres/pg.sh status || true
+
+test: up
+	@start=$$(date +%s); \
+	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	echo "make test: suite wall time $$(( $$(date +%s) - start ))s"; exit $$rc
+
+unit: venv
+	$(PY) -m pytest -q tests/unit
+
+integration: up
+	$(PY) -m pytest -q tests/integration
+
+demo: up
+	@bash deploy/demo.sh
+
+bench: up
+	$(PY) -m bench

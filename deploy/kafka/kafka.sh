@@ -1,0 +1,258 @@
+#!/usr/bin/env bash
+# Wakeline local Kafka: a real Apache Kafka broker (KRaft, one combined
+# broker+controller node) run as a plain JVM process. Jars come from Maven
+# Central via deploy/kafka/pom.xml; no Docker, no tarball download.
+#
+# Usage: kafka.sh up|down|restart|status|logs
+#
+# Environment (all optional):
+#   WAKELINE_ROOT                   repo root          (default: two dirs above this script)
+#   WAKELINE_KAFKA_PORT             client port        (default 19092)
+#   WAKELINE_KAFKA_CONTROLLER_PORT  KRaft quorum port  (default 19093)
+#   WAKELINE_KAFKA_DATA             data dir           (default $WAKELINE_ROOT/.data/kafka)
+#   WAKELINE_KAFKA_HEAP             JVM heap flags     (default "-Xmx512m -Xms256m")
+#   WAKELINE_KAFKA_START_TIMEOUT    seconds to wait for the broker (default 90)
+#   WAKELINE_CACHE                  jar cache          (default $WAKELINE_ROOT/.cache)
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="${WAKELINE_ROOT:-$(cd "$SCRIPT_DIR/../.." && pwd)}"
+PORT="${WAKELINE_KAFKA_PORT:-19092}"
+CONTROLLER_PORT="${WAKELINE_KAFKA_CONTROLLER_PORT:-19093}"
+DATA="${WAKELINE_KAFKA_DATA:-$ROOT/.data/kafka}"
+HEAP="${WAKELINE_KAFKA_HEAP:--Xmx512m -Xms256m}"
+START_TIMEOUT="${WAKELINE_KAFKA_START_TIMEOUT:-90}"
+CACHE="${WAKELINE_CACHE:-$ROOT/.cache}"
+
+POM="$SCRIPT_DIR/pom.xml"
+TEMPLATE="$SCRIPT_DIR/server.properties.template"
+LOG4J_CONF="$SCRIPT_DIR/log4j2.properties"
+# The version is pinned in the POM only; read it from there so there's one source of truth.
+KAFKA_VERSION="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$POM" | head -n1)"
+LIBS="$CACHE/kafka-libs/$KAFKA_VERSION"
+
+PROPS="$DATA/server.properties"
+LOG_DIRS="$DATA/kraft-combined-logs"   # Kafka's log.dirs (records + KRaft metadata log)
+PID_FILE="$DATA/kafka.pid"
+LOG_FILE="$DATA/server.log"            # broker stdout/stderr (log4j2 -> console)
+# Fixed cluster id: base64url of the 16 bytes "wakeline-kafka-1". It is only
+# used by the one-time format and then lives on in meta.properties.
+CLUSTER_ID="d2FrZWxpbmUta2Fma2EtMQ"
+
+if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then JAVA="$JAVA_HOME/bin/java"; else JAVA="java"; fi
+
+log() { echo "kafka.sh: $*"; }
+die() { echo "kafka.sh: ERROR: $*" >&2; exit 1; }
+
+# ---------------------------------------------------------------- helpers
+
+# PID of our broker (the one using $PROPS), or nothing. Pid file first, then a
+# cmdline scan so a lost/stale pid file never leaves an orphan broker behind.
+broker_pid() {
+  local pid
+  if [[ -f "$PID_FILE" ]]; then
+    pid="$(cat "$PID_FILE" 2>/dev/null || true)"
+    if [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $PROPS"; then
+      echo "$pid"; return 0
+    fi
+  fi
+  pgrep -f "kafka\.Kafka $PROPS\$" | head -n1 || true
+}
+
+# True if something accepts TCP connections on 127.0.0.1:$1 (bash built-in, no tools needed).
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+print_log_tail() {
+  if [[ -f "$LOG_FILE" ]]; then
+    echo "----- last 40 lines of $LOG_FILE -----" >&2
+    tail -n 40 "$LOG_FILE" >&2
+    echo "--------------------------------------" >&2
+  fi
+}
+
+# The broker is "ready" when it answers a metadata request listing broker 1.
+# kcat does a real Kafka Metadata round trip; without kcat fall back to
+# "port open + the server logged that it started".
+broker_ready() {
+  if command -v kcat >/dev/null 2>&1; then
+    kcat -b "127.0.0.1:$PORT" -L -m 3 2>/dev/null | grep -q "broker 1 at 127.0.0.1:$PORT"
+  else
+    port_open "$PORT" && grep -q "Kafka Server started" "$LOG_FILE" 2>/dev/null
+  fi
+}
+
+wait_ready() {
+  local pid="$1" deadline=$((SECONDS + START_TIMEOUT))
+  while ((SECONDS < deadline)); do
+    if broker_ready; then return 0; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      print_log_tail
+      die "the Kafka JVM (pid $pid) exited during startup; see $LOG_FILE"
+    fi
+    sleep 0.5
+  done
+  print_log_tail
+  die "broker did not answer a metadata request on 127.0.0.1:$PORT within ${START_TIMEOUT}s" \
+      "($(command -v kcat >/dev/null && echo 'kcat -L' || echo 'port + log check') failed); it is still running as pid $pid, log: $LOG_FILE"
+}
+
+check_java() {
+  command -v "$JAVA" >/dev/null 2>&1 || die "'java' not found on PATH (Kafka $KAFKA_VERSION needs a Java 17+ runtime; e.g. apt-get install openjdk-17-jre-headless)"
+  local v
+  v="$("$JAVA" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
+  if [[ -n "$v" && "$v" -lt 17 ]]; then
+    die "Kafka $KAFKA_VERSION needs Java 17+, but '$JAVA' is Java $v"
+  fi
+}
+
+# Resolve the broker jars into $LIBS once. A marker holding the POM's hash makes
+# re-runs free, and editing the POM (e.g. another dependency) re-resolves.
+resolve_jars() {
+  [[ -n "$KAFKA_VERSION" ]] || die "could not read <kafka.version> from $POM"
+  local want marker="$LIBS/.resolved"
+  want="$(sha256sum "$POM" | cut -d' ' -f1)"
+  if [[ -f "$marker" && "$(cat "$marker")" == "$want" ]]; then return 0; fi
+
+  command -v mvn >/dev/null 2>&1 || die "'mvn' not found; Maven is needed once to fetch the Kafka jars (apt-get install maven)"
+  log "resolving Kafka $KAFKA_VERSION jars from Maven Central into $LIBS (one-time) ..."
+  local out rc=0
+  rm -rf "$LIBS"
+  mkdir -p "$CACHE"
+  # -B: no colour codes in the error tail. Absolute paths: Maven resolves
+  # relative ones against the POM's directory, not the caller's.
+  out="$(mvn -B -q -f "$POM" -Dmaven.repo.local="$CACHE/m2" \
+         dependency:copy-dependencies -DoutputDirectory="$LIBS" 2>&1)" || rc=$?
+  if ((rc != 0)) || ! compgen -G "$LIBS/kafka_2.13-$KAFKA_VERSION.jar" >/dev/null; then
+    echo "$out" | tail -n 25 >&2
+    if echo "$out" | grep -qiE 'transfer|resolve|unknown host|connect|timed out|network'; then
+      die "Maven could not reach Maven Central to download Kafka $KAFKA_VERSION (see mvn output above)"
+    fi
+    die "Maven failed to resolve the Kafka $KAFKA_VERSION jars (exit $rc, see mvn output above)"
+  fi
+  echo "$want" >"$marker"
+}
+
+render_props() {
+  # Escape sed replacement specials in the path (\, &, and our | delimiter).
+  local dirs
+  dirs="$(printf '%s' "$LOG_DIRS" | sed 's/[\\&|]/\\&/g')"
+  sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" -e "s|@LOG_DIRS@|$dirs|g" \
+      "$TEMPLATE" >"$PROPS.tmp"
+  mv "$PROPS.tmp" "$PROPS"
+}
+
+# JVM flags. The heap is split into words on purpose ("-Xmx512m -Xms256m").
+read -r -a HEAP_OPTS <<<"$HEAP"
+# Kafka's own defaults from kafka-run-class.sh (G1 with short pauses).
+GC_OPTS=(-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
+         -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true)
+BASE_OPTS=(-Dlog4j2.configurationFile="$LOG4J_CONF" -cp "$LIBS/*")
+
+# Format storage exactly once: meta.properties marks an already formatted log dir,
+# and re-formatting would be refused anyway (and must never wipe data).
+format_once() {
+  [[ -f "$LOG_DIRS/meta.properties" ]] && return 0
+  log "formatting KRaft storage in $LOG_DIRS (cluster id $CLUSTER_ID) ..."
+  local out
+  if ! out="$("$JAVA" -Xmx256m "${BASE_OPTS[@]}" kafka.tools.StorageTool format \
+              -t "$CLUSTER_ID" -c "$PROPS" 2>&1)"; then
+    echo "$out" | tail -n 25 >&2
+    die "kafka.tools.StorageTool format failed for $LOG_DIRS"
+  fi
+}
+
+# ---------------------------------------------------------------- commands
+
+cmd_up() {
+  local pid
+  pid="$(broker_pid)"
+  if [[ -n "$pid" ]]; then
+    # Idempotent: ours is already up. Still make sure it answers before returning.
+    wait_ready "$pid"
+    log "already running (pid $pid) on 127.0.0.1:$PORT"
+    return 0
+  fi
+
+  check_java
+  resolve_jars
+
+  # Someone else on our ports would make the readiness check lie (or the JVM die).
+  local p
+  for p in "$PORT" "$CONTROLLER_PORT"; do
+    if port_open "$p"; then
+      die "port 127.0.0.1:$p is already in use by another process (not this broker); set WAKELINE_KAFKA_PORT / WAKELINE_KAFKA_CONTROLLER_PORT"
+    fi
+  done
+
+  mkdir -p "$DATA" "$LOG_DIRS"
+  render_props
+  format_once
+
+  log "starting Kafka $KAFKA_VERSION on 127.0.0.1:$PORT (data: $DATA)"
+  echo "===== kafka.sh up $(date -u +%FT%TZ) =====" >>"$LOG_FILE"
+  # setsid: own session, so the broker outlives the calling shell/CI step and
+  # isn't hit by its Ctrl-C. bash execs straight into java, so $! is the JVM.
+  setsid nohup "$JAVA" "${HEAP_OPTS[@]}" "${GC_OPTS[@]}" "${BASE_OPTS[@]}" kafka.Kafka "$PROPS" >>"$LOG_FILE" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$PID_FILE"
+
+  local t0=$SECONDS
+  wait_ready "$pid"
+  log "ready after $((SECONDS - t0))s (pid $pid, log $LOG_FILE)"
+}
+
+cmd_down() {
+  local pid
+  pid="$(broker_pid)"
+  if [[ -z "$pid" ]]; then
+    rm -f "$PID_FILE"
+    log "not running"
+    return 0
+  fi
+  log "stopping broker (pid $pid) ..."
+  kill -TERM "$pid" 2>/dev/null || true
+  # A clean shutdown flushes logs and skips recovery on the next start; usually a few seconds.
+  local deadline=$((SECONDS + 30))
+  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "still alive after 30s, sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  fi
+  # Belt and braces: nothing of ours may survive `down`.
+  pid="$(pgrep -f "kafka\.Kafka $PROPS\$" || true)"
+  if [[ -n "$pid" ]]; then
+    kill -KILL $pid 2>/dev/null || true
+    sleep 0.5
+  fi
+  [[ -z "$(pgrep -f "kafka\.Kafka $PROPS\$" || true)" ]] || die "a broker process for $PROPS is still alive"
+  rm -f "$PID_FILE"
+  log "stopped"
+}
+
+cmd_status() {
+  local pid
+  pid="$(broker_pid)"
+  if [[ -z "$pid" ]]; then
+    echo "stopped (data: $DATA)"
+    return 3
+  fi
+  if broker_ready; then
+    echo "running: pid $pid, kafka $KAFKA_VERSION, 127.0.0.1:$PORT, data $DATA, log $LOG_FILE"
+  else
+    echo "starting/unhealthy: pid $pid is alive but 127.0.0.1:$PORT does not answer metadata; log $LOG_FILE"
+    return 4
+  fi
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  down) cmd_down ;;
+  restart) cmd_down; cmd_up ;;
+  status) cmd_status ;;
+  logs) echo "$LOG_FILE" ;;
+  *)
+    echo "usage: $0 up|down|restart|status|logs" >&2
+    exit 2
+    ;;
+esac

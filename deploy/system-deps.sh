@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the local stack needs, only those missing: the project must
+# set up a fresh machine by itself (CI runs on a clean clone).
+set -euo pipefail
+
+need=()
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || need+=(maven)
+command -v kcat >/dev/null || need+=(kcat)
+command -v bwrap >/dev/null || need+=(bubblewrap)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "system-deps: missing ${need[*]}; install them (as root: apt-get install ${need[*]})" >&2
+  exit 1
+fi
+echo "system-deps: installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,62 @@
+"""Canonical JSON and the per-session SHA-256 hash chain.
+
+The hash of an event covers every field but `hash` itself, so a changed byte anywhere
+(payload, actor, ts, prev_hash) breaks the chain at that seq. Canonical means: keys
+sorted, no insignificant whitespace, UTF-8, and the pydantic JSON rendering of values
+(datetimes in ISO-8601 with `Z`), so any host and any replay produce the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any, Iterable
+
+from wakeline.events import GENESIS_HASH, EventBase, Frozen, Trust, parse_event
+
+
+def canonical_json(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def event_hash(event_without_hash: dict[str, Any]) -> str:
+    body = {k: v for k, v in event_without_hash.items() if k != "hash"}
+    return hashlib.sha256(canonical_json(body)).hexdigest()
+
+
+def compute_hash(event: EventBase) -> str:
+    return event_hash(event.model_dump(mode="json"))
+
+
+def first_broken_seq(events: Iterable[EventBase]) -> int | None:
+    """The seq of the first event whose order, link or hash is wrong; None if the chain holds."""
+    prev_hash, expected_seq = GENESIS_HASH, 1
+    for event in events:
+        if event.seq != expected_seq or event.prev_hash != prev_hash or compute_hash(event) != event.hash:
+            return expected_seq if event.seq > expected_seq else event.seq
+        prev_hash, expected_seq = event.hash, expected_seq + 1
+    return None
+
+
+class Draft(Frozen):
+    """An event before the brain sequences it: everything but identity, order and hash."""
+
+    type: str
+    payload: Frozen
+    actor: str
+    trust: Trust
+    causation_id: str | None = None
+
+
+def seal(draft: Draft, *, session_id: str, tenant: str, seq: int, prev_hash: str,
+         ts: datetime, event_id: str) -> EventBase:
+    """Turns a draft into the event at `seq`, linked to `prev_hash`. Pure: ids and time come in."""
+    body = {
+        "session_id": session_id, "seq": seq, "event_id": event_id,
+        "causation_id": draft.causation_id, "tenant": tenant, "actor": draft.actor,
+        "trust": draft.trust, "ts": ts, "prev_hash": prev_hash, "hash": "",
+        "type": draft.type, "payload": draft.payload.model_dump(mode="json"),
+    }
+    unhashed = parse_event(body)
+    return unhashed.model_copy(update={"hash": compute_hash(unhashed)})

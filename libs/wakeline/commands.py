@@ -1,0 +1,129 @@
+"""Inputs to a session: commands on `wakeline.inbox` and the records runners exchange.
+
+Commands are imperative and become events only when the brain sequences them; anyone can
+produce them (the gateway, any Kafka client). `docs/commands.schema.json` is generated
+from `Command` for producers that are not written in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field, TypeAdapter
+
+from wakeline.events import Frozen, SessionConfig
+
+ID = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class CommandBase(Frozen):
+    command_id: ID
+    session_id: ID
+    tenant: ID = "default"
+    actor: str = Field(default="user:anonymous", min_length=1, pattern=r"^(user|human|system|agent|runner):.+")
+    # Set by a caller that must not race another: the brain refuses the command when the
+    # session's last seq differs (the gateway turns that into 409).
+    expected_seq: int | None = Field(default=None, ge=0)
+
+
+class ForkOrigin(Frozen):
+    session_id: ID
+    seq: int = Field(ge=1)
+
+
+class CreateSession(CommandBase):
+    type: Literal["create_session"] = "create_session"
+    config: SessionConfig = SessionConfig()
+    message: str | None = None
+    title: str | None = None
+    fork_of: ForkOrigin | None = None
+
+
+class PostMessage(CommandBase):
+    type: Literal["post_message"] = "post_message"
+    text: str = Field(min_length=1, max_length=1_000_000)
+
+
+class ApproveToolCall(CommandBase):
+    type: Literal["approve_tool_call"] = "approve_tool_call"
+    tool_call_id: ID
+
+
+class DenyToolCall(CommandBase):
+    type: Literal["deny_tool_call"] = "deny_tool_call"
+    tool_call_id: ID
+    reason: str | None = None
+
+
+class CancelSession(CommandBase):
+    type: Literal["cancel_session"] = "cancel_session"
+
+
+class WakeSession(CommandBase):
+    type: Literal["wake_session"] = "wake_session"
+
+
+class DeleteSession(CommandBase):
+    type: Literal["delete_session"] = "delete_session"
+    reason: str | None = None
+
+
+class TakeOver(CommandBase):
+    type: Literal["take_over"] = "take_over"
+
+
+class HandBack(CommandBase):
+    type: Literal["hand_back"] = "hand_back"
+
+
+class SubmitToolResult(CommandBase):
+    """A person acting as the hands answers a pending tool call."""
+
+    type: Literal["submit_tool_result"] = "submit_tool_result"
+    tool_call_id: ID
+    output: str
+    is_error: bool = False
+
+
+Command = Annotated[
+    Union[
+        CreateSession, PostMessage, ApproveToolCall, DenyToolCall, CancelSession,
+        WakeSession, DeleteSession, TakeOver, HandBack, SubmitToolResult,
+    ],
+    Field(discriminator="type"),
+]
+COMMAND_ADAPTER: TypeAdapter[Any] = TypeAdapter(Command)
+
+
+def parse_command(data: bytes | str | dict[str, Any]) -> CommandBase:
+    """Decodes one command; raises `pydantic.ValidationError` naming what is wrong."""
+    if isinstance(data, (str, bytes)):
+        return COMMAND_ADAPTER.validate_json(data)
+    return COMMAND_ADAPTER.validate_python(data)
+
+
+class ToolCallRequest(Frozen):
+    """brain -> runner on `wakeline.tool-calls`; `tool_call_id` is the idempotency key."""
+
+    session_id: ID
+    tenant: ID
+    tool_call_id: ID
+    name: str
+    input: dict[str, Any]
+    timeout_s: float = 30.0
+    causation_seq: int
+
+
+class ToolResultReport(Frozen):
+    """runner -> brain on `wakeline.tool-results`."""
+
+    session_id: ID
+    tenant: ID
+    tool_call_id: ID
+    name: str
+    output: str
+    is_error: bool = False
+    error_kind: str | None = None
+    duration_ms: int = 0
+    runner: str
+    replayed: bool = False

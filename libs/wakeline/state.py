@@ -1,0 +1,81 @@
+"""The value `fold` derives from a session's events: frozen, comparable, no I/O.
+
+`Message` and its blocks mirror the Messages API's shapes, so the brain can build a
+request from them directly; tool output is held as a `ToolResultBlock` tagged `data`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from wakeline.events import GENESIS_HASH, EndReason, SessionConfig, ToolCallPayload, Usage
+
+Status = Literal["new", "idle", "running", "ended", "deleted"]
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True)
+class ToolUseBlock:
+    id: str
+    name: str
+    input: Any
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(frozen=True)
+class ToolResultBlock:
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    trust: Literal["data"] = "data"
+    type: Literal["tool_result"] = "tool_result"
+
+
+Block = Union[TextBlock, ToolUseBlock, ToolResultBlock]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["user", "assistant"]
+    blocks: tuple[Block, ...]
+    seq: int  # the seq of the event that opened this message; compaction cuts by it
+
+
+@dataclass(frozen=True)
+class QueuedMessage:
+    command_id: str
+    text: str
+    actor: str
+
+
+@dataclass(frozen=True)
+class SessionState:
+    session_id: str = ""
+    tenant: str = ""
+    owner: str = ""
+    config: SessionConfig = field(default_factory=SessionConfig)
+    title: str | None = None
+    parent_session_id: str | None = None
+    fork_seq: int | None = None
+    status: Status = "new"
+    last_seq: int = 0
+    last_hash: str = GENESIS_HASH
+    turns: int = 0
+    in_turn: bool = False
+    messages: tuple[Message, ...] = ()
+    pending_tool_calls: tuple[ToolCallPayload, ...] = ()
+    awaiting_approval: frozenset[str] = frozenset()
+    queued: tuple[QueuedMessage, ...] = ()
+    seen_inputs: frozenset[str] = frozenset()
+    ended_reason: EndReason | None = None
+    hands: str | None = None  # a person who took over as the hands, or None for the runners
+    compactions: int = 0
+    usage: Usage = field(default_factory=Usage)
+    files: tuple[str, ...] = ()
+    deleted_by: str | None = None
