@@ -46,6 +46,18 @@ die() { echo "kafka.sh: ERROR: $*" >&2; exit 1; }
 
 # ---------------------------------------------------------------- helpers
 
+# pgrep pattern for our broker's command line: "... kafka.Kafka <PROPS>" at the
+# end, with the path regex-escaped. Matching on the properties path means a
+# broker of another checkout/data dir is never touched.
+PROPS_RE="kafka\\.Kafka $(printf '%s' "$PROPS" | sed 's/[][\\.*^$+?(){}|]/\\&/g')\$"
+our_pids() { pgrep -f "$PROPS_RE" || true; }
+
+# Alive and not a zombie (an un-reaped dead JVM still answers kill -0).
+alive() {
+  [[ -r "/proc/$1/stat" ]] || return 1
+  [[ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" != "Z" ]]
+}
+
 # PID of our broker (the one using $PROPS), or nothing. Pid file first, then a
 # cmdline scan so a lost/stale pid file never leaves an orphan broker behind.
 broker_pid() {
@@ -56,7 +68,7 @@ broker_pid() {
       echo "$pid"; return 0
     fi
   fi
-  pgrep -f "kafka\.Kafka $PROPS\$" | head -n1 || true
+  our_pids | head -n1
 }
 
 # True if something accepts TCP connections on 127.0.0.1:$1 (bash built-in, no tools needed).
@@ -85,7 +97,7 @@ wait_ready() {
   local pid="$1" deadline=$((SECONDS + START_TIMEOUT))
   while ((SECONDS < deadline)); do
     if broker_ready; then return 0; fi
-    if ! kill -0 "$pid" 2>/dev/null; then
+    if ! alive "$pid"; then
       print_log_tail
       die "the Kafka JVM (pid $pid) exited during startup; see $LOG_FILE"
     fi
@@ -213,19 +225,26 @@ cmd_down() {
   kill -TERM "$pid" 2>/dev/null || true
   # A clean shutdown flushes logs and skips recovery on the next start; usually a few seconds.
   local deadline=$((SECONDS + 30))
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-  if kill -0 "$pid" 2>/dev/null; then
+  while alive "$pid" && ((SECONDS < deadline)); do sleep 0.2; done
+  if alive "$pid"; then
     log "still alive after 30s, sending SIGKILL"
     kill -KILL "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
   fi
-  # Belt and braces: nothing of ours may survive `down`.
-  pid="$(pgrep -f "kafka\.Kafka $PROPS\$" || true)"
-  if [[ -n "$pid" ]]; then
-    kill -KILL $pid 2>/dev/null || true
-    sleep 0.5
-  fi
-  [[ -z "$(pgrep -f "kafka\.Kafka $PROPS\$" || true)" ]] || die "a broker process for $PROPS is still alive"
+  # Belt and braces: nothing of ours may survive `down` (also catches a second
+  # broker on the same data dir started behind the pid file's back).
+  local left
+  deadline=$((SECONDS + 10))
+  while left="$(our_pids)"; [[ -n "$left" ]] && ((SECONDS < deadline)); do
+    # pgrep also lists zombies; drop those, they are already dead.
+    local p live=""
+    for p in $left; do alive "$p" && live+=" $p"; done
+    [[ -z "$live" ]] && break
+    kill -KILL $live 2>/dev/null || true
+    sleep 0.2
+  done
+  for p in $(our_pids); do
+    if alive "$p"; then die "broker process $p for $PROPS is still alive"; fi
+  done
   rm -f "$PID_FILE"
   log "stopped"
 }

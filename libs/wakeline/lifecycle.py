@@ -1,0 +1,27 @@
+"""How every service process starts and stops: `serve(run, settings)`.
+
+Each service is one `async def run(settings, stop: asyncio.Event)`; `serve` sets `stop`
+on SIGTERM or SIGINT so the service can finish its batch, commit and close its clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import Awaitable, Callable, TypeVar
+
+S = TypeVar("S")
+
+
+def serve(run: Callable[[S, asyncio.Event], Awaitable[None]], settings: S, name: str) -> None:
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
+    asyncio.run(_main(run, settings))
+
+
+async def _main(run: Callable[[S, asyncio.Event], Awaitable[None]], settings: S) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await run(settings, stop)
