@@ -98,22 +98,20 @@ async def apply_migrations(dsn: str, directory: Path = MIGRATIONS_DIR) -> list[s
     conn = await asyncpg.connect(dsn)
     try:
         await _refuse_superuser(conn)
+        # Held until the connection closes, whatever happens below.
         await conn.execute("SELECT pg_advisory_lock($1)", LOCK_KEY)
-        try:
-            await conn.execute(_CREATE_TABLE)
-            rows = await conn.fetch("SELECT version, checksum FROM schema_migrations")
-            applied = []
-            for migration in _pending(files, {r["version"]: r["checksum"] for r in rows}):
-                async with conn.transaction():
-                    await conn.execute(migration.sql)
-                    await conn.execute(
-                        "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                        migration.version, migration.name, migration.checksum,
-                    )
-                applied.append(migration.label)
-            return applied
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock($1)", LOCK_KEY)
+        await conn.execute(_CREATE_TABLE)
+        rows = await conn.fetch("SELECT version, checksum FROM schema_migrations")
+        applied = []
+        for migration in _pending(files, {r["version"]: r["checksum"] for r in rows}):
+            async with conn.transaction():
+                await conn.execute(migration.sql)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                    migration.version, migration.name, migration.checksum,
+                )
+            applied.append(migration.label)
+        return applied
     finally:
         await conn.close()
 

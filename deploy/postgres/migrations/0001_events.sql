@@ -122,7 +122,8 @@ BEGIN
     'WITH CHECK (tenant = current_setting(''wakeline.tenant'', true))', name);
   -- Cloned row triggers inherit ENABLE ALWAYS in PG15; assert it rather than rely on it.
   FOR trg IN SELECT tgname FROM pg_trigger
-             WHERE tgrelid = ('public.' || name)::regclass AND tgenabled <> 'A' LOOP
+             WHERE tgrelid = ('public.' || name)::regclass AND tgenabled <> 'A'
+               AND NOT tgisinternal LOOP
     EXECUTE format('ALTER TABLE public.%I ENABLE ALWAYS TRIGGER %I', name, trg.tgname);
   END LOOP;
   RETURN name;

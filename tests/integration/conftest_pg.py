@@ -1,0 +1,138 @@
+"""Helpers for tests against the real Postgres (deploy/postgres/pg.sh up + migrate).
+
+A plain module, not a conftest: tests import what they need. Connections use the DSNs
+from wakeline.settings; the superuser one goes over the unix socket reported by
+`pg.sh status` (peer auth maps root to postgres). Isolation is by fresh session ids and
+tenants per test; nothing is ever truncated (nothing could be).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+from pydantic_settings import BaseSettings
+
+from wakeline.settings import AdminSettings, CommonSettings
+
+PG_SH = Path(__file__).resolve().parents[2] / "deploy" / "postgres" / "pg.sh"
+
+INSERT_EVENT = """
+INSERT INTO events (tenant, session_id, seq, event_id, causation_id, type, actor, trust,
+                    ts, prev_hash, hash, payload, tool_name, is_error)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14)
+"""
+EVENT_COLUMNS = ("tenant", "session_id", "seq", "event_id", "causation_id", "type", "actor",
+                 "trust", "ts", "prev_hash", "hash", "payload", "tool_name", "is_error")
+
+
+class _CiEnv(BaseSettings):
+    """`CI=true` turns an unreachable database from a skip into a failure."""
+
+    ci: bool = False
+
+
+async def require_postgres() -> None:
+    """Skip the test when Postgres is unreachable, or fail it when CI=true."""
+    dsn = CommonSettings().postgres_dsn
+    try:
+        conn = await asyncpg.connect(dsn, timeout=5)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        message = (
+            f"Postgres unreachable at {_redacted(dsn)}: {type(exc).__name__}: {exc}. "
+            "Start it with `bash deploy/postgres/pg.sh up && python -m wakeline.migrate`."
+        )
+        if _CiEnv().ci:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    await conn.close()
+
+
+def _redacted(dsn: str) -> str:
+    scheme, _, rest = dsn.partition("://")
+    return f"{scheme}://***@{rest.split('@', 1)[-1]}"
+
+
+@asynccontextmanager
+async def connected(dsn: str) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(dsn, timeout=10)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+def service_connection():
+    """The role every service uses: INSERT/SELECT on the log, never its owner."""
+    return connected(CommonSettings().postgres_dsn)
+
+
+def owner_connection():
+    """The schema owner (migrations): all privileges, but still bound by RLS and triggers."""
+    return connected(AdminSettings().postgres_admin_dsn)
+
+
+@asynccontextmanager
+async def superuser_connection() -> AsyncIterator[asyncpg.Connection]:
+    """The cluster superuser over the unix socket; skips if that is not possible here."""
+    if os.geteuid() != 0:
+        pytest.skip("superuser checks need root (peer auth maps root to postgres)")
+    status = subprocess.run(["bash", str(PG_SH), "status"], capture_output=True, text=True)
+    fields = dict(line.split("=", 1) for line in status.stdout.splitlines() if "=" in line)
+    if fields.get("state") != "running":
+        pytest.skip(f"pg.sh status does not report a running local cluster: {status.stdout!r}")
+    conn = await asyncpg.connect(host=fields["socket_dir"], port=int(fields["port"]),
+                                 user="postgres", database="wakeline", timeout=10)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+def fresh_tenant() -> str:
+    return f"tenant-{uuid.uuid4().hex[:12]}"
+
+
+def fresh_session_id() -> str:
+    return str(uuid.uuid4())
+
+
+def new_event(tenant: str, session_id: str, seq: int = 1, **overrides: Any) -> dict[str, Any]:
+    """A valid events row; the hash values are placeholders (the chain is the writer's job)."""
+    event = {
+        "tenant": tenant, "session_id": session_id, "seq": seq, "event_id": uuid.uuid4(),
+        "causation_id": None, "type": "user_message", "actor": "user:test",
+        "trust": "instruction", "ts": datetime.now(UTC), "prev_hash": "0" * 64,
+        "hash": uuid.uuid4().hex * 2, "payload": {"text": "hello"},
+        "tool_name": None, "is_error": None,
+    }
+    event.update(overrides)
+    return event
+
+
+async def insert_event(conn: asyncpg.Connection, event: dict[str, Any]) -> None:
+    """Make sure the month's partition exists, then insert the row."""
+    await conn.execute("SELECT ensure_events_partition($1)", event["ts"])
+    values = [json.dumps(event[c]) if c == "payload" else event[c] for c in EVENT_COLUMNS]
+    await conn.execute(INSERT_EVENT, *values)
+
+
+async def set_tenant(conn: asyncpg.Connection, tenant: str) -> None:
+    """Transaction-local tenant, as wakeline.pg.TenantPool does it (call inside a transaction)."""
+    await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
+
+
+async def insert_event_as(conn: asyncpg.Connection, tenant: str, event: dict[str, Any]) -> None:
+    """Insert `event` in its own transaction with `tenant` set."""
+    async with conn.transaction():
+        await set_tenant(conn, tenant)
+        await insert_event(conn, event)
