@@ -34,7 +34,7 @@ def first_broken_seq(events: Iterable[EventBase]) -> int | None:
     prev_hash, expected_seq = GENESIS_HASH, 1
     for event in events:
         if event.seq != expected_seq or event.prev_hash != prev_hash or compute_hash(event) != event.hash:
-            return expected_seq if event.seq > expected_seq else event.seq
+            return expected_seq
         prev_hash, expected_seq = event.hash, expected_seq + 1
     return None
 

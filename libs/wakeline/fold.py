@@ -77,7 +77,8 @@ def _model_turn(state: SessionState, e: EventBase) -> SessionState:
     blocks = (TextBlock(p.text),) if p.text else ()
     usage = Usage(input_tokens=state.usage.input_tokens + p.usage.input_tokens,
                   output_tokens=state.usage.output_tokens + p.usage.output_tokens)
-    return replace(state, messages=state.messages + (Message("assistant", blocks, e.seq),), usage=usage)
+    return replace(state, messages=state.messages + (Message("assistant", blocks, e.seq),), usage=usage,
+                   awaiting_model=False)
 
 
 def _tool_call(state: SessionState, e: EventBase) -> SessionState:
@@ -121,15 +122,15 @@ _HANDLERS: dict[str, Callable[[SessionState, EventBase], SessionState]] = {
     "tool_call": _tool_call,
     "tool_result": _tool_result,
     "compaction": _compaction,
-    "turn_started": lambda s, e: replace(s, turns=s.turns + 1, in_turn=True),
-    "turn_ended": lambda s, e: replace(s, in_turn=False),
+    "turn_started": lambda s, e: replace(s, turns=s.turns + 1, in_turn=True, awaiting_model=True),
+    "turn_ended": lambda s, e: replace(s, in_turn=False, awaiting_model=False),
     "approval_requested": lambda s, e: replace(s, awaiting_approval=s.awaiting_approval | {e.payload.tool_call_id}),
     "approval_granted": lambda s, e: replace(s, awaiting_approval=s.awaiting_approval - {e.payload.tool_call_id}),
     "approval_denied": lambda s, e: replace(s, awaiting_approval=s.awaiting_approval - {e.payload.tool_call_id}),
-    "session_ended": lambda s, e: replace(s, ended_reason=e.payload.reason, in_turn=False),
+    "session_ended": lambda s, e: replace(s, ended_reason=e.payload.reason, in_turn=False, awaiting_model=False),
     "takeover": lambda s, e: replace(s, hands=e.payload.by),
     "handback": lambda s, e: replace(s, hands=None),
     "title_generated": lambda s, e: replace(s, title=e.payload.title),
     "file_reference": lambda s, e: replace(s, files=s.files + (e.payload.path,)),
-    "deleted": lambda s, e: replace(s, deleted_by=e.payload.by, in_turn=False),
+    "deleted": lambda s, e: replace(s, deleted_by=e.payload.by, in_turn=False, awaiting_model=False),
 }

@@ -68,6 +68,7 @@ class SessionState:
     last_hash: str = GENESIS_HASH
     turns: int = 0
     in_turn: bool = False
+    awaiting_model: bool = False  # a turn started and its model call has not been recorded yet
     messages: tuple[Message, ...] = ()
     pending_tool_calls: tuple[ToolCallPayload, ...] = ()
     awaiting_approval: frozenset[str] = frozenset()

@@ -1,0 +1,183 @@
+"""`SessionActor`: one session's loop inside the brain that owns its partition.
+
+Inputs for one session are handled in order; different sessions run concurrently, so a
+slow model call on one never delays another. The actor holds state only as a cache: it
+wakes by folding the log, appends by sealing drafts at the next seq and waiting for the
+partition's transaction to commit, and exits when idle (eviction) or when its partition
+is revoked. An input's offset is released only once the session is waiting for someone
+else again, so a crash mid-turn redelivers it and the next owner resumes the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from wakeline import commands as c
+from wakeline import events as e
+from wakeline.chain import Draft, seal
+from wakeline.codec import encode
+from wakeline.fold import apply, fold
+from wakeline.state import SessionState
+from wakeline.topics import EVENTS, TOOL_CALLS, record_key
+from wakeline_brain.context import build_request, plan_compaction
+from wakeline_brain.inputs import handle_input
+from wakeline_brain.model import Model, ModelError, ModelReply
+from wakeline_brain.steps import CALL_MODEL, failed_model_drafts, model_drafts, next_step
+from wakeline_brain.writer import PartitionWriter, Record
+
+log = logging.getLogger(__name__)
+Token = Any  # opaque to the actor: handed back to `release` when the input is settled
+
+
+@dataclass
+class ActorDeps:
+    host: str
+    idle_evict_s: float
+    load: Callable[[str, str, int], Awaitable[list[e.EventBase]]]
+    model_for: Callable[[str], Model]
+    tools: list[dict[str, Any]]
+    release: Callable[[list[Token]], None]
+    dead_letter: Callable[[Any, str], Awaitable[None]]
+    now: Callable[[], Any]
+    new_id: Callable[[], str]
+
+
+@dataclass
+class _ModelDone:
+    turn: int
+    reply: ModelReply | None
+    error: str | None = None
+
+
+@dataclass
+class SessionActor:
+    session_id: str
+    tenant: str
+    partition: int
+    writer: PartitionWriter
+    deps: ActorDeps
+    mailbox: asyncio.Queue = field(default_factory=asyncio.Queue)
+    state: SessionState = field(default_factory=SessionState)
+    _held: list[Token] = field(default_factory=list)
+    _issued: set[str] = field(default_factory=set)
+    _model_task: asyncio.Task | None = None
+
+    async def run(self, why: str) -> None:
+        try:
+            await self._wake(why)
+            await self._advance()
+            while True:
+                try:
+                    item = await asyncio.wait_for(self.mailbox.get(), timeout=self.deps.idle_evict_s)
+                except asyncio.TimeoutError:
+                    if self._quiet() and self.mailbox.empty():
+                        return  # idle eviction: the log keeps everything
+                    continue
+                await self._handle(item)
+                await self._advance()
+        finally:
+            if self._model_task:
+                self._model_task.cancel()
+
+    async def _wake(self, why: str) -> None:
+        self.state = fold(await self.deps.load(self.session_id, self.tenant, self.partition))
+        if self.state.last_seq:
+            woke = e.WokePayload(host=self.deps.host, reason=why, from_seq=self.state.last_seq)
+            await self._append([Draft(type="woke", payload=woke, actor="system:brain", trust="instruction")])
+
+    async def _handle(self, item: Any) -> None:
+        if isinstance(item, _ModelDone):
+            self._model_task = None
+            if self.state.awaiting_model and self.state.turns == item.turn:
+                drafts = (model_drafts(self.state, item.reply, f"agent:{self.state.config.model}")
+                          if item.reply else failed_model_drafts(item.error or "model failed"))
+                await self._append(drafts)
+            return
+        payload, token = item
+        if isinstance(payload, MalformedInput):
+            await self._reject_malformed(payload)
+        elif self.state.status == "new" and not isinstance(payload, (c.CreateSession, c.ToolResultReport)):
+            await self.deps.dead_letter(payload, f"unknown session {self.session_id}")
+        else:
+            await self._append(handle_input(self.state, payload))
+        self._held.append(token)
+
+    async def _reject_malformed(self, bad: "MalformedInput") -> None:
+        if self.state.status != "new" and bad.command_id not in self.state.seen_inputs:
+            rejected = e.InputRejectedPayload(command_id=bad.command_id, reason=bad.reason)
+            await self._append([Draft(type="input_rejected", payload=rejected, actor="system:brain",
+                                      trust="instruction", causation_id=bad.command_id)])
+
+    async def _advance(self) -> None:
+        while True:
+            step = next_step(self.state)
+            if step is CALL_MODEL:
+                if self._model_task is None:
+                    await self._compact_if_needed()
+                    self._model_task = asyncio.create_task(self._call_model(self.state))
+                break
+            if not step:
+                break
+            await self._append(step)
+        if self._quiet():
+            self.deps.release(self._held)
+            self._held = []
+
+    def _quiet(self) -> bool:
+        return self._model_task is None and next_step(self.state) is None
+
+    async def _compact_if_needed(self) -> None:
+        compaction = plan_compaction(self.state, build_request(self.state, self.deps.tools))
+        if compaction is not None:
+            await self._append([compaction])
+
+    async def _call_model(self, state: SessionState) -> None:
+        """Runs beside the actor's loop; its answer comes back through the mailbox so that
+        only the loop ever appends."""
+        try:
+            model = self.deps.model_for(state.config.model)
+            reply, error = await model.complete(build_request(state, self.deps.tools)), None
+        except ModelError as err:
+            reply, error = None, str(err)
+        except Exception as err:  # a bug in an adapter must end the turn, not hang the session
+            log.exception("model call failed for %s", self.session_id)
+            reply, error = None, f"{type(err).__name__}: {err}"
+        await self.mailbox.put(_ModelDone(turn=state.turns, reply=reply, error=error))
+
+    async def _append(self, drafts: list[Draft]) -> None:
+        if not drafts:
+            return
+        state, records = self.state, []
+        for draft in drafts:
+            event = seal(draft, session_id=self.session_id, tenant=self.tenant, seq=state.last_seq + 1,
+                         prev_hash=state.last_hash, ts=self.deps.now(), event_id=self.deps.new_id())
+            state = apply(state, event)
+            records.append(Record(EVENTS, record_key(self.session_id), encode(event)))
+        records += self._tool_calls_to_issue(state)
+        await self.writer.append(records)
+        self.state = state
+
+    def _tool_calls_to_issue(self, state: SessionState) -> list[Record]:
+        """Pending calls go to the runners in the same transaction as the events that made
+        them issuable; on wake every pending call is issued again with the same id."""
+        if state.hands is not None or state.status in ("ended", "deleted"):
+            return []
+        records = []
+        for call in state.pending_tool_calls:
+            if call.tool_call_id in self._issued or call.tool_call_id in state.awaiting_approval:
+                continue
+            self._issued.add(call.tool_call_id)
+            request = c.ToolCallRequest(session_id=self.session_id, tenant=self.tenant,
+                                        tool_call_id=call.tool_call_id, name=call.name, input=call.input,
+                                        timeout_s=state.config.tool_timeout_s, causation_seq=state.last_seq)
+            records.append(Record(TOOL_CALLS, record_key(self.session_id), encode(request)))
+        return records
+
+
+@dataclass(frozen=True)
+class MalformedInput:
+    command_id: str
+    reason: str

@@ -1,0 +1,51 @@
+"""The brain's composition root: builds its collaborators and runs the consume loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+
+from wakeline.kafka_io import make_consumer
+from wakeline.pg import TenantPool
+from wakeline_brain.models import ModelRegistry
+from wakeline_brain.service import INPUT_TOPICS, Brain
+from wakeline_brain.settings import BrainSettings
+from wakeline_brain.wake import SessionLoader
+
+log = logging.getLogger(__name__)
+
+
+def tool_schemas() -> list[dict]:
+    # The runner defines the tools; the brain only describes them to the model.
+    from wakeline_runner.tools import tool_schemas as schemas
+    return schemas()
+
+
+async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
+    models = ModelRegistry(settings)
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=4) as pool:
+        loader = SessionLoader(settings, pool, settings.archiver_group)
+        await loader.start()
+        brain = Brain(settings, loader.load, models.model_for, tool_schemas())
+        # Range assignment gives a brain the same partition numbers of every input topic,
+        # so the owner of inbox p also owns tool-results p and writes events p.
+        consumer = make_consumer(settings, group_id=settings.group_id,
+                                 partition_assignment_strategy=(RangePartitionAssignor,))
+        consumer.subscribe(list(INPUT_TOPICS), listener=brain)
+        await consumer.start()
+        log.info("brain %s started", settings.host)
+        try:
+            while not stop.is_set() and brain.failure is None:
+                batch = await consumer.getmany(timeout_ms=200, max_records=500)
+                for records in batch.values():
+                    for record in records:
+                        brain.dispatch(record)
+        finally:
+            await brain.close()
+            await consumer.stop()
+            await loader.stop()
+            await models.close()
+    if brain.failure is not None:
+        raise SystemExit(f"brain stopped: {brain.failure!r}")

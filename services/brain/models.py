@@ -1,0 +1,33 @@
+"""Which adapter answers a session's `config.model`: `scripted:<policy>` or a Claude model."""
+
+from __future__ import annotations
+
+from wakeline_brain.claude import ClaudeModel
+from wakeline_brain.model import Model, ModelError
+from wakeline_brain.scripted import ScriptedModel, load_policy
+from wakeline_brain.settings import BrainSettings
+
+
+class ModelRegistry:
+    def __init__(self, settings: BrainSettings):
+        self._settings = settings
+        self._models: dict[str, Model] = {}
+
+    def model_for(self, name: str) -> Model:
+        if name not in self._models:
+            self._models[name] = self._build(name)
+        return self._models[name]
+
+    def _build(self, name: str) -> Model:
+        if name.startswith("scripted:"):
+            return ScriptedModel(load_policy(self._settings.policy_dir, name.split(":", 1)[1]))
+        if not self._settings.anthropic_api_key:
+            raise ModelError(f"model {name!r} needs ANTHROPIC_API_KEY; set it or use a scripted:<policy> model")
+        return ClaudeModel(name, self._settings.anthropic_api_key, self._settings.anthropic_base_url,
+                           self._settings.anthropic_max_retries)
+
+    async def close(self) -> None:
+        for model in self._models.values():
+            close = getattr(model, "close", None)
+            if close:
+                await close()

@@ -1,0 +1,22 @@
+"""The brain's settings (env prefix `WAKELINE_`; the Anthropic key also as `ANTHROPIC_API_KEY`)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+
+from wakeline.settings import CommonSettings
+
+
+class BrainSettings(CommonSettings):
+    group_id: str = "wakeline-brain"
+    archiver_group: str = "wakeline-archiver"
+    host: str = Field(default_factory=socket.gethostname)
+    idle_evict_s: float = 300.0
+    policy_dir: Path = Path("deploy/policies")
+    anthropic_api_key: str | None = Field(
+        default=None, validation_alias=AliasChoices("WAKELINE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"))
+    anthropic_base_url: str | None = None
+    anthropic_max_retries: int = 4

@@ -1,0 +1,85 @@
+"""Loading a session the brain does not hold: the archive, then the un-archived tail.
+
+Postgres holds what the archiver has stored, and `archiver_offsets` says how far into
+each events partition that is — both read in one snapshot, so the Kafka tail read from
+that offset to the partition's end covers exactly the rest. Together they are every
+committed event of the session; the fold of them is the state to continue from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.structs import TopicPartition
+
+from wakeline.events import EventBase, parse_event
+from wakeline.pg import TenantPool
+from wakeline.settings import CommonSettings
+from wakeline.topics import EVENTS
+
+EVENT_COLUMNS = ("session_id, seq, event_id, causation_id, tenant, actor, trust, ts, prev_hash, hash, "
+                 "type, payload")
+
+
+def event_from_row(row: Any) -> EventBase:
+    data = dict(row)
+    data["event_id"] = str(data["event_id"])
+    data["payload"] = json.loads(data["payload"]) if isinstance(data["payload"], str) else data["payload"]
+    return parse_event(data)
+
+
+class SessionLoader:
+    def __init__(self, settings: CommonSettings, pool: TenantPool, archiver_group: str):
+        self._settings = settings
+        self._pool = pool
+        self._archiver_group = archiver_group
+        self._tail = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
+                                      enable_auto_commit=False, isolation_level="read_committed")
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        await self._tail.start()
+
+    async def stop(self) -> None:
+        await self._tail.stop()
+
+    async def load(self, session_id: str, tenant: str, partition: int) -> list[EventBase]:
+        archived, offset = await self._archived(session_id, tenant, partition)
+        last = archived[-1].seq if archived else 0
+        tail = await self._read_tail(session_id, partition, offset)
+        return archived + [e for e in tail if e.seq > last]
+
+    async def _archived(self, session_id: str, tenant: str, partition: int) -> tuple[list[EventBase], int]:
+        # Offset first, rows second: the rows then hold at least everything before the
+        # offset, and the tail read from it overlaps rather than leaves a gap.
+        async with self._pool.transaction(tenant) as conn:
+            offset = await conn.fetchval(
+                "SELECT next_offset FROM archiver_offsets WHERE consumer_group = $1 AND topic = $2"
+                " AND partition = $3", self._archiver_group, EVENTS, partition)
+            rows = await conn.fetch(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq", session_id)
+        return [event_from_row(r) for r in rows], offset or 0
+
+    async def _read_tail(self, session_id: str, partition: int, start: int) -> list[EventBase]:
+        tp = TopicPartition(EVENTS, partition)
+        key = session_id.encode()
+        found: list[EventBase] = []
+        async with self._lock:  # one shared consumer, one reader at a time
+            self._tail.assign([tp])
+            end = (await self._tail.end_offsets([tp]))[tp]
+            if start >= end:
+                return found
+            self._tail.seek(tp, start)
+            idle_polls = 0
+            # An open transaction holds the readable end below `end`; stop once reads dry up.
+            while await self._tail.position(tp) < end and idle_polls < 3:
+                batch = await self._tail.getmany(tp, timeout_ms=500, max_records=5000)
+                records = batch.get(tp, [])
+                idle_polls = 0 if records else idle_polls + 1
+                for record in records:
+                    if record.key == key:
+                        found.append(parse_event(record.value))
+        return found

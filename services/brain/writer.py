@@ -1,0 +1,126 @@
+"""`PartitionWriter`: the single writer of one partition of `wakeline.events`.
+
+Each owned partition p gets a transactional producer whose id is fixed per partition
+(`wakeline-brain-p<p>`): when another brain takes p over, its producer's start fences
+ours and aborts whatever we had in flight, so a session never has two writers. Appends
+are group-committed: one transaction carries the events, the tool calls they issue, and
+the consumer offsets of p's inputs up to the lowest unfinished record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.structs import TopicPartition
+
+from wakeline.offsets import OffsetTracker
+from wakeline.settings import CommonSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Record:
+    topic: str
+    key: bytes
+    value: bytes
+    partition: int | None = None  # None: this writer's partition (re-routing names another)
+
+
+class WriterClosed(RuntimeError):
+    """The partition was revoked or our producer was fenced: stop writing for it."""
+
+
+class PartitionWriter:
+    def __init__(self, settings: CommonSettings, partition: int, group_id: str,
+                 trackers: dict[TopicPartition, OffsetTracker]):
+        self.partition = partition
+        self._group_id = group_id
+        self._trackers = trackers
+        self._producer = AIOKafkaProducer(
+            bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+            transactional_id=f"{group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1)
+        self._queue: asyncio.Queue[tuple[list[Record], asyncio.Future]] = asyncio.Queue()
+        self._committed: dict[TopicPartition, int] = {}
+        self._task: asyncio.Task | None = None
+        self._closed = False
+
+    async def start(self) -> None:
+        await self._producer.start()  # InitProducerId: fences the previous owner of this partition
+        self._task = asyncio.create_task(self._loop(), name=f"writer-p{self.partition}")
+
+    async def append(self, records: list[Record]) -> None:
+        """Returns once the records are committed; raises WriterClosed if they never will be."""
+        if self._closed:
+            raise WriterClosed(f"partition {self.partition} is no longer ours")
+        done = asyncio.get_running_loop().create_future()
+        await self._queue.put((records, done))
+        await done
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._task:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        self._fail_pending(WriterClosed("writer closed"))
+        await self._producer.stop()
+
+    async def _loop(self) -> None:
+        try:
+            while True:
+                batch = await self._next_batch()
+                await self._commit(batch)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # fenced, or the broker refused: this partition is lost to us
+            log.error("writer for partition %s stopped: %r", self.partition, err)
+            self._closed = True
+            self._fail_pending(WriterClosed(str(err)))
+
+    async def _next_batch(self) -> list[tuple[list[Record], asyncio.Future]]:
+        try:
+            batch = [await asyncio.wait_for(self._queue.get(), timeout=0.5)]
+        except asyncio.TimeoutError:
+            return []  # nothing to write: a chance to commit offsets that moved on their own
+        while not self._queue.empty() and len(batch) < 500:
+            batch.append(self._queue.get_nowait())
+        return batch
+
+    async def _commit(self, batch: list[tuple[list[Record], asyncio.Future]]) -> None:
+        offsets = self._offsets_to_commit()
+        if not batch and not offsets:
+            return
+        try:
+            async with self._producer.transaction():
+                for records, _ in batch:
+                    for r in records:
+                        await self._producer.send(r.topic, r.value, key=r.key,
+                                                  partition=self.partition if r.partition is None else r.partition)
+                if offsets:
+                    await self._producer.send_offsets_to_transaction(offsets, self._group_id)
+        except Exception as err:
+            for _, done in batch:
+                if not done.done():
+                    done.set_exception(WriterClosed(str(err)))
+            raise
+        self._committed.update(offsets)
+        for _, done in batch:
+            if not done.done():
+                done.set_result(None)
+
+    def _offsets_to_commit(self) -> dict[TopicPartition, int]:
+        moved = {}
+        for tp, tracker in self._trackers.items():
+            offset = tracker.committable()
+            if offset is not None and offset != self._committed.get(tp):
+                moved[tp] = offset
+        return moved
+
+    def _fail_pending(self, err: Exception) -> None:
+        while not self._queue.empty():
+            _, done = self._queue.get_nowait()
+            if not done.done():
+                done.set_exception(err)

@@ -1,0 +1,132 @@
+"""The brain's decisions driven purely: inputs, next steps and model replies, no I/O."""
+
+import asyncio
+import uuid
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from wakeline import commands as c
+from wakeline.chain import first_broken_seq, seal
+from wakeline.fold import apply
+from wakeline.state import SessionState
+from wakeline_brain.inputs import handle_input
+from wakeline_brain.scripted import ScriptedModel, load_policy
+from wakeline_brain.context import build_request
+from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
+
+POLICIES = Path(__file__).resolve().parents[2] / "deploy" / "policies"
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+class Log:
+    def __init__(self):
+        self.state, self.events = SessionState(), []
+
+    def append(self, drafts, sid):
+        for d in drafts:
+            e = seal(d, session_id=sid, tenant="t", seq=self.state.last_seq + 1, prev_hash=self.state.last_hash,
+                     ts=T0 + timedelta(seconds=len(self.events)), event_id=str(uuid.uuid4()))
+            self.state = apply(self.state, e)
+            self.events.append(e)
+
+
+def drive(log, sid, model, runner=lambda call: ("ok", False), limit=200):
+    """Runs next_step to quiescence, answering model calls and tool calls inline."""
+    for _ in range(limit):
+        step = next_step(log.state)
+        if step is CALL_MODEL:
+            reply = asyncio.run(model.complete(build_request(log.state, [])))
+            log.append(model_drafts(log.state, reply, f"agent:{model.name}"), sid)
+        elif step:
+            log.append(step, sid)
+        elif log.state.pending_tool_calls and not log.state.awaiting_approval:
+            call = log.state.pending_tool_calls[0]
+            out, err = runner(call)
+            report = c.ToolResultReport(session_id=sid, tenant="t", tool_call_id=call.tool_call_id, name=call.name,
+                                        output=out, is_error=err, runner="test")
+            log.append(handle_input(log.state, report), sid)
+        else:
+            return
+    raise AssertionError("session did not settle")
+
+
+def create(sid, **config):
+    return c.CreateSession(command_id=str(uuid.uuid4()), session_id=sid, tenant="t", actor="user:ann",
+                           message="do the demo", config={"model": "scripted:demo", **config})
+
+
+def test_demo_policy_session_runs_tools_and_completes_with_a_valid_chain():
+    sid, log = str(uuid.uuid4()), Log()
+    log.append(handle_input(log.state, create(sid)), sid)
+    drive(log, sid, ScriptedModel(load_policy(POLICIES, "demo")))
+    types = [e.type for e in log.events]
+    assert log.state.ended_reason == "completed"
+    assert types.count("tool_call") == types.count("tool_result") == 5
+    assert types[-1] == "session_ended" and "turn_ended" in types
+    assert first_broken_seq(log.events) is None
+    assert all(e.trust == "data" for e in log.events if e.type == "tool_result")
+    assert log.events[-3].actor == "agent:scripted:demo"
+
+
+def test_turn_budget_ends_session_with_max_turns():
+    sid, log = str(uuid.uuid4()), Log()
+    log.append(handle_input(log.state, create(sid, max_turns=2)), sid)
+    drive(log, sid, ScriptedModel(load_policy(POLICIES, "demo")))
+    assert log.state.ended_reason == "max_turns"
+    assert log.state.turns == 2
+
+
+def test_redelivered_inputs_are_no_ops():
+    sid, log = str(uuid.uuid4()), Log()
+    cmd = create(sid)
+    log.append(handle_input(log.state, cmd), sid)
+    assert handle_input(log.state, cmd) == []
+    post = c.PostMessage(command_id="m1", session_id=sid, tenant="t", actor="user:ann", text="again")
+    log.append(handle_input(log.state, post), sid)
+    assert handle_input(log.state, post) == []
+
+
+def test_stale_expected_seq_is_rejected_as_conflict():
+    sid, log = str(uuid.uuid4()), Log()
+    log.append(handle_input(log.state, create(sid)), sid)
+    post = c.PostMessage(command_id="m1", session_id=sid, tenant="t", text="x", expected_seq=1)
+    [draft] = handle_input(log.state, post)
+    assert draft.type == "input_rejected" and draft.payload.reason.startswith("conflict")
+
+
+def test_message_during_turn_is_queued_then_taken_when_turn_ends():
+    sid, log = str(uuid.uuid4()), Log()
+    log.append(handle_input(log.state, create(sid)), sid)
+    log.append(next_step(log.state), sid)  # turn_started
+    assert next_step(log.state) is CALL_MODEL
+    post = c.PostMessage(command_id="q1", session_id=sid, tenant="t", text="also this")
+    [queued] = handle_input(log.state, post)
+    assert queued.type == "message_queued"
+    log.append([queued], sid)
+    drive(log, sid, ScriptedModel(load_policy(POLICIES, "demo")))
+    taken = [e for e in log.events if e.type == "user_message" and e.causation_id == "q1"]
+    assert len(taken) == 1 and not log.state.queued
+
+
+def test_continuing_an_ended_session_extends_the_same_sequence():
+    sid, log = str(uuid.uuid4()), Log()
+    log.append(handle_input(log.state, create(sid)), sid)
+    drive(log, sid, ScriptedModel(load_policy(POLICIES, "demo")))
+    ended_at = log.state.last_seq
+    post = c.PostMessage(command_id="again", session_id=sid, tenant="t", text="once more")
+    log.append(handle_input(log.state, post), sid)
+    drive(log, sid, ScriptedModel(load_policy(POLICIES, "demo")))
+    assert log.state.last_seq > ended_at and log.state.ended_reason == "completed"
+    assert first_broken_seq(log.events) is None
+
+
+def test_tool_requiring_approval_waits_and_denial_records_an_error_result():
+    sid, log = str(uuid.uuid4()), Log()
+    log.append(handle_input(log.state, create(sid, require_approval=["list_files"])), sid)
+    drive(log, sid, ScriptedModel(load_policy(POLICIES, "demo")))
+    assert log.state.awaiting_approval and log.state.status == "running"
+    [call_id] = log.state.awaiting_approval
+    deny = c.DenyToolCall(command_id="d1", session_id=sid, tenant="t", tool_call_id=call_id, reason="no")
+    log.append(handle_input(log.state, deny), sid)
+    result = log.events[-1]
+    assert result.type == "tool_result" and result.payload.is_error and result.payload.error_kind == "denied"

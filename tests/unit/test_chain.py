@@ -1,0 +1,128 @@
+"""The hash chain: a valid log verifies, and any change anywhere breaks it at that seq."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given, strategies as st
+
+from wakeline.chain import canonical_json, compute_hash, first_broken_seq
+from wakeline.events import EventBase, parse_event
+
+from .session_log import conversation, new_session_id
+
+N = 15
+Path = tuple[Any, ...]
+
+
+def leaf_paths(data: Any, prefix: Path = ()) -> list[Path]:
+    """Every scalar in an event's JSON, except the discriminator, seq and absent (None) values."""
+    if isinstance(data, dict):
+        return [p for k, v in data.items() if prefix or k not in ("type", "seq")
+                for p in leaf_paths(v, prefix + (k,))]
+    if isinstance(data, list):
+        return [p for i, v in enumerate(data) for p in leaf_paths(v, prefix + (i,))]
+    return [] if data is None else [prefix]
+
+
+def changed(name: Any, value: Any) -> Any:
+    """A different value of the same shape: one flipped bit, one second, or the other literal."""
+    if name == "ts":
+        return (datetime.fromisoformat(value) + timedelta(seconds=1)).isoformat()
+    if name == "trust":
+        return "data" if value == "instruction" else "instruction"
+    if value is None:
+        return "forged-cause"
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    return value[:-1] + chr(ord(value[-1]) ^ 1) if value else "x"
+
+
+def tamper(event: EventBase, path: Path) -> EventBase:
+    data = event.model_dump(mode="json")
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = changed(path[-1], target[path[-1]])
+    return parse_event(data)
+
+
+def replaced(events: list[EventBase], k: int, event: EventBase) -> list[EventBase]:
+    return events[:k - 1] + [event] + events[k:]
+
+
+@pytest.mark.parametrize("n", [1, 2, 8, N])
+def test_built_chain_verifies(n):
+    events = conversation(n, new_session_id())
+    assert [e.seq for e in events] == list(range(1, n + 1))
+    assert first_broken_seq(events) is None
+
+
+def test_empty_chain_verifies():
+    assert first_broken_seq([]) is None
+
+
+FIELDS: dict[str, Path] = {
+    "payload": ("payload",), "actor": ("actor",), "ts": ("ts",), "prev_hash": ("prev_hash",),
+    "causation_id": ("causation_id",), "trust": ("trust",), "event_id": ("event_id",),
+    "session_id": ("session_id",), "tenant": ("tenant",), "hash": ("hash",),
+}
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 6, N])
+@pytest.mark.parametrize("field", sorted(FIELDS))
+def test_changing_one_field_of_event_k_breaks_chain_at_k(k, field):
+    events = conversation(N, new_session_id())
+    path = FIELDS[field]
+    if field == "payload":
+        path = leaf_paths(events[k - 1].model_dump(mode="json")["payload"], ("payload",))[0]
+    tampered = replaced(events, k, tamper(events[k - 1], path))
+    assert tampered[k - 1] != events[k - 1]
+    assert first_broken_seq(tampered) == k
+
+
+@given(data=st.data())
+def test_any_single_value_change_anywhere_breaks_chain_at_its_seq(data):
+    events = conversation(N, "sess-hypothesis")
+    k = data.draw(st.integers(1, N), label="k")
+    path = data.draw(st.sampled_from(leaf_paths(events[k - 1].model_dump(mode="json"))), label="path")
+    assert first_broken_seq(replaced(events, k, tamper(events[k - 1], path))) == k
+
+
+def test_rehashing_a_tampered_event_moves_the_break_to_the_next_seq():
+    events = conversation(N, new_session_id())
+    forged = tamper(events[3], ("payload", "text"))  # seq 4: the model's first reply
+    forged = forged.model_copy(update={"hash": compute_hash(forged)})
+    assert first_broken_seq(replaced(events, 4, forged)) == 5
+
+
+@pytest.mark.parametrize("k", range(1, N))  # removing the newest event is a truncation: undetectable by design
+def test_removing_an_event_is_detected_at_its_seq(k):
+    events = conversation(N, new_session_id())
+    assert first_broken_seq(events[:k - 1] + events[k:]) == k
+
+
+@pytest.mark.parametrize(("i", "j"), [(1, 2), (3, 4), (2, 9), (14, 15)])
+def test_swapping_two_events_is_detected_at_the_earlier_seq(i, j):
+    events = conversation(N, new_session_id())
+    events[i - 1], events[j - 1] = events[j - 1], events[i - 1]
+    assert first_broken_seq(events) == i
+
+
+def test_event_from_another_session_spliced_in_is_detected():
+    events, other = conversation(N, new_session_id()), conversation(N, new_session_id())
+    assert first_broken_seq(replaced(events, 7, other[6])) == 7
+
+
+def test_canonical_json_is_compact_sorted_utf8():
+    assert canonical_json({"b": [1, {"z": 1, "a": None}], "a": "é"}) == \
+        '{"a":"é","b":[1,{"a":null,"z":1}]}'.encode()
+
+
+@given(st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=5), st.none())))
+def test_canonical_json_ignores_key_order(data):
+    assert canonical_json(dict(reversed(list(data.items())))) == canonical_json(data)

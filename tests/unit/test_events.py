@@ -1,0 +1,132 @@
+"""Event models: every type survives JSON, is frozen, and rejects what it does not know."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from wakeline.chain import Draft, compute_hash, seal
+from wakeline.codec import encode
+from wakeline.events import (
+    EVENT_CLASSES, GENESIS_HASH, MARKER_TYPES, PAYLOAD_CLASSES, EventBase, is_marker, parse_event,
+)
+
+from .session_log import T0, TENANT, new_session_id
+
+# A representative payload per event type; a new type without a sample fails the coverage test.
+SAMPLE_PAYLOADS: dict[str, dict] = {
+    "session_created": {"config": {"model": "scripted:x", "require_approval": ["bash"]},
+                        "owner": "user:alice", "title": "t", "parent_session_id": "p", "fork_seq": 3},
+    "user_message": {"text": "héllo ✓", "queued": True},
+    "message_queued": {"command_id": "cmd-9", "text": "later"},
+    "turn_started": {"turn": 1},
+    "model_turn": {"text": "ok", "reasoning": ["think"], "usage": {"input_tokens": 5, "output_tokens": 2},
+                   "stop_reason": "tool_use", "tool_call_ids": ["tc-1"]},
+    "tool_call": {"tool_call_id": "tc-1", "name": "bash", "input": {"cmd": "ls", "n": [1, 2.5, None]}},
+    "approval_requested": {"tool_call_id": "tc-1", "reason": "bash needs approval"},
+    "approval_granted": {"tool_call_id": "tc-1"},
+    "approval_denied": {"tool_call_id": "tc-1", "reason": "no"},
+    "tool_result": {"tool_call_id": "tc-1", "name": "bash", "output": "x", "is_error": True,
+                    "error_kind": "timeout", "duration_ms": 30000},
+    "compaction": {"summary": "s", "covered_from_seq": 1, "covered_to_seq": 4,
+                   "tokens_before": 900, "tokens_after": 100},
+    "turn_ended": {"turn": 1, "stop_reason": "max_tokens"},
+    "session_ended": {"reason": "interrupted", "detail": "SIGTERM"},
+    "woke": {"host": "brain-2", "reason": "rebalance", "from_seq": 7},
+    "takeover": {"by": "human:bob"},
+    "handback": {"by": "human:bob"},
+    "title_generated": {"title": "Listing files"},
+    "file_reference": {"path": "src/a.py", "tool_call_id": "tc-1"},
+    "input_rejected": {"command_id": "cmd-4", "reason": "stale expected_seq", "expected_seq": 2},
+    "deleted": {"by": "user:alice", "reason": "gdpr"},
+}
+
+
+def sample_event(type_: str) -> EventBase:
+    draft = Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**SAMPLE_PAYLOADS[type_]),
+                  actor="system:test", trust="data", causation_id="cause-1")
+    return seal(draft, session_id=new_session_id(), tenant=TENANT, seq=1, prev_hash=GENESIS_HASH,
+                ts=T0, event_id="ev-1")
+
+
+ALL_TYPES = sorted(EVENT_CLASSES)
+
+
+def test_samples_cover_every_event_type():
+    assert set(SAMPLE_PAYLOADS) == set(PAYLOAD_CLASSES) == set(EVENT_CLASSES)
+
+
+@pytest.mark.parametrize("type_", ALL_TYPES)
+def test_every_event_type_round_trips_through_json_with_its_hash(type_):
+    event = sample_event(type_)
+    decoded = parse_event(encode(event))
+    assert type(decoded) is EVENT_CLASSES[type_]
+    assert decoded == event
+    assert compute_hash(decoded) == event.hash
+    assert decoded.payload == PAYLOAD_CLASSES[type_](**SAMPLE_PAYLOADS[type_])
+
+
+@pytest.mark.parametrize("type_", ALL_TYPES)
+def test_event_decodes_from_a_plain_dict(type_):
+    event = sample_event(type_)
+    assert parse_event(event.model_dump(mode="json")) == event
+
+
+def test_ts_is_rendered_as_utc_with_z():
+    assert b'"ts":"2025-01-01T12:00:00Z"' in encode(sample_event("user_message"))
+
+
+@pytest.mark.parametrize("type_", ALL_TYPES)
+@pytest.mark.parametrize("field", ["actor", "seq", "hash", "payload"])
+def test_events_are_frozen(type_, field):
+    with pytest.raises(ValidationError, match="frozen"):
+        setattr(sample_event(type_), field, "changed")
+
+
+@pytest.mark.parametrize("type_", ALL_TYPES)
+def test_payloads_are_frozen(type_):
+    payload = sample_event(type_).payload
+    with pytest.raises(ValidationError, match="frozen"):
+        setattr(payload, next(iter(type(payload).model_fields)), None)
+
+
+def test_unknown_type_is_rejected():
+    data = sample_event("user_message").model_dump(mode="json") | {"type": "user_shouted"}
+    with pytest.raises(ValidationError, match="user_shouted"):
+        parse_event(data)
+
+
+def test_extra_top_level_field_is_rejected():
+    data = sample_event("turn_started").model_dump(mode="json") | {"priority": 1}
+    with pytest.raises(ValidationError, match="priority"):
+        parse_event(data)
+
+
+def test_extra_payload_field_is_rejected():
+    data = sample_event("turn_started").model_dump(mode="json")
+    data["payload"]["colour"] = "red"
+    with pytest.raises(ValidationError, match="colour"):
+        parse_event(data)
+
+
+def test_payload_of_another_type_is_rejected():
+    data = sample_event("user_message").model_dump(mode="json")
+    data["payload"] = SAMPLE_PAYLOADS["tool_call"]
+    with pytest.raises(ValidationError):
+        parse_event(data)
+
+
+def test_trust_outside_instruction_and_data_is_rejected():
+    data = sample_event("user_message").model_dump(mode="json") | {"trust": "trusted"}
+    with pytest.raises(ValidationError, match="trust"):
+        parse_event(data)
+
+
+@pytest.mark.parametrize("type_", ALL_TYPES)
+def test_is_marker_exactly_for_marker_types(type_):
+    assert is_marker(sample_event(type_)) == (type_ in MARKER_TYPES)
+
+
+def test_marker_types_are_event_types_and_include_the_designed_markers():
+    assert MARKER_TYPES <= set(EVENT_CLASSES)
+    assert {"turn_started", "turn_ended", "woke", "title_generated", "file_reference"} <= MARKER_TYPES

@@ -1,0 +1,164 @@
+"""`fold`: what a session's events mean for its state, and that only content events shape the transcript."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from wakeline.events import MARKER_TYPES, Usage, is_marker
+from wakeline.fold import FoldError, apply, fold
+from wakeline.state import Message, TextBlock, ToolResultBlock, ToolUseBlock
+
+from .session_log import USER, conversation, created, draft, exchange, new_session_id, reseal, seal_all
+
+
+def statuses(events):
+    return [fold(events[:n]).status for n in range(1, len(events) + 1)]
+
+
+def test_one_turn_folds_to_user_assistant_tool_result_assistant():
+    state = fold(conversation(8, new_session_id()))
+    assert [(m.role, m.blocks) for m in state.messages] == [
+        ("user", (TextBlock("question 1"),)),
+        ("assistant", (TextBlock("Let me look."), ToolUseBlock("tc-1", "bash", {"cmd": "ls"}))),
+        ("user", (ToolResultBlock("tc-1", "a.txt\n"),)),
+        ("assistant", (TextBlock("answer 1"),)),
+    ]
+    assert state.messages[2].blocks[0].trust == "data"
+    assert (state.owner, state.tenant, state.config.require_approval) == (USER, "tenant-a", ("bash",))
+
+
+def test_tool_call_is_pending_until_its_result():
+    events = conversation(8, new_session_id())
+    assert [c.tool_call_id for c in fold(events[:5]).pending_tool_calls] == ["tc-1"]
+    assert fold(events).pending_tool_calls == ()
+
+
+def test_status_goes_idle_running_idle_ended_and_a_new_message_continues_it():
+    drafts = [created(), *exchange(1), draft("session_ended", reason="completed"),
+              draft("user_message", "cmd-again", text="more?")]
+    events = seal_all(drafts, new_session_id())
+    assert statuses(events) == ["idle", "idle"] + ["running"] * 5 + ["idle", "ended", "idle"]
+    assert fold(events[:-1]).ended_reason == "completed"
+    assert fold(events).ended_reason is None
+
+
+def test_a_started_turn_awaits_the_model_until_its_reply():
+    events = conversation(8, new_session_id())
+    assert [fold(events[:n]).awaiting_model for n in (2, 3, 4, 8)] == [False, True, False, False]
+
+
+def test_turns_and_usage_accumulate_over_turns():
+    state = fold(seal_all([created(), *exchange(1), *exchange(2)], new_session_id()))
+    assert state.turns == 2
+    assert state.usage == Usage(input_tokens=500, output_tokens=30)
+
+
+def test_compaction_replaces_covered_messages_with_a_summary():
+    drafts = [created(), *exchange(1), draft("compaction", summary="asked once", covered_from_seq=1,
+              covered_to_seq=8, tokens_before=900, tokens_after=50), *exchange(2)]
+    state = fold(seal_all(drafts, new_session_id()))
+    assert state.compactions == 1
+    assert state.messages[0] == Message("user", (TextBlock("[Summary of earlier conversation]\nasked once"),), 9)
+    assert state.messages[1].blocks == (TextBlock("question 2"),)
+    assert len(state.messages) == 5
+
+
+def test_approval_is_awaited_from_request_until_grant_or_result():
+    first = exchange(1)[:4]
+    events = seal_all([created(), *first, draft("approval_requested", tool_call_id="tc-1"),
+                       draft("approval_granted", "cmd-ok", tool_call_id="tc-1")], new_session_id())
+    assert fold(events[:-1]).awaiting_approval == {"tc-1"}
+    assert fold(events).awaiting_approval == frozenset()
+    assert fold(events).pending_tool_calls[0].tool_call_id == "tc-1"
+
+
+def test_takeover_gives_the_hands_to_a_person_until_handback():
+    events = seal_all([created(), draft("takeover", by="human:bob"), draft("handback", by="human:bob")],
+                      new_session_id())
+    assert [fold(events[:n]).hands for n in (1, 2, 3)] == [None, "human:bob", None]
+
+
+def test_deleted_session_stays_deleted():
+    events = seal_all([created(), *exchange(1)[:3], draft("deleted", by=USER),
+                       draft("user_message", "cmd-late", text="hello?")], new_session_id())
+    assert statuses(events)[-2:] == ["deleted", "deleted"]
+    assert (fold(events).deleted_by, fold(events).in_turn) == (USER, False)
+
+
+def test_seen_inputs_are_the_causation_ids():
+    state = fold(conversation(8, new_session_id()))
+    assert state.seen_inputs == {"cmd-create", "cmd-1", "tr-1"}
+
+
+def test_apply_refuses_a_gap():
+    events = conversation(4, new_session_id())
+    with pytest.raises(FoldError, match="expected seq 3, got 4"):
+        apply(fold(events[:2]), events[3])
+
+
+def test_apply_refuses_an_event_of_another_session():
+    mine, theirs = conversation(3, new_session_id()), conversation(3, new_session_id())
+    with pytest.raises(FoldError, match=theirs[0].session_id):
+        apply(fold(mine[:2]), theirs[2])
+
+
+CONTENT = st.one_of(
+    st.tuples(st.sampled_from(["user_message", "model_turn"]), st.text(max_size=8)),
+    st.tuples(st.sampled_from(["tool_call", "tool_result"]), st.sampled_from(["tc-a", "tc-b"])),
+    st.tuples(st.just("compaction"), st.just("")),
+)
+MARKERS = {"turn_started": {"turn": 1}, "turn_ended": {"turn": 1}, "title_generated": {"title": "t"},
+           "woke": {"host": "brain-1", "reason": "wake", "from_seq": 1}, "file_reference": {"path": "a"},
+           "message_queued": {"command_id": "cmd-q", "text": "later"}}
+
+
+def test_generated_sessions_use_every_marker_type():
+    assert set(MARKERS) == MARKER_TYPES
+
+
+def content_draft(kind, arg, last_seq):
+    if kind == "compaction":  # covers everything before it, so a marker moving seqs covers the same messages
+        return draft(kind, summary="s", covered_from_seq=1, covered_to_seq=last_seq, tokens_before=2, tokens_after=1)
+    if kind in ("tool_call", "tool_result"):
+        extra = {"input": {}} if kind == "tool_call" else {"output": "out"}
+        return draft(kind, tool_call_id=arg, name="bash", **extra)
+    return draft(kind, "cmd-q" if kind == "user_message" else None, text=arg)
+
+
+def build(content, markers):
+    drafts = [created()]
+    for (kind, arg), before in zip(content, markers):
+        drafts += [draft(m, **MARKERS[m]) for m in before]
+        drafts.append(content_draft(kind, arg, len(drafts)))
+    return seal_all(drafts, "sess-generated")
+
+
+@st.composite
+def sessions(draw):
+    content = draw(st.lists(CONTENT, max_size=10))
+    markers = draw(st.lists(st.lists(st.sampled_from(sorted(MARKERS)), max_size=2),
+                            min_size=len(content), max_size=len(content)))
+    return content, markers
+
+
+def transcript(state):
+    return [(m.role, m.blocks) for m in state.messages]
+
+
+@given(sessions(), st.data())
+def test_fold_is_deterministic_and_can_resume_from_any_point(session, data):
+    events = build(*session)
+    cut = data.draw(st.integers(0, len(events)), label="cut")
+    assert fold(events) == fold(events)
+    assert fold(events[cut:], fold(events[:cut])) == fold(events)
+
+
+@given(sessions())
+def test_markers_inserted_or_removed_never_change_the_messages(session):
+    content, markers = session
+    with_markers = build(content, markers)
+    inserted = fold(build(content, [[] for _ in content]))
+    removed = fold(reseal([e for e in with_markers if not is_marker(e)], "sess-generated"))
+    assert transcript(fold(with_markers)) == transcript(inserted) == transcript(removed)
+    assert fold(with_markers).pending_tool_calls == inserted.pending_tool_calls
