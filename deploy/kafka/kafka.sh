@@ -19,10 +19,12 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="${WAKELINE_ROOT:-$(cd "$SCRIPT_DIR/../.." && pwd)}"
 PORT="${WAKELINE_KAFKA_PORT:-19092}"
 CONTROLLER_PORT="${WAKELINE_KAFKA_CONTROLLER_PORT:-19093}"
-DATA="${WAKELINE_KAFKA_DATA:-$ROOT/.data/kafka}"
+# Absolute (realpath -m: need not exist yet): the data path is part of the JVM
+# command line we match on, so it must read the same from any working directory.
+DATA="$(realpath -m "${WAKELINE_KAFKA_DATA:-$ROOT/.data/kafka}")"
 HEAP="${WAKELINE_KAFKA_HEAP:--Xmx512m -Xms256m}"
 START_TIMEOUT="${WAKELINE_KAFKA_START_TIMEOUT:-90}"
-CACHE="${WAKELINE_CACHE:-$ROOT/.cache}"
+CACHE="$(realpath -m "${WAKELINE_CACHE:-$ROOT/.cache}")"
 
 POM="$SCRIPT_DIR/pom.xml"
 TEMPLATE="$SCRIPT_DIR/server.properties.template"
@@ -34,6 +36,7 @@ LIBS="$CACHE/kafka-libs/$KAFKA_VERSION"
 PROPS="$DATA/server.properties"
 LOG_DIRS="$DATA/kraft-combined-logs"   # Kafka's log.dirs (records + KRaft metadata log)
 PID_FILE="$DATA/kafka.pid"
+LOCK_FILE="$DATA/kafka.lock"
 LOG_FILE="$DATA/server.log"            # broker stdout/stderr (log4j2 -> console)
 # Fixed cluster id: base64url of the 16 bytes "wakeline-kafka-1". It is only
 # used by the one-time format and then lives on in meta.properties.
@@ -64,7 +67,7 @@ broker_pid() {
   local pid
   if [[ -f "$PID_FILE" ]]; then
     pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-    if [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "kafka.Kafka $PROPS"; then
+    if [[ "$pid" =~ ^[0-9]+$ ]] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "kafka.Kafka $PROPS"; then
       echo "$pid"; return 0
     fi
   fi
@@ -84,12 +87,14 @@ print_log_tail() {
 
 # The broker is "ready" when it answers a metadata request listing broker 1.
 # kcat does a real Kafka Metadata round trip; without kcat fall back to
-# "port open + the server logged that it started".
+# "port open + the server logged that it started" - since the last `up` marker,
+# because the log is appended across restarts.
 broker_ready() {
   if command -v kcat >/dev/null 2>&1; then
     kcat -b "127.0.0.1:$PORT" -L -m 3 2>/dev/null | grep -q "broker 1 at 127.0.0.1:$PORT"
   else
-    port_open "$PORT" && grep -q "Kafka Server started" "$LOG_FILE" 2>/dev/null
+    port_open "$PORT" &&
+      tac "$LOG_FILE" 2>/dev/null | grep -m1 -E '^===== kafka.sh up|Kafka Server started' | grep -q 'Kafka Server started'
   fi
 }
 
@@ -121,27 +126,37 @@ check_java() {
 # re-runs free, and editing the POM (e.g. another dependency) re-resolves.
 resolve_jars() {
   [[ -n "$KAFKA_VERSION" ]] || die "could not read <kafka.version> from $POM"
-  local want marker="$LIBS/.resolved"
+  local want
   want="$(sha256sum "$POM" | cut -d' ' -f1)"
-  if [[ -f "$marker" && "$(cat "$marker")" == "$want" ]]; then return 0; fi
+  if [[ "$(cat "$LIBS/.resolved" 2>/dev/null)" == "$want" ]]; then return 0; fi
 
   command -v mvn >/dev/null 2>&1 || die "'mvn' not found; Maven is needed once to fetch the Kafka jars (apt-get install maven)"
   log "resolving Kafka $KAFKA_VERSION jars from Maven Central into $LIBS (one-time) ..."
-  local out rc=0
-  rm -rf "$LIBS"
+  # Resolve into a scratch dir and swap it in only when complete: a failed or
+  # interrupted run never leaves a half-filled $LIBS behind.
+  local out rc=0 tmp="$LIBS.tmp.$$"
+  rm -rf "$tmp"
   mkdir -p "$CACHE"
-  # -B: no colour codes in the error tail. Absolute paths: Maven resolves
+  # -B: no colour codes in the error tail. Fully qualified goal: no plugin-prefix
+  # lookup (pinned version, one fewer download). Absolute paths: Maven resolves
   # relative ones against the POM's directory, not the caller's.
   out="$(mvn -B -q -f "$POM" -Dmaven.repo.local="$CACHE/m2" \
-         dependency:copy-dependencies -DoutputDirectory="$LIBS" 2>&1)" || rc=$?
-  if ((rc != 0)) || ! compgen -G "$LIBS/kafka_2.13-$KAFKA_VERSION.jar" >/dev/null; then
+         org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
+         -DoutputDirectory="$tmp" 2>&1)" || rc=$?
+  if ((rc != 0)) || [[ ! -f "$tmp/kafka_2.13-$KAFKA_VERSION.jar" ]]; then
+    rm -rf "$tmp"
     echo "$out" | tail -n 25 >&2
-    if echo "$out" | grep -qiE 'transfer|resolve|unknown host|connect|timed out|network'; then
+    if echo "$out" | grep -qiE 'transfer|resolv|unknown ?host|connect|timed out|network|offline|no plugin found'; then
       die "Maven could not reach Maven Central to download Kafka $KAFKA_VERSION (see mvn output above)"
     fi
     die "Maven failed to resolve the Kafka $KAFKA_VERSION jars (exit $rc, see mvn output above)"
   fi
-  echo "$want" >"$marker"
+  echo "$want" >"$tmp/.resolved"
+  rm -rf "$LIBS"
+  # -T: if a concurrent `up` (other data dir, same cache) swapped first, fail
+  # instead of nesting our dir inside its; its result is as good as ours.
+  mv -T "$tmp" "$LIBS" 2>/dev/null || rm -rf "$tmp"
+  [[ "$(cat "$LIBS/.resolved" 2>/dev/null)" == "$want" ]] || die "jar cache $LIBS is incomplete after resolving"
 }
 
 render_props() {
@@ -204,7 +219,9 @@ cmd_up() {
   echo "===== kafka.sh up $(date -u +%FT%TZ) =====" >>"$LOG_FILE"
   # setsid: own session, so the broker outlives the calling shell/CI step and
   # isn't hit by its Ctrl-C. bash execs straight into java, so $! is the JVM.
-  setsid nohup "$JAVA" "${HEAP_OPTS[@]}" "${GC_OPTS[@]}" "${BASE_OPTS[@]}" kafka.Kafka "$PROPS" >>"$LOG_FILE" 2>&1 </dev/null &
+  # 9>&-: the JVM must not inherit (and so hold forever) the up/down lock.
+  setsid nohup "$JAVA" "${HEAP_OPTS[@]}" "${GC_OPTS[@]}" "${BASE_OPTS[@]}" kafka.Kafka "$PROPS" \
+    >>"$LOG_FILE" 2>&1 </dev/null 9>&- &
   pid=$!
   echo "$pid" >"$PID_FILE"
 
@@ -264,10 +281,18 @@ cmd_status() {
   fi
 }
 
+# Serialise up/down on one data dir, so two concurrent `up`s can't start two
+# JVMs (the loser would die on the port and clobber the pid file).
+lock() {
+  mkdir -p "$DATA"
+  exec 9>"$LOCK_FILE"
+  flock -w 120 9 || die "another kafka.sh is busy with $DATA (lock $LOCK_FILE held for 120s)"
+}
+
 case "${1:-}" in
-  up) cmd_up ;;
-  down) cmd_down ;;
-  restart) cmd_down; cmd_up ;;
+  up) lock; cmd_up ;;
+  down) lock; cmd_down ;;
+  restart) lock; cmd_down; cmd_up ;;
   status) cmd_status ;;
   logs) echo "$LOG_FILE" ;;
   *)
