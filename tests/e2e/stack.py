@@ -1,0 +1,113 @@
+"""The services as separate OS processes, for end-to-end tests: start, kill -9, restart.
+
+Each process gets its own log under the run's directory; a test that fails prints the
+tails so the reader sees what each service said.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Service:
+    name: str
+    module: str
+    env: dict[str, str]
+    log: Path
+    proc: subprocess.Popen | None = None
+
+    def start(self) -> "Service":
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        out = open(self.log, "ab")
+        self.proc = subprocess.Popen([PY, "-m", self.module], cwd=ROOT, env=self.env, stdout=out,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        return self
+
+    def kill9(self) -> None:
+        """SIGKILL the whole process group: no shutdown code runs, as in a machine loss."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, lines: int = 30) -> str:
+        if not self.log.exists():
+            return ""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+
+@dataclass
+class Stack:
+    run_dir: Path
+    gateway_port: int = field(default_factory=free_port)
+    services: dict[str, Service] = field(default_factory=dict)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WAKELINE_")}
+        env.update({
+            "WAKELINE_POLICY_DIR": str(ROOT / "tests" / "e2e" / "policies"),
+            "WAKELINE_SANDBOX_ROOT": str(self.run_dir / "sandboxes"),
+            "WAKELINE_HTTP_PORT": str(self.gateway_port),
+            "WAKELINE_IDLE_EVICT_S": "60",
+        })
+        for key in ("WAKELINE_KAFKA_BOOTSTRAP", "WAKELINE_POSTGRES_DSN", "WAKELINE_PARTITIONS"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        env.update(extra)
+        return env
+
+    def start(self, name: str, kind: str | None = None, **extra: str) -> Service:
+        kind = kind or name
+        service = Service(name, f"wakeline_{kind}", self.env(WAKELINE_HOST=name, **extra),
+                          self.run_dir / "logs" / f"{name}.log").start()
+        self.services[name] = service
+        return service
+
+    def wait_gateway(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.gateway_port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(f"gateway did not listen within {timeout}s:\n{self.services['gateway'].tail()}")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.gateway_port}"
+
+    def stop_all(self) -> None:
+        for service in self.services.values():
+            service.stop()
+
+    def report(self) -> str:
+        return "\n".join(f"--- {n} ({'alive' if s.alive else 'dead'})\n{s.tail()}" for n, s in self.services.items())

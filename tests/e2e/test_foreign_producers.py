@@ -1,0 +1,64 @@
+"""Tasks from any Kafka client: kcat (librdkafka) produces commands the way a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+
+from tests.e2e.conftest import assert_log_whole, pg_rows, wait_ended, wait_for
+from wakeline.settings import CommonSettings
+from wakeline.topics import INBOX, partition_for
+
+
+def kcat_produce(value: str, key: str | None = None, partition: int | None = None) -> None:
+    """-X topic.partitioner=murmur2_random is librdkafka's Java-compatible partitioner."""
+    args = ["kcat", "-P", "-b", CommonSettings().kafka_bootstrap, "-t", INBOX,
+            "-X", "topic.partitioner=murmur2_random"]
+    if key is not None:
+        args += ["-K", "\t"]
+        value = f"{key}\t{value}"
+    if partition is not None:
+        args += ["-p", str(partition)]
+    subprocess.run(args, input=value.encode(), check=True, timeout=30)
+
+
+def create_command(session_id: str, policy: str = "tools3") -> str:
+    return json.dumps({"type": "create_session", "command_id": str(uuid.uuid4()), "session_id": session_id,
+                       "tenant": "default", "actor": "user:kcat", "message": "from kcat",
+                       "config": {"model": f"scripted:{policy}"}})
+
+
+def test_command_from_a_plain_kafka_producer_is_served(stack, client):
+    sid = str(uuid.uuid4())
+    kcat_produce(create_command(sid), key=sid)
+    wait_for(lambda: client.get(f"/v1/sessions/{sid}").status_code == 200, 60, "the session to exist", stack)
+    assert wait_ended(client, stack, sid)["ended_reason"] == "completed"
+    assert assert_log_whole(sid)[0].actor == "user:kcat"
+
+
+def test_command_on_the_wrong_partition_is_rerouted_and_sequenced_once(stack, client):
+    sid = str(uuid.uuid4())
+    right = partition_for(sid, CommonSettings().partitions)
+    wrong = (right + 1) % CommonSettings().partitions
+    command = create_command(sid)
+    kcat_produce(command, key=sid, partition=wrong)
+    kcat_produce(command, key=sid, partition=right)  # the same command again, correctly placed
+    assert wait_ended(client, stack, sid)["ended_reason"] == "completed"
+    events = assert_log_whole(sid)
+    assert [e.type for e in events].count("session_created") == 1
+
+
+def test_malformed_records_go_to_the_dead_letter_topic_and_services_keep_serving(stack, client):
+    marker = f"garbage-{uuid.uuid4()}"
+    kcat_produce(f"not json at all {marker}", key=marker)
+    kcat_produce(json.dumps({"type": "post_message", "session_id": marker}), key=marker)
+    letters = wait_for(lambda: pg_rows("SELECT reason, value FROM dead_letters WHERE value LIKE $1",
+                                       f"%{marker}%"), 60, "dead letters to be archived", stack)
+    assert len(letters) == 2 and all(row["reason"] for row in letters)
+    sid = str(uuid.uuid4())
+    kcat_produce(create_command(sid), key=sid)
+    wait_for(lambda: client.get(f"/v1/sessions/{sid}").status_code == 200, 60, "the next session", stack)
+    assert wait_ended(client, stack, sid)["ended_reason"] == "completed"
+    assert all(s.alive for s in stack.services.values()), stack.report()

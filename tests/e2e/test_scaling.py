@@ -1,0 +1,27 @@
+"""More runners and brains: work spreads, partitions move, and no session gets two writers."""
+
+from __future__ import annotations
+
+from tests.e2e.conftest import assert_log_whole, create_session, wait_ended
+
+
+def test_two_runners_in_one_group_both_do_work(stack, client):
+    stack.start("runner-b", "runner")
+    sids = [create_session(client, "tools3") for _ in range(8)]
+    runners = set()
+    for sid in sids:
+        wait_ended(client, stack, sid, timeout=120)
+        runners |= {e.actor for e in assert_log_whole(sid) if e.type == "tool_result"}
+    assert len(runners) >= 2, runners
+
+
+def test_a_second_brain_joining_mid_session_moves_partitions_without_two_writers(stack, client):
+    sids = [create_session(client, "slowmodel") for _ in range(10)]
+    stack.start("brain-b", "brain")
+    for sid in sids:
+        session = wait_ended(client, stack, sid, timeout=150)
+        assert session["ended_reason"] == "completed"
+        assert_log_whole(sid)  # a second writer would show as a gap, a fork or a broken chain
+    assert stack.services["archiver"].alive  # a conflicting (session_id, seq) would have stopped it
+    writers = {e.payload.host for sid in sids for e in assert_log_whole(sid) if e.type == "woke"}
+    assert "brain-b" in writers, writers
