@@ -178,26 +178,8 @@ psql_super() {
 # Roles and database, idempotently; attributes and passwords are re-asserted every time.
 bootstrap() {
     local bindir="$1" sockdir="$2"
-    psql_super "$bindir" "$sockdir" postgres <<'SQL'
-DO $$
-DECLARE r text;
-BEGIN
-  FOREACH r IN ARRAY ARRAY['wakeline_owner', 'wakeline_service', 'wakeline_maintenance'] LOOP
-    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-      EXECUTE format('CREATE ROLE %I LOGIN', r);
-    END IF;
-    EXECUTE format('ALTER ROLE %I LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD %L', r, r);
-  END LOOP;
-END $$;
-SELECT 'CREATE DATABASE wakeline OWNER wakeline_owner ENCODING ''UTF8'' TEMPLATE template0'
-WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'wakeline') \gexec
-ALTER DATABASE wakeline OWNER TO wakeline_owner;
-REVOKE ALL ON DATABASE wakeline FROM PUBLIC;
-GRANT CONNECT ON DATABASE wakeline TO wakeline_service, wakeline_maintenance;
-SQL
-    psql_super "$bindir" "$sockdir" wakeline <<'SQL'
-REVOKE CREATE ON SCHEMA public FROM PUBLIC;
-SQL
+    # stdin, not -f: the postgres user may not be able to read a clone under a root-only home
+    psql_super "$bindir" "$sockdir" postgres < "$ROOT/deploy/postgres/bootstrap.sql"
 }
 
 cmd_up() {
