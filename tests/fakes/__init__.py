@@ -1,0 +1,1 @@
+"""In-process stand-ins for external services that tests must never reach."""
