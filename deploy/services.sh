@@ -20,7 +20,7 @@ up() {
   done
   # The gateway answering is the sign the others had time to join their groups too.
   for _ in $(seq 1 100); do
-    curl -fsS "http://127.0.0.1:${WAKELINE_GATEWAY_PORT:-18080}/healthz" >/dev/null 2>&1 && return 0
+    curl -fsS "http://127.0.0.1:${WAKELINE_HTTP_PORT:-18080}/healthz" >/dev/null 2>&1 && return 0
     for s in "${SERVICES[@]}"; do
       alive "$s" || { echo "$s exited; last lines of $LOGS/$s.log:" >&2; tail -20 "$LOGS/$s.log" >&2; exit 1; }
     done

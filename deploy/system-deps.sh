@@ -9,6 +9,8 @@ command -v mvn >/dev/null || need+=(maven)
 command -v kcat >/dev/null || need+=(kcat)
 command -v bwrap >/dev/null || need+=(bubblewrap)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# headless Chromium for the browser tests (a transcript page must run nothing)
+command -v chromium >/dev/null || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

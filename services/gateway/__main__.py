@@ -1,0 +1,17 @@
+"""`python -m wakeline_gateway`: serve the HTTP API with uvicorn."""
+
+from __future__ import annotations
+
+import uvicorn
+
+from wakeline_gateway.app import create_app
+from wakeline_gateway.settings import GatewaySettings
+
+
+def main() -> None:
+    settings = GatewaySettings()
+    uvicorn.run(create_app(settings), host=settings.http_host, port=settings.http_port)
+
+
+if __name__ == "__main__":
+    main()

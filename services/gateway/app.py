@@ -1,0 +1,44 @@
+"""The composition root: `create_app(settings)` builds the FastAPI app; nothing at import.
+
+The lifespan opens the tenant-scoped Postgres pool and the Kafka producer and closes them
+on shutdown; routes reach them only through `deps.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from wakeline.kafka_io import make_producer
+from wakeline.pg import TenantPool
+from wakeline_gateway.errors import install_error_handlers
+from wakeline_gateway.inbox import Inbox
+from wakeline_gateway.routes import commands, health, reads, sessions, stream
+from wakeline_gateway.settings import GatewaySettings
+from wakeline_gateway.store import SessionStore
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: GatewaySettings = app.state.settings
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=settings.pool_max_size) as pool:
+        producer = make_producer(settings)
+        await producer.start()
+        try:
+            app.state.store = SessionStore(pool)
+            app.state.inbox = Inbox(producer, settings.partitions)
+            yield
+        finally:
+            await producer.stop()
+
+
+def create_app(settings: GatewaySettings) -> FastAPI:
+    app = FastAPI(title="Wakeline gateway", version="0.1.0", lifespan=lifespan,
+                  description="Commands go to wakeline.inbox; reads come from Postgres.")
+    app.state.settings = settings
+    install_error_handlers(app)
+    for module in (sessions, commands, reads, stream, health):
+        app.include_router(module.router)
+    return app

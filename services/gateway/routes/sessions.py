@@ -1,0 +1,93 @@
+"""Creating, listing, reading and deleting sessions."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from wakeline.commands import CreateSession, DeleteSession
+from wakeline.events import SessionConfig
+from wakeline_gateway.deps import (
+    Caller, DispatcherDep, IdempotencyKey, OwnedSessionDep, SessionDep, SettingsDep, StoreDep,
+)
+from wakeline_gateway.errors import ApiError
+from wakeline_gateway.inbox import command_id_for, session_id_for
+from wakeline_gateway.shapes import CommandPublic, SessionCreate, SessionPublic, SessionsPublic
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+DELETE_NOTE = ("The session is marked deleted (by whom, when) and disappears from every API read. "
+               "Its events stay in Postgres: the events table refuses DELETE by trigger.")
+PENDING = {202: {"model": CommandPublic, "description": "Sent; no outcome recorded within the wait."}}
+
+
+def with_model(config: SessionConfig | None, default_model: str) -> SessionConfig:
+    config = config or SessionConfig()
+    if "model" in config.model_fields_set:
+        return config
+    return config.model_copy(update={"model": default_model})
+
+
+@router.post("", status_code=201, response_model=CommandPublic, responses=PENDING)
+async def create_session(body: SessionCreate, caller: Caller, settings: SettingsDep, store: StoreDep,
+                         dispatcher: DispatcherDep, response: Response,
+                         idempotency_key: IdempotencyKey = None) -> CommandPublic:
+    session_id = session_id_for(caller.tenant, idempotency_key)
+    command = CreateSession(
+        command_id=command_id_for(caller.tenant, session_id, idempotency_key), session_id=session_id,
+        tenant=caller.tenant, actor=caller.actor, config=with_model(body.config, settings.default_model),
+        message=body.message, title=body.title)
+    answer = await dispatcher.dispatch(command, body.wait)
+    if answer.status == "pending":
+        response.status_code = 202
+        return answer
+    row = await store.session(caller.tenant, session_id)
+    answer.session = SessionPublic.model_validate(dict(row)) if row is not None else None
+    return answer
+
+
+@router.get("", response_model=SessionsPublic)
+async def list_sessions(caller: Caller, store: StoreDep,
+                        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+                        cursor: Annotated[str | None, Query(max_length=500)] = None) -> SessionsPublic:
+    rows = await store.sessions(caller.tenant, limit, decode_cursor(cursor) if cursor else None)
+    data = [SessionPublic.model_validate(dict(row)) for row in rows]
+    next_cursor = encode_cursor(data[-1].created_at, data[-1].session_id) if len(data) == limit else None
+    return SessionsPublic(data=data, count=len(data), next_cursor=next_cursor)
+
+
+@router.get("/{session_id}", response_model=SessionPublic)
+async def get_session(session: SessionDep) -> SessionPublic:
+    return session
+
+
+@router.delete("/{session_id}", response_model=CommandPublic, responses=PENDING)
+async def delete_session(session: OwnedSessionDep, caller: Caller, dispatcher: DispatcherDep,
+                         response: Response, idempotency_key: IdempotencyKey = None,
+                         reason: Annotated[str | None, Query(max_length=10_000)] = None,
+                         wait: bool = True) -> CommandPublic:
+    command = DeleteSession(
+        command_id=command_id_for(caller.tenant, session.session_id, idempotency_key),
+        session_id=session.session_id, tenant=caller.tenant, actor=caller.actor, reason=reason)
+    answer = await dispatcher.dispatch(command, wait)
+    response.status_code = 200 if answer.status == "done" else 202
+    answer.note = DELETE_NOTE if answer.status == "done" else f"{answer.note}. {DELETE_NOTE}"
+    return answer
+
+
+def encode_cursor(created_at: datetime, session_id: str) -> str:
+    raw = json.dumps([created_at.isoformat(), session_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        created_at, session_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return datetime.fromisoformat(created_at), str(session_id)
+    except (ValueError, TypeError, binascii.Error) as err:
+        raise ApiError(422, "cursor is not one this API issued; pass next_cursor from a previous page",
+                       errors=[{"where": "query.cursor", "problem": "unrecognized cursor"}]) from err

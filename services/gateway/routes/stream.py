@@ -1,0 +1,36 @@
+"""The live tail: `GET /v1/sessions/{id}/stream` as server-sent events."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import StreamingResponse
+
+from wakeline_gateway.deps import Caller, SessionDep, SettingsDep, StoreDep
+from wakeline_gateway.errors import ApiError
+from wakeline_gateway.sse import Tail
+
+router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"])
+
+
+def resume_after(last_event_id: str | None, after: int | None) -> int:
+    """`Last-Event-ID` (a reconnecting EventSource) wins over `after`; both mean seq > N."""
+    if last_event_id is None:
+        return after or 0
+    if not last_event_id.strip().isdigit():
+        raise ApiError(422, f"Last-Event-ID must be the seq of an event, got {last_event_id[:50]!r}")
+    return int(last_event_id)
+
+
+@router.get("/stream", response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}},
+                             "description": "`id: <seq>`, `event: <type>`, `data: <event json>` frames."}})
+async def stream_events(session: SessionDep, caller: Caller, store: StoreDep, settings: SettingsDep,
+                        after: Annotated[int | None, Query(ge=0)] = None,
+                        until_end: bool = False,
+                        last_event_id: Annotated[str | None, Header(max_length=50)] = None) -> StreamingResponse:
+    tail = Tail(store, caller.tenant, session.session_id, settings.stream_poll_s, settings.stream_heartbeat_s)
+    return StreamingResponse(tail.frames(resume_after(last_event_id, after), until_end),
+                             media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

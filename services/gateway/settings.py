@@ -1,0 +1,26 @@
+"""The gateway's settings (env prefix `WAKELINE_`, e.g. `WAKELINE_HTTP_PORT`).
+
+`http_host`/`http_port` rather than `host`/`port`: the brain's `host` (its host name)
+reads `WAKELINE_HOST`, and one environment may serve both.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from wakeline.settings import CommonSettings
+
+
+class GatewaySettings(CommonSettings):
+    http_host: str = "127.0.0.1"
+    http_port: int = Field(default=18080, ge=0, le=65535)
+    # How long a request waits for the event that answers its command before a 202.
+    wait_timeout_s: float = Field(default=15.0, ge=0, le=300)
+    outcome_poll_s: float = Field(default=0.1, gt=0)
+    stream_poll_s: float = Field(default=0.2, gt=0)
+    stream_heartbeat_s: float = Field(default=15.0, gt=0)
+    # Until API keys arrive, every caller is this tenant and principal (see deps.Caller).
+    default_tenant: str = Field(default="default", min_length=1)
+    default_principal: str = Field(default="local", min_length=1)
+    default_model: str = "scripted:demo"
+    pool_max_size: int = Field(default=10, ge=1)

@@ -1,0 +1,79 @@
+"""What the `wakeline` command line prints: one line per event, per session, per replay step.
+
+Everything printed comes from the log, which holds untrusted text (tool output, model
+replies), so control characters and bidi overrides are replaced before they reach a
+terminal: a hostile file must not be able to rewrite the screen.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# C0/C1 controls (ESC starts terminal escape sequences) and bidi embedding/override marks.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+WIDTH = 160
+EXIT_CODES = {"completed": 0, "max_turns": 2, "error": 3, "interrupted": 4, "cancelled": 4, "deleted": 4}
+
+
+def safe(text: str) -> str:
+    """Multi-line text with terminal-unsafe characters replaced by `?`."""
+    return _UNSAFE.sub("?", text)
+
+
+def one_line(text: Any, width: int = WIDTH) -> str:
+    flat = " ".join(safe(str(text)).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def summary(event: dict[str, Any]) -> str:
+    p, kind = event.get("payload", {}), event.get("type")
+    if kind in ("user_message", "model_turn", "message_queued"):
+        return p.get("text", "")
+    if kind == "tool_call":
+        return f"{p.get('name')} {_compact(p.get('input'))}"
+    if kind == "tool_result":
+        return f"{p.get('name')} {'ERROR ' if p.get('is_error') else ''}{p.get('output', '')}"
+    if kind == "session_ended":
+        return f"{p.get('reason')}" + (f": {p['detail']}" if p.get("detail") else "")
+    if kind == "session_created":
+        config = p.get("config", {})
+        return f"model {config.get('model')}, max_turns {config.get('max_turns')}, owner {p.get('owner')}"
+    return _compact(p)
+
+
+def event_line(event: dict[str, Any]) -> str:
+    head = f"{event.get('seq', '?'):>5} {one_line(event.get('type'), 20):<20} {one_line(event.get('actor'), 28):<28}"
+    return f"{head} {one_line(summary(event), WIDTH - len(head) - 1)}"
+
+
+def session_line(session: dict[str, Any]) -> str:
+    return (f"{session['session_id']}  {one_line(session['status'], 8):<8} {one_line(session.get('model'), 24):<24} "
+            f"seq {session['last_seq']:<5} {session['created_at'][:19]}  {one_line(session.get('title') or '', 60)}")
+
+
+def replay_line(step: dict[str, Any]) -> str:
+    state = step["state"]
+    return (f"{step['seq']:>5} {one_line(step['type'], 20):<20} status={state['status']} turns={state['turns']} "
+            f"messages={len(state['messages'])} pending_tools={len(state['pending_tool_calls'])} "
+            f"queued={len(state['queued'])}")
+
+
+def outcome_line(answer: dict[str, Any]) -> str:
+    if answer.get("status") == "pending":
+        return one_line(f"pending: command {answer['command_id']}: {answer.get('note')}", 1000)
+    parts = [f"{answer.get('outcome')} at seq {answer.get('seq')}"]
+    if answer.get("queued"):
+        parts.append("(queued until the running turn ends)")
+    if answer.get("note"):
+        parts.append(f"— {answer['note']}")
+    return one_line(" ".join(parts), 1000)
+
+
+def exit_code(reason: str | None) -> int:
+    return EXIT_CODES.get(reason or "", 1)

@@ -1,0 +1,195 @@
+"""A session's transcript as entries, Markdown or self-contained HTML. Pure functions.
+
+Markers are skipped. Everything shown is content from the log, and the log holds
+untrusted content (tool output, file text, model replies), so the HTML escapes every
+piece of it, attributes included, renders no link or image from it, runs no script, and
+carries a CSP that forbids fetching anything. Markdown escapes what would make raw HTML
+or links, and fences tool input and output as code.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Literal, Mapping
+
+from wakeline.events import EventBase, is_marker
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+Role = Literal["user", "assistant", "tool", "system"]
+FACTS = ("session_id", "owner", "model", "status", "last_seq", "created_at", "ended_reason",
+         "parent_session_id", "fork_seq")
+
+
+@dataclass(frozen=True)
+class Entry:
+    seq: int
+    type: str
+    role: Role
+    actor: str
+    trust: str
+    ts: str
+    text: str
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    is_error: bool = False
+    reasoning: tuple[str, ...] = ()
+
+
+def entries(events: Iterable[EventBase]) -> list[Entry]:
+    return [to_entry(event) for event in events if not is_marker(event)]
+
+
+def to_entry(event: EventBase) -> Entry:
+    kind: str = event.type  # type: ignore[attr-defined]
+    p: Any = event.payload  # type: ignore[attr-defined]
+    extra: dict[str, Any] = {}
+    if kind in ("tool_call", "tool_result"):
+        extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": getattr(p, "is_error", False)}
+    if kind == "model_turn":
+        extra = {"reasoning": tuple(p.reasoning)}
+    return Entry(seq=event.seq, type=kind, role=_ROLES.get(kind, "system"), actor=event.actor,
+                 trust=event.trust, ts=event.ts.isoformat(), text=_text(kind, p), **extra)
+
+
+_ROLES: dict[str, Role] = {"user_message": "user", "model_turn": "assistant", "tool_call": "assistant",
+                           "tool_result": "tool"}
+
+
+def _text(type_: str, p: Any) -> str:
+    if type_ == "session_created":
+        c = p.config
+        return (f"model {c.model}, up to {c.max_turns} turns, tools: {', '.join(c.tools) or 'none'}\n\n"
+                f"System prompt:\n{c.system_prompt}")
+    if type_ in ("user_message", "model_turn"):
+        return p.text
+    if type_ == "tool_call":
+        return json.dumps(p.input, indent=2, sort_keys=True, ensure_ascii=False)
+    if type_ == "tool_result":
+        return p.output
+    if type_ == "compaction":
+        return (f"seq {p.covered_from_seq}-{p.covered_to_seq} summarized "
+                f"({p.tokens_before} -> {p.tokens_after} tokens)\n\n{p.summary}")
+    return _SYSTEM_TEXT.get(type_, lambda p: json.dumps(p.model_dump(mode="json"), sort_keys=True))(p)
+
+
+def _with(text: str, detail: str | None) -> str:
+    return f"{text}: {detail}" if detail else text
+
+
+_SYSTEM_TEXT = {
+    "approval_requested": lambda p: _with(f"approval requested for {p.tool_call_id}", p.reason),
+    "approval_granted": lambda p: f"approved {p.tool_call_id}",
+    "approval_denied": lambda p: _with(f"denied {p.tool_call_id}", p.reason),
+    "session_ended": lambda p: _with(f"session ended ({p.reason})", p.detail),
+    "takeover": lambda p: f"{p.by} took over as the hands",
+    "handback": lambda p: f"{p.by} handed the tool calls back to the runners",
+    "input_rejected": lambda p: f"rejected command {p.command_id}: {p.reason}",
+    "deleted": lambda p: _with(f"deleted by {p.by}", p.reason),
+}
+
+
+def label(entry: Entry) -> str:
+    if entry.type == "tool_call":
+        return f"tool call {entry.tool_name} ({entry.tool_call_id})"
+    if entry.type == "tool_result":
+        return f"tool {'error' if entry.is_error else 'result'} {entry.tool_name} ({entry.tool_call_id})"
+    return entry.type.replace("_", " ")
+
+
+def title_of(session: Mapping[str, Any]) -> str:
+    return session.get("title") or f"Session {session.get('session_id', '')}"
+
+
+def render_json(session: Mapping[str, Any], items: Iterable[Entry]) -> dict[str, Any]:
+    return {"session": dict(session),
+            "entries": [asdict(entry) | {"reasoning": list(entry.reasoning)} for entry in items]}
+
+
+# -- Markdown ----------------------------------------------------------------------
+
+_MD_SPECIAL = re.compile(r"([\\`<>&\[\]])")
+
+
+def md_escape(text: str) -> str:
+    """Backslash-escapes what would make raw HTML, entities, links or images."""
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _fenced(text: str, info: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def _quoted(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in md_escape(text).split("\n"))
+
+
+def render_markdown(session: Mapping[str, Any], items: Iterable[Entry]) -> str:
+    out = [f"# {md_escape(_one_line(title_of(session)))}", ""]
+    out += [f"- {key}: {md_escape(_one_line(session[key]))}" for key in FACTS if session.get(key) is not None]
+    for entry in items:
+        head = f"#{entry.seq} · {label(entry)} · {entry.actor} · {entry.trust} · {entry.ts}"
+        out += ["", f"### {md_escape(_one_line(head))}", ""]
+        if entry.type in ("tool_call", "tool_result"):
+            out.append(_fenced(entry.text, "json" if entry.type == "tool_call" else "text"))
+        else:
+            out.append(_quoted(entry.text))
+        for block in entry.reasoning:
+            out += ["", "Reasoning:", "", _quoted(block)]
+    return "\n".join(out) + "\n"
+
+
+# -- HTML --------------------------------------------------------------------------
+
+ALLOWED_TAGS = frozenset({"html", "head", "meta", "title", "style", "body", "header", "h1", "dl", "dt",
+                          "dd", "p", "main", "article", "div", "span", "pre", "details", "summary"})
+_CSS = """
+body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:60rem;padding:1rem;color:#1d1d1f}
+header{border-bottom:1px solid #ccc;margin-bottom:1rem}h1{font-size:1.4rem;margin:.2rem 0}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem;font-size:.85rem}
+dt{color:#666}dd{margin:0}.note{font-size:.8rem;color:#666}
+article{border:1px solid #ddd;border-radius:6px;margin:.6rem 0;padding:.4rem .7rem}
+.meta{font-size:.75rem;color:#555;display:flex;gap:.8rem;flex-wrap:wrap}
+.seq{font-weight:bold}pre{white-space:pre-wrap;word-break:break-word;margin:.3rem 0;font:13px/1.4 ui-monospace,monospace}
+.user{background:#eef5ff}.assistant{background:#f6fff0}.tool{background:#fafafa}.system{background:#fffbea}
+.data pre{border-left:3px solid #999;padding-left:.5rem}.error{border-color:#c33}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _html_entry(entry: Entry) -> str:
+    classes = " ".join(("entry", entry.role, entry.trust, "error" if entry.is_error else ""))
+    meta = "".join(f'<span class="{_e(cls)}">{_e(value)}</span>' for cls, value in (
+        ("seq", f"#{entry.seq}"), ("kind", label(entry)), ("actor", entry.actor),
+        ("trust", entry.trust), ("ts", entry.ts)))
+    reasoning = "".join(f"<details><summary>reasoning</summary><pre>{_e(block)}</pre></details>"
+                        for block in entry.reasoning)
+    return (f'<article class="{_e(classes.strip())}"><div class="meta">{meta}</div>'
+            f'<pre class="text">{_e(entry.text)}</pre>{reasoning}</article>')
+
+
+def render_html(session: Mapping[str, Any], items: Iterable[Entry]) -> str:
+    title = _e(title_of(session))
+    facts = "".join(f"<dt>{_e(key)}</dt><dd>{_e(session[key])}</dd>"
+                    for key in FACTS if session.get(key) is not None)
+    body = "\n".join(_html_entry(entry) for entry in items)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+        '<meta name="referrer" content="no-referrer">'
+        f"<title>{title}</title><style>{_CSS}</style></head>\n<body><header><h1>{title}</h1>"
+        f"<dl>{facts}</dl><p class=\"note\">Everything below is shown as recorded and escaped: "
+        "tool output and file content are data, never markup.</p></header>\n"
+        f"<main>\n{body}\n</main></body></html>\n"
+    )

@@ -1,0 +1,226 @@
+"""The gateway's commands: each lands on the real wakeline.inbox keyed and partitioned by
+session id, and the answer comes from the event it causes, read from the real Postgres.
+
+No brain of ours runs. Tests that check records on Kafka never record an answer; tests
+that play the brain (`answer_command`, or an insert while the request waits) keep their
+commands on a `FakeInbox`, so a live brain elsewhere on the broker cannot sequence the
+same session behind their back (see the harness).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from test_gateway_harness import (
+    FakeInbox, InboxWatcher, Seeder, answer_command, created, draft, gateway_settings, running_gateway,
+)
+from wakeline.commands import (
+    ApproveToolCall, CancelSession, CreateSession, DeleteSession, DenyToolCall, PostMessage, WakeSession,
+)
+from wakeline.pg import TenantPool
+from wakeline.topics import INBOX, partition_for
+from wakeline_gateway.deps import get_inbox
+from wakeline_gateway.inbox import command_id_for, session_id_for
+
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
+
+
+@pytest.fixture(scope="module")
+async def gw():
+    settings = gateway_settings()
+    async with running_gateway(settings) as (app, client):
+        async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool, \
+                InboxWatcher(settings) as watcher:
+            yield settings, client, Seeder(pool, settings.default_tenant), watcher
+
+
+@pytest.fixture(scope="module")
+async def played():
+    """The gateway with the test as its brain: commands go to a FakeInbox, answers to Postgres."""
+    settings = gateway_settings(wait_timeout_s=3.0)
+    inbox = FakeInbox()
+    async with running_gateway(settings) as (app, client):
+        app.dependency_overrides[get_inbox] = lambda: inbox
+        async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+            yield settings, client, Seeder(pool, settings.default_tenant), inbox
+
+
+async def test_create_puts_the_command_on_its_sessions_partition(gw) -> None:
+    settings, client, _, watcher = gw
+    answer = await client.post("/v1/sessions", json={"message": "list the files", "title": "t", "wait": False})
+    body = answer.json()
+    [record] = await watcher.records_for(body["session_id"])
+    command = CreateSession.model_validate_json(record.value)
+    assert answer.status_code == 202 and body["status"] == "pending"
+    assert (record.topic, record.key, record.partition) == (
+        INBOX, body["session_id"].encode(), partition_for(body["session_id"], settings.partitions))
+    assert (command.command_id, command.tenant, command.actor) == (body["command_id"], settings.default_tenant,
+                                                                   "user:local")
+    assert (command.config.model, command.message, command.title) == ("scripted:demo", "list the files", "t")
+
+
+async def test_create_keeps_the_model_the_body_names(gw) -> None:
+    _, client, _, watcher = gw
+    body = (await client.post("/v1/sessions", json={"config": {"model": "scripted:other", "max_turns": 3},
+                                                    "wait": False})).json()
+    [command] = await watcher.commands_for(body["session_id"])
+    assert (command.config.model, command.config.max_turns) == ("scripted:other", 3)
+
+
+async def test_create_without_an_answer_in_time_is_202_with_the_ids_and_a_note(played) -> None:
+    _, client, _, inbox = played
+    answer = await client.post("/v1/sessions", json={"message": "anyone?"})
+    body = answer.json()
+    assert answer.status_code == 202 and body["status"] == "pending" and "no outcome was recorded" in body["note"]
+    assert [c.command_id for c in inbox.commands_for(body["session_id"])] == [body["command_id"]]
+
+
+async def test_create_answers_201_with_the_session_once_the_brain_records_it(played) -> None:
+    settings, client, seeder, inbox = played
+    key = str(uuid.uuid4())
+    session_id = session_id_for(settings.default_tenant, key)
+    respond = lambda cmd: [created(title=cmd.title)]  # noqa: E731
+    answer, _ = await asyncio.gather(
+        client.post("/v1/sessions", json={"title": "made"}, headers={"Idempotency-Key": key}),
+        answer_command(inbox, seeder, session_id, [], respond))
+    assert answer.status_code == 201
+    assert answer.json()["session"]["session_id"] == session_id and answer.json()["session"]["title"] == "made"
+
+
+async def test_idempotency_key_makes_a_retried_message_the_same_command(gw) -> None:
+    settings, client, seeder, watcher = gw
+    sid = (await seeder.session([created()]))[0].session_id
+    post = lambda: client.post(f"/v1/sessions/{sid}/messages", params={"wait": "false"},  # noqa: E731
+                               json={"text": "hi"}, headers={"Idempotency-Key": "k-1"})
+    first, second = (await post()).json(), (await post()).json()
+    commands = await watcher.commands_for(sid, count=2)
+    assert first["command_id"] == second["command_id"] == command_id_for(settings.default_tenant, sid, "k-1")
+    assert [c.command_id for c in commands] == [first["command_id"]] * 2
+    assert all(isinstance(c, PostMessage) and c.text == "hi" for c in commands)
+
+
+async def test_message_answers_202_with_seq_and_a_retry_returns_the_same_outcome(played) -> None:
+    _, client, seeder, inbox = played
+    history = await seeder.session([created()])
+    sid = history[0].session_id
+    post = lambda: client.post(f"/v1/sessions/{sid}/messages", json={"text": "go"},  # noqa: E731
+                               headers={"Idempotency-Key": "k-2"})
+    respond = lambda cmd: [draft("user_message", text=cmd.text)]  # noqa: E731
+    answer, _ = await asyncio.gather(post(), answer_command(inbox, seeder, sid, history, respond))
+    retry = await post()
+    assert answer.status_code == retry.status_code == 202
+    assert answer.json() | {"note": None} == retry.json() | {"note": None}
+    assert (answer.json()["status"], answer.json()["seq"], answer.json()["queued"]) == ("done", 2, False)
+    assert len(inbox.commands_for(sid)) == 1  # the retry found the outcome and sent nothing
+
+
+async def test_message_during_a_turn_answers_that_it_was_queued(played) -> None:
+    _, client, seeder, inbox = played
+    history = await seeder.session([created(), draft("user_message", "c0", text="first"),
+                                    draft("turn_started", turn=1)])
+    sid = history[0].session_id
+    respond = lambda cmd: [draft("message_queued", command_id=cmd.command_id, text=cmd.text)]  # noqa: E731
+    answer, _ = await asyncio.gather(client.post(f"/v1/sessions/{sid}/messages", json={"text": "also"}),
+                                     answer_command(inbox, seeder, sid, history, respond))
+    assert (answer.status_code, answer.json()["outcome"], answer.json()["queued"]) == (202, "message_queued", True)
+
+
+async def test_stale_expected_seq_answers_409_with_both_seqs(played) -> None:
+    settings, client, seeder, _ = played
+    history = await seeder.session([created(), draft("user_message", "c0", text="first")])
+    sid = history[0].session_id
+    command_id = command_id_for(settings.default_tenant, sid, "k-409")
+
+    async def brain_refuses() -> None:
+        await asyncio.sleep(0.3)
+        reason = "conflict: expected_seq 1 but the session is at seq 2"
+        await seeder.append(sid, [draft("input_rejected", command_id, command_id=command_id, reason=reason,
+                                        expected_seq=1)], history)
+
+    answer, _ = await asyncio.gather(
+        client.post(f"/v1/sessions/{sid}/messages", json={"text": "me too", "expected_seq": 1},
+                    headers={"Idempotency-Key": "k-409"}),
+        brain_refuses())
+    body = answer.json()
+    assert answer.status_code == 409
+    assert body["detail"].startswith("the brain rejected the command: conflict")
+    assert (body["expected_seq"], body["current_seq"], body["command_id"]) == (1, 3, command_id)
+
+
+@pytest.mark.parametrize("reason, status", [("tool call tc-9 is not awaiting approval", 409),
+                                            ("session is deleted", 404), ("something else", 422)])
+async def test_other_rejections_map_to_a_status_that_fits_the_reason(played, reason, status) -> None:
+    _, client, seeder, inbox = played
+    history = await seeder.session([created()])
+    sid = history[0].session_id
+    respond = lambda cmd: [draft("input_rejected", command_id=cmd.command_id, reason=reason)]  # noqa: E731
+    answer, _ = await asyncio.gather(client.post(f"/v1/sessions/{sid}/approvals/tc-9"),
+                                     answer_command(inbox, seeder, sid, history, respond))
+    assert answer.status_code == status and reason in answer.json()["detail"]
+
+
+async def test_wake_cancel_approve_deny_send_their_commands(gw) -> None:
+    _, client, seeder, watcher = gw
+    sid = (await seeder.session([created()]))[0].session_id
+    base, quick = f"/v1/sessions/{sid}", {"wait": "false"}
+    answers = [await client.post(f"{base}/wake", params=quick), await client.post(f"{base}/cancel", params=quick),
+               await client.post(f"{base}/approvals/tc-1", params=quick),
+               await client.post(f"{base}/denials/tc-2", params=quick, json={"reason": "too risky"})]
+    commands = await watcher.commands_for(sid, count=4)
+    assert [a.status_code for a in answers] == [202] * 4
+    assert [type(c) for c in commands] == [WakeSession, CancelSession, ApproveToolCall, DenyToolCall]
+    assert (commands[2].tool_call_id, commands[3].tool_call_id, commands[3].reason) == ("tc-1", "tc-2", "too risky")
+    assert [c.command_id for c in commands] == [a.json()["command_id"] for a in answers]
+
+
+async def test_approval_answers_200_with_the_recorded_outcome(played) -> None:
+    _, client, seeder, inbox = played
+    history = await seeder.session([created()])
+    sid = history[0].session_id
+    respond = lambda cmd: [draft("approval_granted", tool_call_id=cmd.tool_call_id)]  # noqa: E731
+    answer, _ = await asyncio.gather(client.post(f"/v1/sessions/{sid}/approvals/tc-7"),
+                                     answer_command(inbox, seeder, sid, history, respond))
+    assert (answer.status_code, answer.json()["outcome"], answer.json()["seq"]) == (200, "approval_granted", 2)
+
+
+async def test_delete_says_rows_stay_and_the_session_is_gone_from_reads(played) -> None:
+    _, client, seeder, inbox = played
+    history = await seeder.session([created()])
+    sid = history[0].session_id
+    respond = lambda cmd: [draft("deleted", by=cmd.actor, actor=cmd.actor)]  # noqa: E731
+    answer, _ = await asyncio.gather(client.delete(f"/v1/sessions/{sid}"),
+                                     answer_command(inbox, seeder, sid, history, respond))
+    [command] = inbox.commands_for(sid)
+    assert isinstance(command, DeleteSession)
+    assert answer.status_code == 200 and "refuses DELETE by trigger" in answer.json()["note"]
+    assert (await client.get(f"/v1/sessions/{sid}")).status_code == 404
+
+
+async def test_commands_to_an_unknown_session_are_404_and_send_nothing(gw) -> None:
+    _, client, _, watcher = gw
+    sid = str(uuid.uuid4())
+    answers = [await client.post(f"/v1/sessions/{sid}/messages", json={"text": "x"}),
+               await client.post(f"/v1/sessions/{sid}/wake"), await client.delete(f"/v1/sessions/{sid}")]
+    assert [a.status_code for a in answers] == [404] * 3
+    assert all(sid in a.json()["detail"] for a in answers)
+    assert await watcher.records_for(sid, timeout_s=0.5) == []
+
+
+@pytest.mark.parametrize("body, where", [({"text": ""}, "body.text"), ({}, "body.text"),
+                                         ({"text": "x", "expected_seq": -1}, "body.expected_seq"),
+                                         ({"text": "x", "tenant": "other"}, "body.tenant")])
+async def test_bad_message_bodies_answer_422_naming_the_field(gw, body, where) -> None:
+    _, client, seeder, _ = gw
+    sid = (await seeder.session([created()]))[0].session_id
+    answer = await client.post(f"/v1/sessions/{sid}/messages", json=body)
+    assert answer.status_code == 422 and where in answer.json()["detail"]
+
+
+async def test_only_the_owner_may_continue_a_session(gw) -> None:
+    _, client, seeder, _ = gw
+    sid = (await seeder.session([draft("session_created", "c", config={}, owner="user:someone-else")]))[0].session_id
+    answer = await client.post(f"/v1/sessions/{sid}/messages", json={"text": "mine now"})
+    assert answer.status_code == 403 and "user:someone-else" in answer.json()["detail"]

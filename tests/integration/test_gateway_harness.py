@@ -1,0 +1,215 @@
+"""Shared harness for the gateway's integration tests; it holds no tests itself.
+
+(The `test_gateway_` prefix keeps it among the gateway's files.) No brain runs here, so
+sessions are seeded by sealing events with `wakeline.chain.seal` and inserting them, with
+the `sessions` row the archiver would project, as the service role through `TenantPool`.
+Commands are checked on `wakeline.inbox` with a fresh group-less consumer positioned at
+the end. Isolation is by fresh session ids and a fresh tenant per run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+from aiokafka.errors import KafkaError
+from aiokafka.structs import ConsumerRecord, TopicPartition
+
+from conftest_pg import _CiEnv, fresh_tenant, require_postgres
+from wakeline.chain import Draft, seal
+from wakeline.commands import CommandBase, parse_command
+from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase
+from wakeline.fold import fold
+from wakeline.kafka_io import ensure_topics, make_consumer
+from wakeline.pg import TenantPool
+from wakeline.topics import INBOX
+from wakeline_gateway.app import create_app
+from wakeline_gateway.settings import GatewaySettings
+
+OWNER = "user:local"
+INSERT_EVENT = """
+INSERT INTO events (tenant, session_id, seq, event_id, causation_id, type, actor, trust, ts,
+                    prev_hash, hash, payload, tool_name, is_error)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14)
+"""
+UPSERT_SESSION = """
+INSERT INTO sessions (tenant, session_id, owner, title, model, status, last_seq, last_hash,
+                      created_at, updated_at, ended_reason, deleted_at, deleted_by)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)
+ON CONFLICT (session_id) DO UPDATE SET
+  title = EXCLUDED.title, status = EXCLUDED.status, last_seq = EXCLUDED.last_seq,
+  last_hash = EXCLUDED.last_hash, updated_at = EXCLUDED.updated_at,
+  ended_reason = EXCLUDED.ended_reason, deleted_at = EXCLUDED.deleted_at, deleted_by = EXCLUDED.deleted_by
+"""
+_SPEAKERS = {"user_message": (OWNER, "instruction"), "session_created": (OWNER, "instruction"),
+             "model_turn": ("agent:scripted:demo", "instruction"), "tool_call": ("agent:scripted:demo", "instruction"),
+             "tool_result": ("runner:test-host", "data")}
+
+
+async def require_kafka(settings: GatewaySettings) -> None:
+    """Skip when the broker is unreachable, fail when CI=true (as for Postgres)."""
+    try:
+        await asyncio.wait_for(ensure_topics(settings), timeout=20)
+    except (KafkaError, OSError, TimeoutError) as exc:
+        message = f"Kafka unreachable at {settings.kafka_bootstrap}: {type(exc).__name__}: {exc}"
+        if _CiEnv().ci:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
+def gateway_settings(**overrides: Any) -> GatewaySettings:
+    values: dict[str, Any] = dict(default_tenant=fresh_tenant(), wait_timeout_s=2.0, stream_poll_s=0.05)
+    values.update(overrides)
+    return GatewaySettings(**values)
+
+
+@asynccontextmanager
+async def running_gateway(settings: GatewaySettings) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
+    """The real app with its lifespan (pool + producer), called in-process over ASGI."""
+    await require_postgres()
+    await require_kafka(settings)
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=30) as client:
+            yield app, client
+
+
+def draft(type_: str, causation_id: str | None = None, actor: str | None = None, **payload: Any) -> Draft:
+    default_actor, trust = _SPEAKERS.get(type_, ("system:brain", "instruction"))
+    return Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**payload), actor=actor or default_actor,
+                 trust=trust, causation_id=causation_id)
+
+
+def sealed(drafts: list[Draft], session_id: str, tenant: str, after: EventBase | None = None) -> list[EventBase]:
+    seq, prev = (after.seq, after.hash) if after else (0, GENESIS_HASH)
+    events = []
+    for item in drafts:
+        seq += 1
+        event = seal(item, session_id=session_id, tenant=tenant, seq=seq, prev_hash=prev,
+                     ts=datetime.now(UTC), event_id=str(uuid.uuid4()))
+        events.append(event)
+        prev = event.hash
+    return events
+
+
+def created(title: str | None = None, **config: Any) -> Draft:
+    config.setdefault("model", "scripted:demo")
+    return draft("session_created", f"cmd-{uuid.uuid4()}", config=config, owner=OWNER, title=title)
+
+
+class Seeder:
+    """Writes events and the projected `sessions` row the way the archiver would."""
+
+    def __init__(self, pool: TenantPool, tenant: str):
+        self.pool, self.tenant = pool, tenant
+
+    async def session(self, drafts: list[Draft], session_id: str | None = None) -> list[EventBase]:
+        return await self.append(session_id or str(uuid.uuid4()), drafts, [])
+
+    async def append(self, session_id: str, drafts: list[Draft], history: list[EventBase]) -> list[EventBase]:
+        events = sealed(drafts, session_id, self.tenant, history[-1] if history else None)
+        await self.insert(history + events, events)
+        return history + events
+
+    async def insert(self, log: list[EventBase], new: list[EventBase]) -> None:
+        state = fold(log)
+        async with self.pool.transaction(self.tenant) as conn:
+            for event in new:
+                await conn.execute("SELECT ensure_events_partition($1)", event.ts)
+                await conn.execute(INSERT_EVENT, *_row(event))
+            last = log[-1]
+            await conn.execute(UPSERT_SESSION, self.tenant, state.session_id, state.owner, state.title,
+                               state.config.model, state.status, last.seq, last.hash, last.ts,
+                               state.ended_reason, last.ts if state.deleted_by else None, state.deleted_by)
+
+
+def _row(event: EventBase) -> list[Any]:
+    data = event.model_dump(mode="json")
+    payload = data["payload"]
+    return [event.tenant, event.session_id, event.seq, uuid.UUID(event.event_id), event.causation_id,
+            data["type"], event.actor, event.trust, event.ts, event.prev_hash, event.hash,
+            json.dumps(payload), payload.get("name") if data["type"] in ("tool_call", "tool_result") else None,
+            payload.get("is_error")]
+
+
+class InboxWatcher:
+    """A group-less consumer of every inbox partition, from where the log ended at start."""
+
+    def __init__(self, settings: GatewaySettings):
+        self._consumer = make_consumer(settings, group_id=None)
+        self._partitions = settings.partitions
+        self.seen: list[ConsumerRecord] = []
+
+    async def __aenter__(self) -> InboxWatcher:
+        await self._consumer.start()
+        parts = [TopicPartition(INBOX, p) for p in range(self._partitions)]
+        self._consumer.assign(parts)
+        await self._consumer.seek_to_end(*parts)
+        for tp in parts:  # resolve the lazy seek now, before anything is sent
+            await self._consumer.position(tp)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self._consumer.stop()
+
+    async def records_for(self, session_id: str, count: int = 1, timeout_s: float = 10.0) -> list[ConsumerRecord]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            mine = [r for r in self.seen if r.key == session_id.encode()]
+            if len(mine) >= count or loop.time() > deadline:
+                return mine
+            batches = await self._consumer.getmany(timeout_ms=200)
+            self.seen += [record for batch in batches.values() for record in batch]
+
+    async def commands_for(self, session_id: str, count: int = 1, timeout_s: float = 10.0) -> list[CommandBase]:
+        return [parse_command(r.value) for r in await self.records_for(session_id, count, timeout_s)]
+
+
+class FakeInbox:
+    """Stands in for `wakeline.inbox` where a test plays the brain.
+
+    A test that records the brain's answer itself must keep its commands off the real
+    inbox: a live brain (another stack on the same broker) would wake the session and
+    sequence its own event at the same seq, and the archiver rightly refuses a second
+    history. Whether commands reach Kafka is tested separately, without answers.
+    """
+
+    def __init__(self) -> None:
+        self.sent: list[CommandBase] = []
+        self._answered: set[str] = set()
+        self._arrived = asyncio.Condition()
+
+    async def submit(self, command: CommandBase) -> None:
+        async with self._arrived:
+            self.sent.append(command)
+            self._arrived.notify_all()
+
+    def commands_for(self, session_id: str) -> list[CommandBase]:
+        return [c for c in self.sent if c.session_id == session_id]
+
+    async def next_unanswered(self, session_id: str, timeout_s: float = 10.0) -> CommandBase:
+        def unanswered() -> list[CommandBase]:
+            return [c for c in self.commands_for(session_id) if c.command_id not in self._answered]
+
+        async with self._arrived:
+            await asyncio.wait_for(self._arrived.wait_for(unanswered), timeout_s)
+            command = unanswered()[0]
+            self._answered.add(command.command_id)
+        return command
+
+
+async def answer_command(inbox: FakeInbox, seeder: Seeder, session_id: str, history: list[EventBase],
+                         respond: Callable[[CommandBase], list[Draft]]) -> list[EventBase]:
+    """Plays the brain once: waits for the session's next command, records `respond`'s drafts."""
+    command = await inbox.next_unanswered(session_id)
+    drafts = [d.model_copy(update={"causation_id": command.command_id}) for d in respond(command)]
+    return await seeder.append(session_id, drafts, history)

@@ -1,0 +1,259 @@
+"""The gateway's reads against the real Postgres: sessions, events by position, transcript,
+export, replay, verify and the live stream, on sessions seeded as sealed events."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from html.parser import HTMLParser
+
+import pytest
+
+from conftest_pg import fresh_tenant
+from test_gateway_harness import (
+    Seeder, created, draft, gateway_settings, running_gateway, sealed,
+)
+from wakeline.events import parse_event
+from wakeline.fold import fold
+from wakeline.pg import TenantPool
+from wakeline_gateway.deps import CallerIdentity, identify_caller
+from wakeline_gateway.replay import state_json
+from wakeline_gateway.transcript import ALLOWED_TAGS, CSP
+
+pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
+HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(1)><a href="javascript:alert(1)">x</a>'
+
+
+@pytest.fixture(scope="module")
+async def gw():
+    settings = gateway_settings()
+    async with running_gateway(settings) as (app, client):
+        async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+            yield app, client, Seeder(pool, settings.default_tenant)
+
+
+def one_turn(n: int = 1) -> list:
+    call_id = f"tc-{uuid.uuid4().hex[:8]}"
+    return [
+        draft("user_message", f"cmd-{uuid.uuid4()}", text=f"question {n}"),
+        draft("turn_started", turn=n),
+        draft("model_turn", text="Let me look.", stop_reason="tool_use", tool_call_ids=[call_id]),
+        draft("tool_call", name="bash", tool_call_id=call_id, input={"cmd": "cat notes.txt"}),
+        draft("tool_result", f"result:{call_id}", tool_call_id=call_id, name="bash", output=HOSTILE),
+        draft("model_turn", text=f"answer {n}"),
+        draft("turn_ended", turn=n),
+    ]
+
+
+async def test_get_session_returns_the_projection_and_404_names_unknown_ids(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created(title="hello")])
+    found = await client.get(f"/v1/sessions/{events[0].session_id}")
+    missing = await client.get("/v1/sessions/no-such-session")
+    assert found.status_code == 200
+    assert found.json() | {"created_at": None, "updated_at": None} == {
+        "session_id": events[0].session_id, "owner": "user:local", "title": "hello", "model": "scripted:demo",
+        "status": "idle", "last_seq": 1, "created_at": None, "updated_at": None, "ended_reason": None,
+        "parent_session_id": None, "fork_seq": None}
+    assert missing.status_code == 404 and "no-such-session" in missing.json()["detail"]
+
+
+async def test_deleted_session_disappears_from_every_read(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created(), draft("deleted", "cmd-del", actor="user:local", by="user:local")])
+    sid = events[0].session_id
+    paths = ["", "/events", "/transcript", "/export", "/replay", "/verify", "/stream"]
+    statuses = [(await client.get(f"/v1/sessions/{sid}{path}")).status_code for path in paths]
+    listed = (await client.get("/v1/sessions", params={"limit": 200})).json()["data"]
+    assert statuses == [404] * len(paths)
+    assert sid not in {s["session_id"] for s in listed}
+
+
+async def test_events_after_reads_forward_and_before_is_the_lead_up(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created()] + one_turn(1) + one_turn(2))
+    sid = events[0].session_id
+    forward = (await client.get(f"/v1/sessions/{sid}/events", params={"after": 2, "limit": 3})).json()
+    lead_up = (await client.get(f"/v1/sessions/{sid}/events", params={"before": 8, "limit": 3})).json()
+    bounded = (await client.get(f"/v1/sessions/{sid}/events", params={"after": 6, "before": 8})).json()
+    assert [e["seq"] for e in forward["data"]] == [3, 4, 5]
+    assert [e["seq"] for e in lead_up["data"]] == [5, 6, 7] and lead_up["count"] == 3
+    assert [e["seq"] for e in bounded["data"]] == [7]
+
+
+async def test_events_filter_by_type(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created()] + one_turn(1) + one_turn(2))
+    got = (await client.get(f"/v1/sessions/{events[0].session_id}/events",
+                            params=[("type", "tool_call"), ("type", "tool_result")])).json()
+    assert [(e["seq"], e["type"]) for e in got["data"]] == [
+        (5, "tool_call"), (6, "tool_result"), (12, "tool_call"), (13, "tool_result")]
+
+
+@pytest.mark.parametrize("params, where", [
+    ({"limit": 0}, "query.limit"), ({"limit": 5000}, "query.limit"), ({"after": -1}, "query.after"),
+    ({"before": 0}, "query.before"), ({"after": 5, "before": 5}, "after (5) must be less than before (5)"),
+    ({"type": "nonsense"}, "query.type"), ({"limit": "ten"}, "query.limit"), ({"colour": "red"}, "colour"),
+])
+async def test_bad_event_params_answer_422_naming_the_problem(gw, params, where) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created()])
+    answer = await client.get(f"/v1/sessions/{events[0].session_id}/events", params=params)
+    assert answer.status_code == 422
+    assert where in answer.json()["detail"]
+
+
+async def test_transcript_formats_skip_markers_and_escape_tool_output(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created(title='<b>"t"</b>')] + one_turn(1))
+    base = f"/v1/sessions/{events[0].session_id}/transcript"
+    as_json = (await client.get(base)).json()
+    markdown = await client.get(base, params={"format": "markdown"})
+    page = await client.get(base, params={"format": "html"})
+    assert [e["type"] for e in as_json["entries"]] == [
+        "session_created", "user_message", "model_turn", "tool_call", "tool_result", "model_turn"]
+    assert markdown.headers["content-type"].startswith("text/markdown") and "answer 1" in markdown.text
+    assert page.headers["content-security-policy"] == CSP
+    assert f'content="{CSP}"' in page.text
+    assert "<script" not in page.text.lower() and "&lt;script&gt;" in page.text
+    tags = _tags(page.text)
+    assert {name for name, _ in tags} <= ALLOWED_TAGS
+    assert not [a for _, attrs in tags for a, _ in attrs if a.startswith("on") or a in ("href", "src")]
+
+
+async def test_transcript_rejects_an_unknown_format(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created()])
+    answer = await client.get(f"/v1/sessions/{events[0].session_id}/transcript", params={"format": "pdf"})
+    assert answer.status_code == 422 and "query.format" in answer.json()["detail"]
+
+
+async def test_export_round_trips_through_parse_event(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created()] + one_turn(1))
+    answer = await client.get(f"/v1/sessions/{events[0].session_id}/export")
+    lines = answer.text.splitlines()
+    assert answer.headers["content-type"].startswith("application/x-ndjson")
+    assert [parse_event(line) for line in lines] == events
+
+
+async def test_replay_gives_the_folded_state_after_each_event(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created()] + one_turn(1))
+    replay = (await client.get(f"/v1/sessions/{events[0].session_id}/replay")).json()
+    assert [(s["seq"], s["type"]) for s in replay["data"]] == [(e.seq, e.type) for e in events]
+    assert replay["data"][-1]["state"] == state_json(fold(events))
+    assert replay["data"][3]["state"]["in_turn"] is True and replay["data"][3]["state"]["turns"] == 1
+
+
+async def test_verify_reports_an_intact_chain(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created()] + one_turn(1))
+    report = (await client.get(f"/v1/sessions/{events[0].session_id}/verify")).json()
+    assert report == {"session_id": events[0].session_id, "ok": True, "first_bad_seq": None, "events": 8}
+
+
+async def test_verify_names_the_first_event_whose_link_is_broken(gw) -> None:
+    _, client, seeder = gw
+    sid = str(uuid.uuid4())
+    good = sealed([created(), draft("user_message", "c1", text="one")], sid, seeder.tenant)
+    forged = sealed([draft("user_message", "c2", text="two")], sid, seeder.tenant, after=good[0])[0]
+    forged = forged.model_copy(update={"seq": 3})  # linked to seq 1, hashed as seq 2: both wrong
+    await seeder.insert(good, good)
+    await seeder.insert(good, [forged])
+    report = (await client.get(f"/v1/sessions/{sid}/verify")).json()
+    assert (report["ok"], report["first_bad_seq"], report["events"]) == (False, 3, 3)
+
+
+async def test_list_sessions_is_newest_first_pages_by_cursor_and_skips_deleted(gw) -> None:
+    app, client, seeder = gw
+    tenant = fresh_tenant()
+    own = Seeder(seeder.pool, tenant)
+    ids = [(await own.session([created(title=f"s{i}")]))[0].session_id for i in range(3)]
+    await own.session([created(), draft("deleted", "cmd-d", by="user:local")])
+    app.dependency_overrides[identify_caller] = lambda: CallerIdentity(tenant, "local")
+    try:
+        first = (await client.get("/v1/sessions", params={"limit": 2})).json()
+        rest = (await client.get("/v1/sessions", params={"limit": 2, "cursor": first["next_cursor"]})).json()
+        bad = await client.get("/v1/sessions", params={"cursor": "not-a-cursor"})
+    finally:
+        app.dependency_overrides.clear()
+    assert [s["session_id"] for s in first["data"] + rest["data"]] == ids[::-1]
+    assert rest["next_cursor"] is None
+    assert bad.status_code == 422 and "cursor" in bad.json()["detail"]
+
+
+async def test_stream_sends_each_event_as_a_frame_and_ends_after_session_ended(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created(), draft("user_message", "c1", text="hi"),
+                                   draft("session_ended", reason="completed")])
+    answer = await client.get(f"/v1/sessions/{events[0].session_id}/stream", params={"until_end": "true"})
+    frames = _frames(answer.text)
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    assert [(f["id"], f["event"]) for f in frames] == [("1", "session_created"), ("2", "user_message"),
+                                                        ("3", "session_ended")]
+    assert parse_event(frames[1]["data"]) == events[1]
+
+
+async def test_stream_resumes_after_last_event_id(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created(), draft("user_message", "c1", text="hi"),
+                                   draft("session_ended", reason="completed")])
+    sid = events[0].session_id
+    resumed = await client.get(f"/v1/sessions/{sid}/stream", params={"until_end": "true"},
+                               headers={"Last-Event-ID": "2"})
+    bad = await client.get(f"/v1/sessions/{sid}/stream", headers={"Last-Event-ID": "two"})
+    assert [f["id"] for f in _frames(resumed.text)] == ["3"]
+    assert bad.status_code == 422 and "Last-Event-ID" in bad.json()["detail"]
+
+
+async def test_stream_until_end_reads_past_an_end_that_a_message_continued(gw) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created(), draft("session_ended", reason="completed"),
+                                   draft("user_message", "c2", text="one more thing"), draft("woke", host="h",
+                                   reason="requested", from_seq=3), draft("session_ended", reason="max_turns")])
+    stream = f"/v1/sessions/{events[0].session_id}/stream"
+    whole = await client.get(stream, params={"until_end": "true"})
+    finished = await client.get(stream, params={"until_end": "true"}, headers={"Last-Event-ID": "5"})
+    assert [f["id"] for f in _frames(whole.text)] == ["1", "2", "3", "4", "5"]
+    assert _frames(finished.text) == []
+
+
+async def test_stream_tails_events_appended_while_it_is_open(gw) -> None:
+    _, client, seeder = gw
+    history = await seeder.session([created()])
+    sid = history[0].session_id
+    reading = asyncio.create_task(client.get(f"/v1/sessions/{sid}/stream", params={"until_end": "true"}))
+    await asyncio.sleep(0.2)
+    history = await seeder.append(sid, [draft("user_message", "c1", text="later")], history)
+    await seeder.append(sid, [draft("session_ended", reason="cancelled")], history)
+    answer = await asyncio.wait_for(reading, timeout=10)
+    assert [f["event"] for f in _frames(answer.text)] == ["session_created", "user_message", "session_ended"]
+
+
+async def test_healthz_reports_postgres(gw) -> None:
+    _, client, _ = gw
+    assert (await client.get("/healthz")).json() == {"ok": True, "postgres": "ok"}
+
+
+def _frames(text: str) -> list[dict[str, str]]:
+    frames = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":"))
+        if fields:
+            frames.append(fields)
+    return frames
+
+
+def _tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    class Collector(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append((tag, attrs))
+
+    collector = Collector()
+    collector.feed(page)
+    return collector.tags

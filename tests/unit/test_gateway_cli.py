@@ -1,0 +1,114 @@
+"""The `wakeline` command line against a fake gateway (httpx.MockTransport): what it sends,
+what it prints, and the exit code it derives from the session's end."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from wakeline_gateway.cli import main
+from wakeline_gateway.client import GatewayClient, parse_sse
+from wakeline_gateway.terminal import event_line, exit_code, one_line, safe
+
+ESCAPE = "\x1b[2J\x1b]0;pwned\x07"
+
+
+def event(seq: int, type_: str, **payload) -> dict:
+    return {"seq": seq, "type": type_, "actor": "agent:scripted:demo", "payload": payload}
+
+
+def sse(*events: dict) -> str:
+    frames = [": wakeline stream\n\n"]
+    frames += [f"id: {e['seq']}\nevent: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events]
+    return "".join(frames)
+
+
+class FakeGateway:
+    """Answers like the gateway; `routes` maps (method, path) to a list of responses, used in turn."""
+
+    def __init__(self, routes: dict[tuple[str, str], list[httpx.Response]]):
+        self.routes, self.requests = routes, []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        answers = self.routes.get((request.method, request.url.path))
+        if not answers:
+            return httpx.Response(404, json={"detail": f"no route {request.url.path}"})
+        return answers.pop(0) if len(answers) > 1 else answers[0]
+
+
+def run_cli(argv: list[str], gateway: FakeGateway) -> int:
+    return main(argv, client=GatewayClient("http://gw", transport=httpx.MockTransport(gateway), retry_s=0))
+
+
+@pytest.mark.parametrize("reason, code", [("completed", 0), ("max_turns", 2), ("error", 3),
+                                          ("interrupted", 4), ("cancelled", 4)])
+def test_run_streams_until_the_end_and_exits_with_the_terminal_reason(reason, code, capsys) -> None:
+    stream = sse(event(1, "session_created", config={"model": "m", "max_turns": 2}, owner="user:local"),
+                 event(2, "tool_result", name="bash", output=f"ok{ESCAPE}"), event(3, "session_ended", reason=reason))
+    gateway = FakeGateway({
+        ("POST", "/v1/sessions"): [httpx.Response(202, json={"session_id": "s-1", "command_id": "c-1",
+                                                             "status": "pending"})],
+        # Just created: the first read of the stream may find it not yet archived.
+        ("GET", "/v1/sessions/s-1/stream"): [httpx.Response(404, json={"detail": "not found"}),
+                                             httpx.Response(200, text=stream)],
+    })
+    assert run_cli(["run", "list files", "--model", "scripted:demo", "--max-turns", "2"], gateway) == code
+    out = capsys.readouterr().out.splitlines()
+    sent = json.loads(gateway.requests[0].content)
+    assert sent == {"message": "list files", "title": None, "config": {"model": "scripted:demo", "max_turns": 2}}
+    assert [line.split()[:2] for line in out] == [["1", "session_created"], ["2", "tool_result"], ["3", "session_ended"]]
+    assert "\x1b" not in "".join(out) and "\x07" not in "".join(out)
+    assert gateway.requests[-1].headers["Last-Event-ID"] == "0"
+
+
+def test_errors_print_the_gateway_detail_and_exit_1(capsys) -> None:
+    gateway = FakeGateway({("POST", "/v1/sessions/s-1/messages"): [httpx.Response(
+        409, json={"detail": "the brain rejected the command: conflict", "expected_seq": 1, "current_seq": 3})]})
+    assert run_cli(["send", "s-1", "hi", "--expected-seq", "1"], gateway) == 1
+    err = capsys.readouterr().err
+    assert "409: the brain rejected the command: conflict" in err and '"current_seq": 3' in err
+    assert json.loads(gateway.requests[0].content) == {"text": "hi", "expected_seq": 1}
+
+
+def test_unreachable_gateway_is_exit_1_with_a_message(capsys) -> None:
+    def refuse(request):
+        raise httpx.ConnectError("refused")
+    assert main(["sessions"], client=GatewayClient("http://gw", transport=httpx.MockTransport(refuse))) == 1
+    assert "gateway unreachable at http://gw" in capsys.readouterr().err
+
+
+def test_verify_exits_1_when_the_chain_is_broken(capsys) -> None:
+    gateway = FakeGateway({("GET", "/v1/sessions/s/verify"): [httpx.Response(
+        200, json={"session_id": "s", "ok": False, "first_bad_seq": 4, "events": 9})]})
+    assert run_cli(["verify", "s"], gateway) == 1
+    assert "seq 4" in capsys.readouterr().out
+
+
+def test_events_passes_the_window_and_types(capsys) -> None:
+    gateway = FakeGateway({("GET", "/v1/sessions/s/events"): [httpx.Response(
+        200, json={"session_id": "s", "data": [event(5, "user_message", text="hi")], "count": 1})]})
+    assert run_cli(["events", "s", "--before", "6", "--limit", "1", "--type", "user_message"], gateway) == 0
+    assert dict(gateway.requests[0].url.params) == {"before": "6", "limit": "1", "type": "user_message"}
+    assert capsys.readouterr().out.split()[:3] == ["5", "user_message", "agent:scripted:demo"]
+
+
+def test_transcript_html_is_written_to_the_file(tmp_path) -> None:
+    gateway = FakeGateway({("GET", "/v1/sessions/s/transcript"): [httpx.Response(200, text="<!DOCTYPE html>x")]})
+    target = tmp_path / "t.html"
+    assert run_cli(["transcript", "s", "--html", str(target)], gateway) == 0
+    assert target.read_text() == "<!DOCTYPE html>x" and gateway.requests[0].url.params["format"] == "html"
+
+
+def test_parse_sse_skips_comments_and_joins_data_lines() -> None:
+    lines = [": heartbeat", "", "id: 3", "event: woke", "data: {\"a\":", "data: 1}", "", ": bye"]
+    assert list(parse_sse(lines)) == [("3", "woke", '{"a":\n1}')]
+
+
+def test_terminal_output_is_one_safe_line() -> None:
+    line = event_line(event(7, "model_turn", text="two\nlines\u202e" + ESCAPE))
+    assert "\n" not in line and "\x1b" not in line and "\u202e" not in line and "two lines" in line
+    assert safe("a\nb\x1b") == "a\nb?" and one_line("x" * 500, 10) == "x" * 9 + "…"
+    assert (exit_code("completed"), exit_code("max_turns"), exit_code(None)) == (0, 2, 1)

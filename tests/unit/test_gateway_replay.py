@@ -1,0 +1,42 @@
+"""Replay and stream frames are pure renderings of the log."""
+
+from __future__ import annotations
+
+import json
+
+from wakeline.events import parse_event
+from wakeline.fold import fold
+from wakeline_gateway.replay import replay_steps, state_json
+from wakeline_gateway.sse import ends_stream, frame
+
+from .session_log import conversation, new_session_id
+
+
+def test_replay_has_one_step_per_event_ending_in_the_folded_state() -> None:
+    events = conversation(12, new_session_id())
+    steps = replay_steps(events)
+    assert [(s["seq"], s["type"]) for s in steps] == [(e.seq, e.type) for e in events]
+    assert steps[-1]["state"] == state_json(fold(events))
+    assert steps[4]["state"]["pending_tool_calls"][0]["name"] == "bash"
+
+
+def test_replay_state_is_json_with_sets_as_sorted_lists() -> None:
+    events = conversation(12, new_session_id())
+    state = replay_steps(events)[-1]["state"]
+    assert json.loads(json.dumps(state)) == state
+    assert state["seen_inputs"] == sorted(state["seen_inputs"]) and len(state["seen_inputs"]) >= 2
+    assert state["config"]["require_approval"] == ["bash"]
+    assert state["messages"][0]["blocks"][0] == {"text": "question 1", "type": "text"}
+
+
+def test_a_frame_carries_seq_type_and_the_event_on_one_data_line() -> None:
+    event = conversation(2, new_session_id())[1]
+    lines = frame(event).split("\n")
+    assert lines[:2] == [f"id: {event.seq}", "event: user_message"] and lines[3:] == ["", ""]
+    assert parse_event(lines[2].removeprefix("data: ")) == event
+
+
+def test_the_stream_ends_on_deleted_and_on_session_ended_only_when_asked() -> None:
+    assert ends_stream("deleted", until_end=False) and ends_stream("session_ended", until_end=True)
+    assert not ends_stream("session_ended", until_end=False)
+    assert not ends_stream("user_message", until_end=True) and not ends_stream(None, until_end=True)
