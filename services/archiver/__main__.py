@@ -1,0 +1,13 @@
+"""`python -m wakeline_archiver`: the archiver process (SIGTERM or SIGINT stops it cleanly)."""
+
+from wakeline.lifecycle import serve
+from wakeline_archiver.service import run
+from wakeline_archiver.settings import ArchiverSettings
+
+
+def main() -> None:
+    serve(run, ArchiverSettings(), "archiver")
+
+
+if __name__ == "__main__":
+    main()

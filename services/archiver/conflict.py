@@ -1,0 +1,75 @@
+"""Redelivery, conflict and chain breaks: deciding which events of a batch are new. Pure.
+
+A `(session_id, seq)` already stored with the same hash is a redelivery and a no-op. The
+same key with a different hash means two histories claim one position in the log
+(`ConflictingEvent`). A new event must also link to the archive: seq 1 to the genesis
+hash, seq n to the stored (or same-batch) hash of seq n-1; anything else is a gap or a
+fork (`BrokenChain`). Nothing may be stored on top of either, so both stop the archiver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from wakeline.events import GENESIS_HASH, EventBase
+
+Key = tuple[str, int]
+
+
+class ConflictingEvent(RuntimeError):
+    """An event whose `(session_id, seq)` is already archived with a different hash."""
+
+    def __init__(self, session_id: str, seq: int, stored_hash: str, incoming_hash: str):
+        super().__init__(
+            f"conflicting event for session {session_id} seq {seq}: archived hash {stored_hash}, "
+            f"incoming hash {incoming_hash}; refusing to archive a second history")
+        self.session_id, self.seq = session_id, seq
+        self.stored_hash, self.incoming_hash = stored_hash, incoming_hash
+
+
+class BrokenChain(RuntimeError):
+    """A new event whose `prev_hash` is not the archived hash of the seq before it."""
+
+    def __init__(self, session_id: str, seq: int, previous_hash: str | None, prev_hash: str):
+        found = (f"seq {seq - 1} is archived with hash {previous_hash}" if previous_hash
+                 else f"seq {seq - 1} is not archived")
+        super().__init__(f"event for session {session_id} seq {seq} does not continue the archive: its prev_hash "
+                         f"is {prev_hash}, but {found}; refusing to archive a gap or a fork")
+        self.session_id, self.seq, self.previous_hash, self.prev_hash = session_id, seq, previous_hash, prev_hash
+
+
+def keys_to_look_up(events: Iterable[EventBase]) -> list[Key]:
+    """Each event's own key and its predecessor's: what `select_new` needs from the archive."""
+    keys = {(e.session_id, e.seq) for e in events} | {(e.session_id, e.seq - 1) for e in events if e.seq > 1}
+    return sorted(keys)
+
+
+def select_new(events: Iterable[EventBase], stored: Mapping[Key, str]) -> list[EventBase]:
+    """The events not yet stored, in order; raises ConflictingEvent or BrokenChain.
+
+    `events` are in (session_id, seq) order; `stored` maps the archived keys among
+    `keys_to_look_up(events)` to their hashes.
+    """
+    seen: dict[Key, str] = dict(stored)
+    fresh: list[EventBase] = []
+    for event in events:
+        key = (event.session_id, event.seq)
+        known = seen.get(key)
+        if known is not None:
+            if known != event.hash:
+                raise ConflictingEvent(event.session_id, event.seq, known, event.hash)
+            continue
+        previous = GENESIS_HASH if event.seq == 1 else seen.get((event.session_id, event.seq - 1))
+        if previous != event.prev_hash:
+            raise BrokenChain(event.session_id, event.seq, previous, event.prev_hash)
+        seen[key] = event.hash
+        fresh.append(event)
+    return fresh
+
+
+def check_skipped(skipped: Iterable[EventBase], stored: Mapping[Key, str]) -> None:
+    """Events an insert skipped because a concurrent writer stored them first must match."""
+    for event in skipped:
+        known = stored.get((event.session_id, event.seq))
+        if known != event.hash:
+            raise ConflictingEvent(event.session_id, event.seq, str(known), event.hash)

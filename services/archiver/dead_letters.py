@@ -1,0 +1,53 @@
+"""Projecting `wakeline.dead-letter` into the `dead_letters` table.
+
+Each record is a `codec.DeadLetter` naming the rejected record, why and by whom. A
+letter that is itself unreadable is still stored, with its own position as the source
+and the reason "unparseable dead letter: ...": nothing on this topic is dropped. Rows
+are identified by the letter's own position (see migration 0002), and the batch's
+offsets are stored in the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from wakeline.codec import DeadLetter, MalformedRecord, decode
+from wakeline.pg import TenantPool
+from wakeline_archiver.records import RawRecord, without_nul
+from wakeline_archiver.rows import next_offsets
+from wakeline_archiver.store import save_offsets
+
+UNPARSEABLE = "unparseable dead letter"
+LETTER_COLUMNS = ("topic", "partition", '"offset"', "key", "value", "reason", "service", "dl_topic",
+                  "dl_partition", "dl_offset")
+_TYPES = ("text", "int", "bigint", "text", "text", "text", "text", "text", "int", "bigint")
+INSERT_LETTERS = (
+    f"INSERT INTO dead_letters ({', '.join(LETTER_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"${i}::{t}[]" for i, t in enumerate(_TYPES, 1)) + ") ON CONFLICT DO NOTHING")
+
+
+def letter_row(record: RawRecord) -> tuple[Any, ...]:
+    """The `dead_letters` row for one record of the dead-letter topic, in LETTER_COLUMNS order."""
+    try:
+        letter = decode(record.value, DeadLetter.model_validate_json)
+    except MalformedRecord as bad:
+        raw = (record.value or b"").decode("utf-8", "replace")[:100_000]
+        key = record.key.decode("utf-8", "replace") if record.key is not None else None
+        letter = DeadLetter(topic=record.topic, partition=record.partition, offset=record.offset, key=key,
+                            value=raw, reason=f"{UNPARSEABLE}: {bad.reason}", service="archiver")
+    return (letter.topic, letter.partition, letter.offset, without_nul(letter.key), without_nul(letter.value),
+            without_nul(letter.reason), without_nul(letter.service), record.topic, record.partition, record.offset)
+
+
+class DeadLetterArchiver:
+    def __init__(self, pool: TenantPool, group: str):
+        self._pool = pool
+        self._group = group
+
+    async def archive(self, records: Sequence[RawRecord]) -> None:
+        rows = [letter_row(r) for r in records]
+        async with self._pool.system_transaction() as conn:
+            if rows:
+                await conn.execute(INSERT_LETTERS, *zip(*rows))
+            await save_offsets(conn, self._group, next_offsets((r.topic, r.partition, r.offset) for r in records))

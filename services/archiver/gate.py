@@ -1,0 +1,56 @@
+"""`BatchGate`: how a projection failure stops the archiver, and how a stop lets a batch finish.
+
+Every batch passes through the gate. The first one that raises closes it: the failure
+is logged once, loudly, and kept for `service.run` to re-raise. Once the gate is closed
+(failure or shutdown) no new batch starts; agents park until faust cancels them. A
+parked agent never acknowledges its batch, so nothing of a failed batch is committed
+anywhere, and faust's supervisor never gets to restart an agent past it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class BatchGate:
+    def __init__(self) -> None:
+        self.failure: BaseException | None = None
+        self.closed = asyncio.Event()
+        self._busy = 0
+        self._quiet = asyncio.Event()
+        self._quiet.set()
+
+    async def pass_batch(self, handle: Callable[[T], Awaitable[None]], batch: T) -> None:
+        """Runs `handle(batch)`; returns only if it succeeded while the gate was open."""
+        if not self.closed.is_set():
+            self._busy += 1
+            self._quiet.clear()
+            try:
+                await handle(batch)
+                return
+            except Exception as exc:  # noqa: BLE001 - every failure stops the service
+                self._fail(exc)
+            finally:
+                self._busy -= 1
+                if not self._busy:
+                    self._quiet.set()
+        await asyncio.Future()  # parked until the app stops and cancels the agent
+
+    def close(self) -> None:
+        self.closed.set()
+
+    async def drained(self) -> None:
+        """Waits for the batches in flight to finish (they were let in before close)."""
+        await self._quiet.wait()
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.failure is None:
+            self.failure = exc
+            log.critical("projection failed; stopping the archiver: %s", exc, exc_info=exc)
+        self.close()

@@ -1,0 +1,100 @@
+"""`run(settings, stop)`: the archiver process, wired in one place.
+
+Opens the Postgres pool, a producer for dead letters and a lag probe, starts the faust
+app, and waits for SIGTERM (`stop`), a projection failure (the gate closed) or faust
+itself stopping. On the way out the batch in flight may finish; then faust stops. A
+projection failure is re-raised, so the process exits non-zero and says why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import AsyncExitStack
+from functools import partial
+
+from aiokafka import AIOKafkaProducer
+
+from wakeline.codec import DeadLetter, encode
+from wakeline.kafka_io import make_producer
+from wakeline.pg import TenantPool
+from wakeline_archiver.app import ArchivedTopics, build_app
+from wakeline_archiver.archiver import EventArchiver, SendDeadLetter
+from wakeline_archiver.dead_letters import DeadLetterArchiver
+from wakeline_archiver.gate import BatchGate
+from wakeline_archiver.lag import LagProbe
+from wakeline_archiver.settings import ArchiverSettings
+from wakeline_archiver.store import Archive
+
+log = logging.getLogger(__name__)
+DRAIN_TIMEOUT_S = 30.0
+
+
+async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedTopics = ArchivedTopics()) -> None:
+    """`topics` is for tests, which project private topics; the service uses the defaults."""
+    settings.archiver_data_dir.mkdir(parents=True, exist_ok=True)
+    gate = BatchGate()
+    async with AsyncExitStack() as stack:
+        pool = await stack.enter_async_context(
+            TenantPool(settings.postgres_dsn, min_size=1, max_size=settings.archiver_pool_size))
+        producer = make_producer(settings)
+        await producer.start()
+        stack.push_async_callback(producer.stop)
+        probe = await stack.enter_async_context(LagProbe(settings, topics.events))
+        archive = Archive(pool, settings.archiver_group)
+        events = EventArchiver(archive, _dead_letter_sender(producer, topics.dead_letter))
+        app = build_app(settings, topics=topics, events=events.archive,
+                        dead_letters=DeadLetterArchiver(pool, settings.archiver_group).archive, gate=gate,
+                        stored_positions=partial(archive.stored_positions, (topics.events, topics.dead_letter)))
+        reporter = asyncio.create_task(_report_lag(settings, probe, pool, events))
+        try:
+            await app.start()
+            log.info("archiver %s started", settings.archiver_group)
+            await _first_of(stop.wait(), gate.closed.wait(), app.wait_until_stopped())
+        finally:
+            reporter.cancel()
+            gate.close()
+            await _drain(gate)
+            await app.stop()
+    if gate.failure is not None:
+        raise gate.failure
+    if app.crashed:
+        raise RuntimeError(f"faust stopped the archiver: {app.crash_reason!r}") from app.crash_reason
+    log.info("archiver %s stopped", settings.archiver_group)
+
+
+def _dead_letter_sender(producer: AIOKafkaProducer, topic: str) -> SendDeadLetter:
+    async def send(letter: DeadLetter, key: bytes | None, partition: int) -> None:
+        # Same partition as the rejected record: partition p of every topic holds the same sessions.
+        await producer.send_and_wait(topic, encode(letter), key=key, partition=partition)
+    return send
+
+
+async def _first_of(*waits) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _drain(gate: BatchGate) -> None:
+    try:
+        await asyncio.wait_for(gate.drained(), DRAIN_TIMEOUT_S)
+    except TimeoutError:
+        log.warning("a batch was still in flight after %ss; stopping anyway (it rolls back)", DRAIN_TIMEOUT_S)
+
+
+async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantPool, events: EventArchiver) -> None:
+    while True:
+        await asyncio.sleep(settings.archiver_lag_log_interval_s)
+        try:
+            lag = await probe.measure(pool, settings.archiver_group)
+        except Exception as exc:  # noqa: BLE001 - a missed report is not a projection failure
+            log.warning("could not measure archiver lag: %r", exc)
+            continue
+        log.info("lag %s; events archived %d, redelivered %d, dead-lettered %d",
+                 " ".join(f"p{p}={v['lag']}" for p, v in sorted(lag.items())),
+                 events.archived, events.redelivered, events.rejected)

@@ -1,0 +1,28 @@
+"""The archiver's settings (env prefix `WAKELINE_`, e.g. `WAKELINE_ARCHIVER_GROUP`).
+
+Fields are prefixed `archiver_` so that one environment can configure every service
+without one's `group_id` leaking into another's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from wakeline.settings import CommonSettings
+
+
+class ArchiverSettings(CommonSettings):
+    # The Kafka consumer group, the faust app id and `archiver_offsets.consumer_group`
+    # (the brain reads that table under the same name: BrainSettings.archiver_group).
+    archiver_group: str = "wakeline-archiver"
+    archiver_batch_size: int = Field(default=500, ge=1, le=10_000)
+    archiver_batch_window_s: float = Field(default=0.2, gt=0, le=10)
+    # faust's datadir; no tables or RocksDB live there, only faust's own bookkeeping.
+    archiver_data_dir: Path = Path(".data/archiver")
+    archiver_lag_log_interval_s: float = Field(default=30.0, gt=0)
+    archiver_pool_size: int = Field(default=4, ge=2)
+    # How soon a dead archiver's partitions go to another: a member that stops
+    # heartbeating is dropped from the group after this long (the broker's minimum is 6 s).
+    archiver_session_timeout_s: float = Field(default=10.0, ge=6, le=40)

@@ -1,0 +1,138 @@
+"""Postgres side of the archiver: one transaction per batch of events.
+
+The transaction holds, per tenant in the batch (RLS needs `wakeline.tenant` set before
+touching its rows), the new events, the `sessions` rows they move forward, and, last,
+the batch's Kafka offsets in `archiver_offsets`. Either all of it commits or none, so
+the stored offset always says exactly how far the archive goes. Monthly partitions of
+`events` are created beforehand in their own short transactions: DDL must not hold
+locks for the length of a batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from datetime import UTC
+
+import asyncpg
+
+from wakeline.events import EventBase
+from wakeline.pg import TenantPool
+from wakeline_archiver.conflict import Key, check_skipped, keys_to_look_up, select_new
+from wakeline_archiver.rows import EVENT_COLUMNS, SESSION_COLUMNS, event_row, session_change, session_row
+
+SET_TENANT = "SELECT set_config('wakeline.tenant', $1, true)"
+STORED_HASHES = """
+SELECT k.session_id, k.seq, k.hash FROM event_keys AS k
+JOIN unnest($1::text[], $2::bigint[]) AS b(session_id, seq) USING (session_id, seq)
+"""
+_EVENT_TYPES = ("text", "text", "bigint", "uuid", "text", "text", "text", "text", "timestamptz", "text",
+                "text", "jsonb", "text", "boolean")
+# One statement for the whole group; RETURNING says which rows a concurrent archiver
+# (the previous owner of a partition, mid-rebalance) had not already stored.
+INSERT_EVENTS = (
+    f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"${i}::{t}[]" for i, t in enumerate(_EVENT_TYPES, 1))
+    + ") ON CONFLICT DO NOTHING RETURNING session_id, seq")
+INSERT_SESSION = (
+    f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) VALUES "
+    f"({', '.join(f'${i}' for i in range(1, len(SESSION_COLUMNS) + 1))}) ON CONFLICT (session_id) DO NOTHING")
+# Forward only: a redelivered or older event never regresses the row. In SET every
+# `s.` is the row before this event; status is derived the way wakeline.fold does.
+UPDATE_SESSION = """
+UPDATE sessions AS s SET
+  last_seq = $2, last_hash = $3, updated_at = $4,
+  ended_reason = CASE WHEN $6::boolean THEN $7::text ELSE s.ended_reason END,
+  status = CASE WHEN s.deleted_by IS NOT NULL OR $9::text IS NOT NULL THEN 'deleted'
+                WHEN (CASE WHEN $6::boolean THEN $7::text ELSE s.ended_reason END) IS NOT NULL THEN 'ended'
+                WHEN COALESCE($5::boolean, s.status = 'running') THEN 'running'
+                ELSE 'idle' END,
+  title = COALESCE($8::text, s.title),
+  deleted_by = COALESCE(s.deleted_by, $9::text),
+  deleted_at = CASE WHEN s.deleted_by IS NULL AND $9::text IS NOT NULL THEN $4 ELSE s.deleted_at END
+WHERE s.session_id = $1 AND s.last_seq < $2
+"""
+SAVE_OFFSETS = """
+INSERT INTO archiver_offsets (consumer_group, topic, partition, next_offset, updated_at)
+SELECT $1, t, p, o, now() FROM unnest($2::text[], $3::int[], $4::bigint[]) AS x(t, p, o)
+ON CONFLICT (consumer_group, topic, partition) DO UPDATE
+SET next_offset = GREATEST(archiver_offsets.next_offset, EXCLUDED.next_offset), updated_at = now()
+"""
+STORED_POSITIONS = """
+SELECT topic, partition, next_offset FROM archiver_offsets
+WHERE consumer_group = $1 AND topic = ANY($2::text[])
+"""
+
+
+class Archive:
+    def __init__(self, pool: TenantPool, group: str):
+        self._pool = pool
+        self._group = group
+        self._months: set[tuple[int, int]] = set()
+
+    async def store_events(self, events: Sequence[EventBase], offsets: dict[tuple[str, int], int]) -> int:
+        """Stores the batch and its offsets in one transaction; returns how many events were new."""
+        await self._ensure_partitions(events)
+        stored = 0
+        # One lock order for every archiver: two that overlap during a rebalance then
+        # wait for each other instead of deadlocking. A session's events stay in seq order.
+        ordered = sorted(events, key=lambda e: (e.tenant, e.session_id, e.seq))
+        async with self._pool.system_transaction() as conn:
+            for tenant, group in itertools.groupby(ordered, lambda e: e.tenant):
+                await conn.execute(SET_TENANT, tenant)
+                stored += await _store_tenant_events(conn, list(group))
+            await save_offsets(conn, self._group, offsets)
+        return stored
+
+    async def stored_positions(self, topics: Iterable[str]) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the next offset to archive, for every partition stored."""
+        async with self._pool.system_transaction() as conn:
+            rows = await conn.fetch(STORED_POSITIONS, self._group, list(topics))
+        return {(r["topic"], r["partition"]): r["next_offset"] for r in rows}
+
+    async def _ensure_partitions(self, events: Iterable[EventBase]) -> None:
+        for event in events:
+            utc = event.ts.astimezone(UTC) if event.ts.tzinfo else event.ts
+            month = (utc.year, utc.month)
+            if month not in self._months:
+                async with self._pool.system_transaction() as conn:
+                    await conn.execute("SELECT ensure_events_partition($1)", event.ts)
+                self._months.add(month)
+
+
+async def _store_tenant_events(conn: asyncpg.Connection, events: list[EventBase]) -> int:
+    """One tenant's share of the batch, in (session_id, seq) order."""
+    fresh = select_new(events, await _stored_hashes(conn, keys_to_look_up(events)))
+    if not fresh:
+        return 0
+    columns = list(zip(*(event_row(e) for e in fresh)))
+    inserted = {(r["session_id"], r["seq"]) for r in await conn.fetch(INSERT_EVENTS, *columns)}
+    skipped = [e for e in fresh if (e.session_id, e.seq) not in inserted]
+    if skipped:
+        check_skipped(skipped, await _stored_hashes(conn, [(e.session_id, e.seq) for e in skipped]))
+    await _project_sessions(conn, [e for e in fresh if (e.session_id, e.seq) in inserted])
+    return len(inserted)
+
+
+async def _stored_hashes(conn: asyncpg.Connection, keys: Sequence[Key]) -> dict[Key, str]:
+    rows = await conn.fetch(STORED_HASHES, [session_id for session_id, _ in keys], [seq for _, seq in keys])
+    return {(r["session_id"], r["seq"]): r["hash"] for r in rows}
+
+
+async def _project_sessions(conn: asyncpg.Connection, events: list[EventBase]) -> None:
+    created = [session_row(e) for e in events if e.type == "session_created"]  # type: ignore[attr-defined]
+    if created:
+        await conn.executemany(INSERT_SESSION, created)
+    changes = [session_change(e) for e in events if e.type != "session_created"]  # type: ignore[attr-defined]
+    if changes:
+        await conn.executemany(UPDATE_SESSION, [
+            (c.session_id, c.seq, c.hash, c.ts, c.in_turn, c.sets_ended_reason, c.ended_reason, c.title,
+             c.deleted_by)
+            for c in changes])
+
+
+async def save_offsets(conn: asyncpg.Connection, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Upserts the next offset per (topic, partition); never moves one backwards."""
+    if offsets:
+        keys = sorted(offsets)
+        await conn.execute(SAVE_OFFSETS, group, [t for t, _ in keys], [p for _, p in keys], [offsets[k] for k in keys])

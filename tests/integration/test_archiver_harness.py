@@ -1,0 +1,239 @@
+"""Shared harness for the archiver's integration tests; it holds no tests itself.
+
+(The `test_archiver_` prefix keeps it among the archiver's files.) No brain runs here:
+events are sealed with `wakeline.chain.seal` and produced the way the brain does, keyed
+by session id, inside a Kafka transaction. In-process archivers get their own consumer
+group, data dir and a pair of private topics, so that the records a test writes
+(malformed ones, conflicting ones) never reach any other archiver; an archiver run as
+a process uses the real topics and starts where the archive's offsets are seeded, at
+their current end. Isolation is by fresh ids; nothing is truncated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaError
+from aiokafka.structs import TopicPartition
+
+from conftest_pg import _CiEnv, fresh_tenant, require_postgres
+from wakeline.chain import Draft, seal
+from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase, parse_event
+from wakeline.kafka_io import ensure_topics, send_keyed
+from wakeline.pg import TenantPool
+from wakeline_archiver.app import ArchivedTopics
+from wakeline_archiver.service import run
+from wakeline_archiver.settings import ArchiverSettings
+
+T = TypeVar("T")
+OWNER = "user:test"
+EVENT_COLUMNS = "session_id, seq, event_id, causation_id, tenant, actor, trust, ts, prev_hash, hash, type, payload"
+_SPEAKERS = {"model_turn": ("agent:scripted:test", "instruction"), "tool_call": ("agent:scripted:test", "instruction"),
+             "tool_result": ("runner:test-host", "data")}
+
+
+async def require_stack(settings: ArchiverSettings) -> None:
+    """Skip when Kafka or Postgres is unreachable, fail when CI=true."""
+    await require_postgres()
+    try:
+        await asyncio.wait_for(ensure_topics(settings), timeout=20)
+    except (KafkaError, OSError, TimeoutError) as exc:
+        message = f"Kafka unreachable at {settings.kafka_bootstrap}: {type(exc).__name__}: {exc}"
+        if _CiEnv().ci:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+
+
+def archiver_settings(data_root: Path, **overrides: Any) -> ArchiverSettings:
+    group = f"test-archiver-{uuid.uuid4().hex[:12]}"
+    values: dict[str, Any] = dict(archiver_group=group, archiver_data_dir=data_root / group,
+                                  archiver_batch_window_s=0.05, archiver_lag_log_interval_s=1.0)
+    values.update(overrides)
+    return ArchiverSettings(**values)
+
+
+# -- topics ------------------------------------------------------------------------------
+
+@asynccontextmanager
+async def private_topics(settings: ArchiverSettings) -> AsyncIterator[ArchivedTopics]:
+    """A fresh events topic and dead-letter topic, deleted afterwards."""
+    base = f"wakeline-test-archiver-{uuid.uuid4().hex[:10]}"
+    topics = ArchivedTopics(events=f"{base}.events", dead_letter=f"{base}.dead-letter")
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(t, settings.partitions, 1) for t in (topics.events, topics.dead_letter)])
+        yield topics
+    finally:
+        try:
+            await admin.delete_topics([topics.events, topics.dead_letter])
+        finally:
+            await admin.close()
+
+
+async def end_offsets(settings: ArchiverSettings, topic: str) -> dict[int, int]:
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(settings.partitions)]
+        return {tp.partition: offset for tp, offset in (await consumer.end_offsets(tps)).items()}
+    finally:
+        await consumer.stop()
+
+
+async def seed_offsets_at_end(settings: ArchiverSettings, pool: TenantPool, *topics: str) -> None:
+    """Stores the current ends as the archive's offsets, so the group starts there."""
+    async with pool.system_transaction() as conn:
+        for topic in topics:
+            for partition, offset in (await end_offsets(settings, topic)).items():
+                await conn.execute(
+                    "INSERT INTO archiver_offsets (consumer_group, topic, partition, next_offset) "
+                    "VALUES ($1, $2, $3, $4)", settings.archiver_group, topic, partition, offset)
+
+
+# -- the archiver ------------------------------------------------------------------------
+
+class InProcessArchiver:
+    def __init__(self, settings: ArchiverSettings, topics: ArchivedTopics):
+        self.settings, self.topics = settings, topics
+        self.stop = asyncio.Event()
+        self.task = asyncio.create_task(run(settings, self.stop, topics), name=settings.archiver_group)
+
+    async def stopped(self, timeout: float = 30) -> None:
+        self.stop.set()
+        await asyncio.wait_for(asyncio.shield(self.task), timeout)
+
+
+@asynccontextmanager
+async def running_archiver(settings: ArchiverSettings, topics: ArchivedTopics) -> AsyncIterator[InProcessArchiver]:
+    archiver = InProcessArchiver(settings, topics)
+    try:
+        yield archiver
+    finally:
+        if not archiver.task.done():
+            await archiver.stopped()
+
+
+# -- events ------------------------------------------------------------------------------
+
+def draft(type_: str, **payload: Any) -> Draft:
+    actor, trust = _SPEAKERS.get(type_, (OWNER if type_ in ("session_created", "user_message") else "system:brain",
+                                          "instruction"))
+    return Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
+                 causation_id=f"cmd-{uuid.uuid4()}")
+
+
+def created(title: str | None = None) -> Draft:
+    return draft("session_created", config={"model": "scripted:test"}, owner=OWNER, title=title)
+
+
+def turn(n: int, tool: str = "bash", is_error: bool = False) -> list[Draft]:
+    call_id = f"call-{uuid.uuid4().hex[:8]}"
+    return [draft("user_message", text=f"do step {n}"), draft("turn_started", turn=n),
+            draft("model_turn", text="on it", tool_call_ids=(call_id,)),
+            draft("tool_call", tool_call_id=call_id, name=tool, input={"cmd": "true"}),
+            draft("tool_result", tool_call_id=call_id, name=tool, output="ok", is_error=is_error),
+            draft("turn_ended", turn=n)]
+
+
+class Session:
+    """A session's log as the brain would seal it: dense seqs, a whole chain."""
+
+    def __init__(self, tenant: str | None = None, session_id: str | None = None):
+        self.tenant = tenant or fresh_tenant()
+        self.session_id = session_id or str(uuid.uuid4())
+        self.events: list[EventBase] = []
+
+    def seal(self, drafts: Sequence[Draft]) -> list[EventBase]:
+        new = []
+        for item in drafts:
+            last = self.events[-1] if self.events else None
+            event = seal(item, session_id=self.session_id, tenant=self.tenant, seq=last.seq + 1 if last else 1,
+                         prev_hash=last.hash if last else GENESIS_HASH, ts=datetime.now(UTC),
+                         event_id=str(uuid.uuid4()))
+            self.events.append(event)
+            new.append(event)
+        return new
+
+
+@asynccontextmanager
+async def brain_producer(settings: ArchiverSettings) -> AsyncIterator[AIOKafkaProducer]:
+    """A transactional producer, like the brain's PartitionWriter."""
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+                                transactional_id=f"test-archiver-{uuid.uuid4().hex}", linger_ms=1)
+    await producer.start()
+    try:
+        yield producer
+    finally:
+        await producer.stop()
+
+
+async def produce(producer: AIOKafkaProducer, settings: ArchiverSettings, topic: str,
+                  events: Sequence[EventBase], commit: bool = True) -> dict[int, int]:
+    """The events in one Kafka transaction, committed (or aborted); partition -> next offset after them."""
+    await producer.begin_transaction()
+    sent = [await send_keyed(producer, topic, event.session_id, event, settings.partitions) for event in events]
+    if commit:
+        await producer.commit_transaction()
+    else:
+        await producer.abort_transaction()
+    after: dict[int, int] = {}
+    for meta in sent:
+        after[meta.partition] = max(after.get(meta.partition, 0), meta.offset + 1)
+    return after
+
+
+# -- reading the archive -----------------------------------------------------------------
+
+async def stored_events(pool: TenantPool, session: Session) -> list[EventBase]:
+    async with pool.transaction(session.tenant) as conn:
+        rows = await conn.fetch(f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq",
+                                session.session_id)
+    return [_event(r) for r in rows]
+
+
+def _event(row: Any) -> EventBase:
+    data = dict(row)
+    data["event_id"] = str(data["event_id"])
+    data["payload"] = json.loads(data["payload"])
+    return parse_event(data)
+
+
+async def session_row(pool: TenantPool, session: Session) -> dict[str, Any] | None:
+    async with pool.transaction(session.tenant) as conn:
+        row = await conn.fetchrow("SELECT * FROM sessions WHERE session_id = $1", session.session_id)
+    return dict(row) if row else None
+
+
+async def archived_offsets(pool: TenantPool, group: str, topic: str) -> dict[int, int]:
+    async with pool.system_transaction() as conn:
+        rows = await conn.fetch("SELECT partition, next_offset FROM archiver_offsets "
+                                "WHERE consumer_group = $1 AND topic = $2", group, topic)
+    return {r["partition"]: r["next_offset"] for r in rows}
+
+
+async def eventually(probe: Callable[[], Awaitable[T]], what: str, timeout: float = 30.0,
+                     every: float = 0.1, failed: Callable[[], Any] | None = None) -> T:
+    """Polls `probe` until it returns something truthy; fails naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if failed is not None and failed():
+            raise AssertionError(f"gave up waiting for {what}: {failed()!r}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last saw {value!r}")
+        await asyncio.sleep(every)
+

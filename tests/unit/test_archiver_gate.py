@@ -1,0 +1,56 @@
+"""`BatchGate`: a failing batch closes the gate, parks its agent and is kept for the service to raise."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from wakeline_archiver.gate import BatchGate
+
+
+async def test_successful_batch_passes_and_the_gate_stays_open() -> None:
+    gate, seen = BatchGate(), []
+
+    async def handle(batch):
+        seen.append(batch)
+
+    await gate.pass_batch(handle, [1, 2])
+    assert seen == [[1, 2]] and not gate.closed.is_set() and gate.failure is None
+
+
+async def test_failing_batch_parks_the_agent_closes_the_gate_and_keeps_the_error() -> None:
+    gate = BatchGate()
+
+    async def handle(batch):
+        raise RuntimeError("database went away")
+
+    agent = asyncio.create_task(gate.pass_batch(handle, [1]))
+    await asyncio.wait_for(gate.closed.wait(), 1)
+    await asyncio.sleep(0.01)
+    assert not agent.done()  # parked: it never returns, so its batch is never acknowledged
+    assert str(gate.failure) == "database went away"
+    agent.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await agent
+
+
+async def test_closed_gate_lets_the_batch_in_flight_finish_and_no_new_one_start() -> None:
+    gate, release, started = BatchGate(), asyncio.Event(), []
+
+    async def handle(batch):
+        started.append(batch)
+        await release.wait()
+
+    in_flight = asyncio.create_task(gate.pass_batch(handle, "a"))
+    await asyncio.sleep(0)
+    gate.close()
+    later = asyncio.create_task(gate.pass_batch(handle, "b"))
+    drained = asyncio.create_task(gate.drained())
+    await asyncio.sleep(0.01)
+    assert not drained.done()
+    release.set()
+    await asyncio.wait_for(in_flight, 1)
+    await asyncio.wait_for(drained, 1)
+    assert started == ["a"] and not later.done()
+    later.cancel()
