@@ -56,7 +56,19 @@ def seal(draft: Draft, *, session_id: str, tenant: str, seq: int, prev_hash: str
         "session_id": session_id, "seq": seq, "event_id": event_id,
         "causation_id": draft.causation_id, "tenant": tenant, "actor": draft.actor,
         "trust": draft.trust, "ts": ts, "prev_hash": prev_hash, "hash": "",
-        "type": draft.type, "payload": draft.payload.model_dump(mode="json"),
+        "type": draft.type, "payload": _storable(draft.payload.model_dump(mode="json")),
     }
     unhashed = parse_event(body)
     return unhashed.model_copy(update={"hash": compute_hash(unhashed)})
+
+
+def _storable(value: Any) -> Any:
+    """Postgres text and jsonb cannot hold U+0000; it becomes U+FFFD before the event exists,
+    so the hash covers exactly what is stored."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {k: _storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_storable(v) for v in value]
+    return value

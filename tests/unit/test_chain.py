@@ -126,3 +126,16 @@ def test_canonical_json_is_compact_sorted_utf8():
 @given(st.dictionaries(st.text(max_size=5), st.one_of(st.integers(), st.text(max_size=5), st.none())))
 def test_canonical_json_ignores_key_order(data):
     assert canonical_json(dict(reversed(list(data.items())))) == canonical_json(data)
+
+
+def test_sealing_replaces_nul_characters_postgres_cannot_store():
+    from datetime import datetime, timezone
+
+    from wakeline.chain import Draft, first_broken_seq, seal
+    from wakeline.events import GENESIS_HASH, UserMessagePayload
+
+    draft = Draft(type="user_message", payload=UserMessagePayload(text="a\x00b"), actor="user:x", trust="instruction")
+    event = seal(draft, session_id="s", tenant="t", seq=1, prev_hash=GENESIS_HASH,
+                 ts=datetime(2026, 1, 1, tzinfo=timezone.utc), event_id="00000000-0000-0000-0000-000000000001")
+    assert event.payload.text == "a\ufffdb"
+    assert first_broken_seq([event]) is None
