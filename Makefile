@@ -39,7 +39,9 @@ status:
 	@bash deploy/kafka/kafka.sh status || true
 	@bash deploy/postgres/pg.sh status || true
 
+# The suite runs its own services; demo ones would join the same consumer groups.
 test: up
+	@bash deploy/services.sh down >/dev/null
 	@start=$$(date +%s); \
 	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
 	echo "make test: suite wall time $$(( $$(date +%s) - start ))s"; exit $$rc
@@ -54,4 +56,5 @@ demo: up
 	@bash deploy/demo.sh
 
 bench: up
+	@bash deploy/services.sh down >/dev/null
 	$(PY) -m bench

@@ -1,0 +1,1 @@
+"""Benchmarks that print figures as JSON lines: `make bench` (see docs/benchmarks.md)."""

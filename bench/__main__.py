@@ -1,0 +1,35 @@
+"""`make bench`: starts the services, runs every benchmark, prints one JSON line each."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from bench import archiver_throughput, tool_roundtrip, wake_time
+from tests.e2e.stack import Stack
+
+POLICIES = Path(__file__).resolve().parent / "policies"
+
+
+def main() -> None:
+    print(json.dumps({"bench": "machine", "cores": os.cpu_count(), "python": platform.python_version(),
+                      "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}), flush=True)
+    print(json.dumps(asyncio.run(archiver_throughput.run())), flush=True)
+    stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-")))
+    for name in ("archiver", "runner", "brain"):
+        stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES))
+    try:
+        print(json.dumps(asyncio.run(tool_roundtrip.run())), flush=True)
+        for line in asyncio.run(wake_time.run()):
+            print(json.dumps(line), flush=True)
+    finally:
+        stack.stop_all()
+
+
+if __name__ == "__main__":
+    main()

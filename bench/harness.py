@@ -1,0 +1,52 @@
+"""What the benchmarks share: timing statistics, database connections, producing events."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+from pathlib import Path
+
+import asyncpg
+from aiokafka import AIOKafkaProducer
+
+from wakeline.codec import encode
+from wakeline.events import EventBase
+from wakeline.settings import CommonSettings
+from wakeline.topics import EVENTS, partition_for, record_key
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50": round(statistics.median(values), 3), "p99": round(percentile(values, 99), 3),
+            "min": round(min(values), 3), "max": round(max(values), 3)}
+
+
+async def superuser() -> asyncpg.Connection:
+    """The local cluster's superuser over its unix socket (bypasses RLS: the raw baseline)."""
+    status = subprocess.run(["bash", str(ROOT / "deploy/postgres/pg.sh"), "status"], capture_output=True, text=True)
+    fields = dict(line.split("=", 1) for line in status.stdout.splitlines() if "=" in line)
+    return await asyncpg.connect(host=fields["socket_dir"], port=int(fields["port"]), user="postgres",
+                                 database="wakeline")
+
+
+async def service() -> asyncpg.Connection:
+    return await asyncpg.connect(CommonSettings().postgres_dsn)
+
+
+async def produce_events(settings: CommonSettings, events: list[EventBase]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+                                linger_ms=5, max_batch_size=256 * 1024)
+    await producer.start()
+    try:
+        futures = [await producer.send(EVENTS, encode(ev), key=record_key(ev.session_id),
+                                       partition=partition_for(ev.session_id, settings.partitions)) for ev in events]
+        for future in futures:
+            await future
+    finally:
+        await producer.stop()

@@ -1,0 +1,62 @@
+"""Tool round trip: the brain issues a no-op tool call → its result is sequenced.
+
+Both ends are stamped by the brain's clock (`ts` of the `tool_call` and of its
+`tool_result`), so the figure is brain → Kafka → runner → Kafka → brain → sequenced,
+with no client clock involved. Brain, runner and archiver run as separate processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+from bench.harness import service, summary
+from wakeline.commands import CreateSession
+from wakeline.kafka_io import make_producer, send_keyed
+from wakeline.settings import CommonSettings
+from wakeline.topics import INBOX
+
+
+async def _ended(conn, session_ids: list[str]) -> int:
+    return await conn.fetchval("SELECT count(*) FROM events WHERE session_id = ANY($1) AND type = 'session_ended'",
+                               session_ids)
+
+
+async def run(sessions: int = 3, timeout_s: float = 240) -> dict:
+    settings = CommonSettings()
+    ids = [str(uuid.uuid4()) for _ in range(sessions)]
+    producer = make_producer(settings)
+    await producer.start()
+    try:
+        for sid in ids:
+            command = CreateSession(command_id=str(uuid.uuid4()), session_id=sid, actor="user:bench",
+                                    message="bench", config={"model": "scripted:noop", "max_turns": 100})
+            await send_keyed(producer, INBOX, sid, command, settings.partitions)
+    finally:
+        await producer.stop()
+    conn = await service()
+    try:
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout_s
+            while await _ended(conn, ids) < sessions:
+                if loop.time() > deadline:
+                    raise RuntimeError("sessions did not end in time; is the stack running?")
+                await asyncio.sleep(0.2)
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
+            rows = await conn.fetch(
+                "SELECT c.ts AS called, r.ts AS answered FROM events c JOIN events r"
+                " ON r.session_id = c.session_id AND r.type = 'tool_result'"
+                " AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id'"
+                " WHERE c.session_id = ANY($1) AND c.type = 'tool_call'", ids)
+    finally:
+        await conn.close()
+    millis = [(r["answered"] - r["called"]).total_seconds() * 1000 for r in rows]
+    return {"bench": "tool_round_trip_ms", "concurrent_sessions": sessions, **summary(millis)}
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(run())))
