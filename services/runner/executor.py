@@ -1,0 +1,111 @@
+"""One tool call request in, one result report out: idempotent by tool_call_id, never raises.
+
+A finished call's report is recorded in the session's `calls/` directory before it is
+returned; a request whose call already has a record gets that record back (`replayed`)
+and runs nothing. Bash calls may also be mid-flight from an earlier runner: the sandbox
+adopts those. File tools run in-process and are re-run if a crash lost their result,
+which is harmless: reads have no effect and `write_file` writes whole files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+from wakeline.commands import ToolCallRequest, ToolResultReport
+from wakeline_runner import files
+from wakeline_runner.records import SAFE_ID, SessionDirs, read_result, write_result
+from wakeline_runner.sandbox import Sandbox
+from wakeline_runner.settings import RunnerSettings
+from wakeline_runner.tools import (BashInput, ListFilesInput, ReadFileInput, ToolError, ToolFailure,
+                                   ToolInput, ToolOutput, WriteFileInput, parse_input)
+
+log = logging.getLogger(__name__)
+
+
+class Executor:
+    def __init__(self, settings: RunnerSettings, sandbox: Sandbox):
+        self.settings = settings
+        self.sandbox = sandbox
+
+    async def execute(self, request: ToolCallRequest) -> ToolResultReport:
+        began = time.monotonic()
+        try:
+            dirs = self.sandbox.open_session(request.tenant, request.session_id)
+            if not SAFE_ID.match(request.tool_call_id):
+                raise ToolFailure("invalid_input", f"tool_call_id {request.tool_call_id!r} is not a plain name")
+        except ToolFailure as failure:
+            return self._report(request, _error(failure), began)  # nowhere to record it; nothing ran
+        except OSError as err:
+            log.exception("cannot prepare the sandbox of session %s", request.session_id)
+            return self._report(request, ToolError(error_kind="crashed", message=f"sandbox unavailable: {err}"),
+                                began)
+        call = dirs.call(request.tool_call_id)
+        digest = request_digest(request)
+        recorded = read_result(call)
+        if recorded is not None:
+            if recorded[0] != digest:
+                return self._report(request, ToolError(error_kind="id_conflict", message=(
+                    "this tool_call_id already ran with another name or input")), began)
+            return recorded[1].model_copy(update={"replayed": True})
+        report = self._report(request, await self._dispatch(request, dirs), began)
+        # If this write fails the service stops: a result we cannot record could run twice.
+        write_result(call, digest, report)
+        return report
+
+    async def _dispatch(self, request: ToolCallRequest, dirs: SessionDirs) -> ToolOutput:
+        try:
+            tool_input = parse_input(request.name, request.input)
+            timeout_s = self._timeout(request)
+            if isinstance(tool_input, BashInput):
+                outcome = await self.sandbox.run_bash(dirs, request.tool_call_id, tool_input.command, timeout_s)
+                if outcome.error_kind is None:
+                    return outcome.result
+                return ToolError(error_kind=outcome.error_kind, message=outcome.message or "",
+                                 details=outcome.result.model_dump())
+            return await asyncio.wait_for(asyncio.to_thread(self._file_tool(tool_input, dirs.work)), timeout_s)
+        except ToolFailure as failure:
+            return _error(failure)
+        except asyncio.TimeoutError:
+            return ToolError(error_kind="timeout", message=f"{request.name} did not finish in time")
+        except Exception as err:  # a bug must still become a result, or the call would hang forever
+            log.exception("tool call %s (%s) crashed", request.tool_call_id, request.name)
+            return ToolError(error_kind="crashed", message=f"{type(err).__name__}: {err}")
+
+    def _file_tool(self, tool_input: ToolInput, work: Path) -> Callable[[], ToolOutput]:
+        owner = self.sandbox.isolation.drop_to
+        if isinstance(tool_input, ReadFileInput):
+            return partial(files.read_file, work, tool_input)
+        if isinstance(tool_input, WriteFileInput):
+            return partial(files.write_file, work, tool_input, owner)
+        assert isinstance(tool_input, ListFilesInput)
+        return partial(files.list_files, work, tool_input)
+
+    def _timeout(self, request: ToolCallRequest) -> float:
+        if not request.timeout_s > 0:
+            raise ToolFailure("invalid_input", f"timeout_s must be positive, got {request.timeout_s}")
+        return min(request.timeout_s, self.settings.max_timeout_s)
+
+    def _report(self, request: ToolCallRequest, output: ToolOutput, began: float) -> ToolResultReport:
+        error = output if isinstance(output, ToolError) else None
+        return ToolResultReport(
+            session_id=request.session_id, tenant=request.tenant, tool_call_id=request.tool_call_id,
+            name=request.name, output=output.model_dump_json(), is_error=error is not None,
+            error_kind=error.error_kind if error else None,
+            duration_ms=int((time.monotonic() - began) * 1000), runner=self.settings.host)
+
+
+def request_digest(request: ToolCallRequest) -> str:
+    """What makes two requests with one tool_call_id the same call."""
+    canonical = json.dumps({"name": request.name, "input": request.input}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _error(failure: ToolFailure) -> ToolError:
+    return ToolError(error_kind=failure.kind, message=failure.message, details=failure.details)

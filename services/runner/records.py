@@ -1,0 +1,87 @@
+"""What the runner keeps on disk per session and per tool call.
+
+`<sandbox_root>/<tenant>/<session_id>/work` is the tools' world (owned by the sandbox
+user); `calls/` beside it is root-only (0700) and holds, per tool_call_id:
+
+- `<id>.json`          the finished call's result: the idempotency record;
+- `<id>.started.json`  written before a bash tool starts: its spec, deadline, files;
+- `<id>.lock`          flock held by the detached wrapper while the tool runs (pid inside);
+- `<id>.exit.json`     written by the wrapper when the tool ended or timed out;
+- `<id>.stdout`, `<id>.stderr`, `<id>.wrapper.log`  capped output, wrapper diagnostics.
+
+Every JSON record is written atomically, so a reader sees it whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wakeline.commands import ToolResultReport
+from wakeline_runner.wrapper import write_json_atomic
+
+# Ids become file names: refuse anything that is not a plain, harmless name.
+SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
+
+
+@dataclass(frozen=True)
+class CallFiles:
+    calls: Path
+    call_id: str
+
+    def _path(self, suffix: str) -> Path:
+        return self.calls / f"{self.call_id}{suffix}"
+
+    result = property(lambda self: self._path(".json"))
+    started = property(lambda self: self._path(".started.json"))
+    lock = property(lambda self: self._path(".lock"))
+    exit = property(lambda self: self._path(".exit.json"))
+    stdout = property(lambda self: self._path(".stdout"))
+    stderr = property(lambda self: self._path(".stderr"))
+    log = property(lambda self: self._path(".wrapper.log"))
+
+
+@dataclass(frozen=True)
+class SessionDirs:
+    work: Path
+    calls: Path
+
+    def call(self, call_id: str) -> CallFiles:
+        return CallFiles(self.calls, call_id)
+
+
+def ensure_dir(path: Path, mode: int, parents: bool = False) -> bool:
+    """Creates `path` with exactly `mode`; True if it was created (an existing dir is left alone)."""
+    try:
+        path.mkdir(mode=mode, parents=parents)
+    except FileExistsError:
+        return False
+    os.chmod(path, mode)  # mkdir's mode is filtered by the umask
+    return True
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def write_json(path: Path, value: dict[str, Any]) -> None:
+    write_json_atomic(str(path), value)
+
+
+def read_result(files: CallFiles) -> tuple[str, ToolResultReport] | None:
+    """The recorded (request digest, report) of a finished call, if there is one."""
+    record = read_json(files.result)
+    if record is None:
+        return None
+    return record["request_digest"], ToolResultReport.model_validate(record["report"])
+
+
+def write_result(files: CallFiles, request_digest: str, report: ToolResultReport) -> None:
+    write_json(files.result, {"request_digest": request_digest, "report": report.model_dump(mode="json")})

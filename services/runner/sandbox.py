@@ -1,0 +1,139 @@
+"""Per-session sandboxes and the bash tool: launched detached, adopted after a crash.
+
+A bash call runs under `wrapper.py`, a supervisor in its own session that holds the
+call's flock while it lives. The runner writes `<id>.started.json` before launching it
+and never launches a call whose started record exists, so a tool starts at most once
+per tool_call_id even if runners die and the call is redelivered. Whoever handles the
+call later (the same runner, or a fresh one after `kill -9`) waits for the lock to be
+released (bounded by the recorded deadline; past it the group is killed) and builds
+the result from what the wrapper left: exit record and capped output files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from wakeline_runner import wrapper
+from wakeline_runner.isolation import Isolation, rlimits, tool_env
+from wakeline_runner.outcome import BashOutcome, outcome_from_files
+from wakeline_runner.records import SAFE_ID, CallFiles, SessionDirs, ensure_dir, read_json, write_json
+from wakeline_runner.settings import RunnerSettings
+from wakeline_runner.tools import ToolFailure
+
+# How long past its deadline a wrapper may take to record its own timeout before we kill it.
+GRACE_S = 5.0
+
+
+class Sandbox:
+    def __init__(self, settings: RunnerSettings, isolation: Isolation):
+        self.settings = settings
+        self.isolation = isolation
+
+    def open_session(self, tenant: str, session_id: str) -> SessionDirs:
+        for name, value in (("tenant", tenant), ("session_id", session_id)):
+            if not SAFE_ID.match(value) or value in (".", ".."):
+                raise ToolFailure("invalid_input", f"{name} {value!r} cannot name a sandbox directory")
+        session = self.settings.sandbox_root / tenant / session_id
+        # Parents are traversable but not listable: no tool can enumerate other sessions.
+        ensure_dir(self.settings.sandbox_root, 0o711, parents=True)
+        ensure_dir(session.parent, 0o711)
+        ensure_dir(session, 0o711)
+        dirs = SessionDirs(work=session / "work", calls=session / "calls")
+        ensure_dir(dirs.calls, 0o700)
+        if ensure_dir(dirs.work, 0o700) and self.isolation.drop_to is not None:
+            os.chown(dirs.work, *self.isolation.drop_to)
+        return dirs
+
+    async def run_bash(self, dirs: SessionDirs, call_id: str, command: str, timeout_s: float) -> BashOutcome:
+        """Runs (or adopts, or finalizes) the call and returns how it ended; runs it at most once."""
+        files = dirs.call(call_id)
+        while True:
+            wrapper_process = self._launch_if_new(dirs, files, command, timeout_s)
+            killed = await self._await_release(files, wrapper_process)
+            started = read_json(files.started)
+            if started is not None:
+                return outcome_from_files(files, started, killed)
+            # Whoever held the lock died before recording a start: nothing ran, so launch it.
+
+    def _launch_if_new(self, dirs: SessionDirs, files: CallFiles, command: str,
+                       timeout_s: float) -> subprocess.Popen | None:
+        lock_fd = os.open(files.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None  # a wrapper (or a runner launching one) holds it: wait for it
+            if files.started.exists():
+                return None  # started earlier and its wrapper is gone: only its result remains to read
+            spec = self._spec(dirs, files, command, timeout_s)
+            write_json(files.started, spec)
+            with open(files.log, "ab") as log:
+                process = subprocess.Popen(
+                    [sys.executable, "-I", "-S", wrapper.__file__, str(files.started), str(lock_fd)],
+                    pass_fds=(lock_fd,), start_new_session=True, stdin=subprocess.DEVNULL,
+                    stdout=log, stderr=log, env={}, cwd=dirs.calls)
+            write_json(files.started, {**spec, "pid": process.pid, "pgid": process.pid})
+            return process
+        finally:
+            os.close(lock_fd)  # the wrapper's inherited copy keeps the lock held
+
+    def _spec(self, dirs: SessionDirs, files: CallFiles, command: str, timeout_s: float) -> dict:
+        argv, drop_to = self.isolation.command(dirs.work, command)
+        return {
+            "call_id": files.call_id, "command": command, "argv": argv, "cwd": str(dirs.work),
+            "env": tool_env(dirs.work), "uid": drop_to[0] if drop_to else None,
+            "gid": drop_to[1] if drop_to else None, "limits": rlimits(self.settings),
+            "cap": self.settings.output_cap_bytes, "timeout_s": timeout_s,
+            # CLOCK_MONOTONIC is system-wide, so another runner on this host can read it.
+            "deadline_monotonic": time.monotonic() + timeout_s, "started_at": time.time(),
+            "runner": self.settings.host, "bwrap": self.isolation.use_bwrap,
+            "stdout_path": str(files.stdout), "stderr_path": str(files.stderr), "exit_path": str(files.exit),
+        }
+
+    async def _await_release(self, files: CallFiles, process: subprocess.Popen | None) -> bool:
+        """Polls until no wrapper holds the call's lock; True if we had to kill it."""
+        delay, killed_at = 0.01, None
+        while not _lock_free(files.lock):
+            if process is not None:
+                process.poll()  # reap our own child; a zombie would not hold the lock anyway
+            started = read_json(files.started) or {}
+            now = time.monotonic()
+            if killed_at is None and now > started.get("deadline_monotonic", now + 1) + GRACE_S:
+                killed_at = now
+                _kill_holder(files.lock)
+            elif killed_at is not None and now > killed_at + GRACE_S:
+                break  # unkillable holder: report what we have rather than wait forever
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        if process is not None:
+            process.poll()
+        return killed_at is not None
+
+
+def _lock_free(lock: Path) -> bool:
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _kill_holder(lock: Path) -> None:
+    # The holder is alive (it holds the lock), so its pid, which is its process group id,
+    # cannot have been reused: killing the group is safe.
+    text = lock.read_text().strip()
+    if text.isdigit():
+        try:
+            os.killpg(int(text), signal.SIGKILL)
+        except ProcessLookupError:
+            pass

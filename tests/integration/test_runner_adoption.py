@@ -1,0 +1,134 @@
+"""A bash tool outlives its runner: a fresh sandbox adopts it and reports it exactly once.
+
+No Kafka here: these drive the sandbox layer directly. The "runner dies" by cancelling
+its task and dropping its objects; the detached tool is left alone, as after `kill -9`.
+Tools wait on gate files the test creates, so nothing depends on timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from wakeline.commands import ToolCallRequest
+from wakeline_runner.executor import Executor
+from wakeline_runner.isolation import probe
+from wakeline_runner.sandbox import Sandbox
+from wakeline_runner.settings import RunnerSettings
+
+GATED = 'echo run >> runs; while [ ! -e go ]; do sleep 0.05; done; echo line >> counter; echo finished'
+
+
+async def wait_until(condition, timeout_s: float = 15.0, what: str = "condition"):
+    deadline = time.monotonic() + timeout_s
+    while not (result := condition()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s}s waiting for {what}")
+        await asyncio.sleep(0.02)
+    return result
+
+
+def processes_with(marker: str) -> list[int]:
+    """Live processes whose command line contains `marker` (zombies have none)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture(params=["auto", "off"], ids=["bwrap-if-it-works", "no-bwrap"])
+def settings(tmp_path: Path, request) -> RunnerSettings:
+    return RunnerSettings(sandbox_root=tmp_path / "sandboxes", use_bwrap=request.param)
+
+
+@pytest.fixture
+def isolation(settings: RunnerSettings):
+    return probe(settings)
+
+
+async def _start_and_abandon(settings, isolation, session_id: str, call_id: str, command: str):
+    """Starts a call on a sandbox, waits for the tool to start, then lets that 'runner' die."""
+    sandbox = Sandbox(settings, isolation)
+    dirs = sandbox.open_session("default", session_id)
+    task = asyncio.create_task(sandbox.run_bash(dirs, call_id, command, 30))
+    await wait_until(lambda: (dirs.work / "runs").exists(), what="the tool to start")
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return dirs
+
+
+async def test_a_new_sandbox_adopts_a_running_tool_and_reports_it_once(settings, isolation) -> None:
+    session_id, call_id = str(uuid.uuid4()), f"toolu_{uuid.uuid4().hex}"
+    dirs = await _start_and_abandon(settings, isolation, session_id, call_id, GATED)
+
+    successor = Sandbox(settings, isolation)
+    adopted = asyncio.create_task(successor.run_bash(successor.open_session("default", session_id),
+                                                     call_id, GATED, 30))
+    (dirs.work / "go").touch()
+    outcome = await asyncio.wait_for(adopted, 20)
+
+    assert outcome.error_kind is None
+    assert (outcome.result.exit_code, outcome.result.stdout) == (0, "finished\n")
+    assert (dirs.work / "runs").read_text() == "run\n"
+    assert (dirs.work / "counter").read_text() == "line\n"
+
+
+async def test_a_tool_that_finished_while_no_runner_lived_is_reported_then_replayed(settings, isolation) -> None:
+    session_id, call_id = str(uuid.uuid4()), f"toolu_{uuid.uuid4().hex}"
+    dirs = await _start_and_abandon(settings, isolation, session_id, call_id, GATED)
+    (dirs.work / "go").touch()
+    await wait_until(lambda: dirs.call(call_id).exit.exists(), what="the tool's exit record")
+
+    executor = Executor(settings, Sandbox(settings, isolation))
+    request = ToolCallRequest(session_id=session_id, tenant="default", tool_call_id=call_id, name="bash",
+                              input={"command": GATED}, timeout_s=30, causation_seq=3)
+    first = await executor.execute(request)
+    again = await executor.execute(request)
+
+    assert not first.is_error and '"stdout":"finished\\n"' in first.output
+    assert (again.replayed, again.output) == (True, first.output)
+    assert (dirs.work / "runs").read_text() == "run\n"
+
+
+async def test_a_call_whose_processes_all_died_is_reported_crashed_and_not_rerun(settings, isolation) -> None:
+    session_id, call_id = str(uuid.uuid4()), f"toolu_{uuid.uuid4().hex}"
+    dirs = await _start_and_abandon(settings, isolation, session_id, call_id, GATED)
+    os.killpg(int(dirs.call(call_id).lock.read_text()), signal.SIGKILL)  # as if the host went down
+
+    successor = Sandbox(settings, isolation)
+    outcome = await asyncio.wait_for(
+        successor.run_bash(successor.open_session("default", session_id), call_id, GATED, 30), 20)
+
+    assert outcome.error_kind == "crashed"
+    assert "not re-run" in (outcome.message or "")
+    assert (dirs.work / "runs").read_text() == "run\n"
+
+
+async def test_a_timeout_kills_the_tools_children_and_detached_grandchildren(settings, isolation) -> None:
+    marker = str(random.randrange(10**8, 10**9))
+    # A background child, a grandchild in its own session, and a blocking foreground sleep.
+    escape = f"setsid sleep 1002.{marker} &" if isolation.use_bwrap else ""
+    command = f"sleep 1000.{marker} & {escape} echo up; sleep 1001.{marker}"
+    sandbox = Sandbox(settings, isolation)
+    dirs = sandbox.open_session("default", str(uuid.uuid4()))
+
+    call = asyncio.create_task(sandbox.run_bash(dirs, "toolu_timeout", command, 3))
+    expected = 3 if isolation.use_bwrap else 2
+    await wait_until(lambda: len(processes_with(f".{marker}")) >= expected, 5, "the tool's sleeps to start")
+    outcome = await asyncio.wait_for(call, 20)
+
+    assert outcome.error_kind == "timeout"
+    assert outcome.result.stdout == "up\n"
+    await wait_until(lambda: not processes_with(f".{marker}"), 5, "the tool's processes to be gone")
