@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import subprocess
+import uuid
 from pathlib import Path
 
 import asyncpg
@@ -40,13 +41,16 @@ async def service() -> asyncpg.Connection:
 
 
 async def produce_events(settings: CommonSettings, events: list[EventBase]) -> None:
+    """Transactionally, like the brain: `wakeline.events` only ever holds transactional records."""
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
-                                linger_ms=5, max_batch_size=256 * 1024)
+                                linger_ms=5, max_batch_size=256 * 1024,
+                                transactional_id=f"wakeline-bench-{uuid.uuid4()}")
     await producer.start()
     try:
-        futures = [await producer.send(EVENTS, encode(ev), key=record_key(ev.session_id),
-                                       partition=partition_for(ev.session_id, settings.partitions)) for ev in events]
-        for future in futures:
-            await future
+        for start in range(0, len(events), 5000):
+            async with producer.transaction():
+                for ev in events[start:start + 5000]:
+                    await producer.send(EVENTS, encode(ev), key=record_key(ev.session_id),
+                                        partition=partition_for(ev.session_id, settings.partitions))
     finally:
         await producer.stop()

@@ -37,7 +37,8 @@ class SessionLoader:
         self._pool = pool
         self._archiver_group = archiver_group
         self._tail = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
-                                      enable_auto_commit=False, isolation_level="read_committed")
+                                      enable_auto_commit=False, isolation_level="read_committed",
+                                      fetch_max_wait_ms=100)
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
@@ -69,17 +70,22 @@ class SessionLoader:
         found: list[EventBase] = []
         async with self._lock:  # one shared consumer, one reader at a time
             self._tail.assign([tp])
-            end = (await self._tail.end_offsets([tp]))[tp]
-            if start >= end:
+            # Paused until we read: otherwise the background fetcher starts a long poll
+            # of its own and the offset look-up below waits behind it.
+            self._tail.pause(tp)
+            # `wakeline.events` is written only in transactions, so the offset right
+            # before the read-committed end is always a commit (or abort) marker. The
+            # client never hands a marker back nor moves its position past one, so the
+            # tail is read once the position reaches it.
+            last = (await self._tail.end_offsets([tp]))[tp] - 1
+            if start >= last:
                 return found
             self._tail.seek(tp, start)
-            idle_polls = 0
-            # An open transaction holds the readable end below `end`; stop once reads dry up.
-            while await self._tail.position(tp) < end and idle_polls < 3:
-                batch = await self._tail.getmany(tp, timeout_ms=500, max_records=5000)
-                records = batch.get(tp, [])
-                idle_polls = 0 if records else idle_polls + 1
-                for record in records:
-                    if record.key == key:
-                        found.append(parse_event(record.value))
+            self._tail.resume(tp)
+            while await self._tail.position(tp) < last:
+                records = (await self._tail.getmany(tp, timeout_ms=1000, max_records=5000)).get(tp, [])
+                if not records:
+                    break  # nothing came within a second: only markers remain
+                found.extend(parse_event(r.value) for r in records if r.key == key)
+            self._tail.pause(tp)
         return found
