@@ -7,6 +7,7 @@ from `Command` for producers that are not written in Python.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, TypeAdapter
@@ -112,6 +113,9 @@ class ToolCallRequest(Frozen):
     input: dict[str, Any]
     timeout_s: float = 30.0
     causation_seq: int
+    # The brain's clock when it issued (or re-issued) the call: a runner does not start a
+    # call that sat in the topic for longer than it is willing to trust.
+    issued_at: datetime | None = None
 
 
 class ToolResultReport(Frozen):

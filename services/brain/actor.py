@@ -172,7 +172,8 @@ class SessionActor:
             self._issued.add(call.tool_call_id)
             request = c.ToolCallRequest(session_id=self.session_id, tenant=self.tenant,
                                         tool_call_id=call.tool_call_id, name=call.name, input=call.input,
-                                        timeout_s=state.config.tool_timeout_s, causation_seq=state.last_seq)
+                                        timeout_s=state.config.tool_timeout_s, causation_seq=state.last_seq,
+                                        issued_at=self.deps.now())
             records.append(Record(TOOL_CALLS, record_key(self.session_id), encode(request)))
         return records
 

@@ -37,6 +37,7 @@ class Brain(ConsumerRebalanceListener):
         self.trackers: dict[TopicPartition, OffsetTracker] = {}
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
         self.failure: BaseException | None = None
+        self._early: dict[int, list[ConsumerRecord]] = {}
         self._deps = ActorDeps(
             host=settings.host, idle_evict_s=settings.idle_evict_s, load=load, model_for=model_for,
             tools=tools, release=self._release, dead_letter=self._dead_letter_input,
@@ -44,18 +45,28 @@ class Brain(ConsumerRebalanceListener):
 
     # -- partitions ------------------------------------------------------------------
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
-        for partition in sorted({tp.partition for tp in assigned} - set(self.writers)):
-            trackers = {TopicPartition(t, partition): OffsetTracker() for t in INPUT_TOPICS}
-            self.trackers.update(trackers)
-            writer = PartitionWriter(self.settings, partition, self.settings.group_id, trackers)
-            await writer.start()
-            self.writers[partition] = writer
+        # Records of a new partition can arrive before its writer has fenced the previous
+        # owner; they wait in `_early` until it has.
+        new = sorted({tp.partition for tp in assigned} - set(self.writers))
+        self._early.update({p: [] for p in new})
+        await asyncio.gather(*(self._take_partition(p) for p in new))
         log.info("brain %s owns partitions %s", self.settings.host, sorted(self.writers))
+
+    async def _take_partition(self, partition: int) -> None:
+        trackers = {TopicPartition(t, partition): OffsetTracker() for t in INPUT_TOPICS}
+        writer = PartitionWriter(self.settings, partition, self.settings.group_id, trackers)
+        await writer.start()
+        self.trackers.update(trackers)
+        self.writers[partition] = writer
+        for record in self._early.pop(partition, []):
+            self.dispatch(record)
 
     async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
         await self.release_partitions({tp.partition for tp in revoked})
 
     async def release_partitions(self, partitions: set[int]) -> None:
+        for partition in partitions:
+            self._early.pop(partition, None)
         doomed = [(a, t) for a, t in self.actors.values() if a.partition in partitions]
         for _, task in doomed:
             task.cancel()
@@ -67,6 +78,9 @@ class Brain(ConsumerRebalanceListener):
 
     # -- records ---------------------------------------------------------------------
     def dispatch(self, record: ConsumerRecord) -> None:
+        if record.partition in self._early:
+            self._early[record.partition].append(record)
+            return
         tp = TopicPartition(record.topic, record.partition)
         writer, tracker = self.writers.get(record.partition), self.trackers.get(tp)
         if writer is None or tracker is None:

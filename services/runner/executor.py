@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import time
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Callable
@@ -54,6 +55,11 @@ class Executor:
                 return self._report(request, ToolError(error_kind="id_conflict", message=(
                     "this tool_call_id already ran with another name or input")), began)
             return recorded[1].model_copy(update={"replayed": True})
+        if self._stale(request):
+            # Not recorded: a fresh re-issue of the same id (after a wake) still runs.
+            return self._report(request, ToolError(error_kind="expired", message=(
+                f"issued at {request.issued_at.isoformat()}, more than {self.settings.stale_after_s:g} s ago;"
+                " not started")), began)
         report = self._report(request, await self._dispatch(request, dirs), began)
         # If this write fails the service stops: a result we cannot record could run twice.
         write_result(call, digest, report)
@@ -86,6 +92,12 @@ class Executor:
             return partial(files.write_file, work, tool_input, owner)
         assert isinstance(tool_input, ListFilesInput)
         return partial(files.list_files, work, tool_input)
+
+    def _stale(self, request: ToolCallRequest) -> bool:
+        if request.issued_at is None:
+            return False
+        age = (datetime.now(timezone.utc) - request.issued_at).total_seconds()
+        return age > self.settings.stale_after_s
 
     def _timeout(self, request: ToolCallRequest) -> float:
         if not request.timeout_s > 0:

@@ -57,7 +57,7 @@ class ToolCallLoop:
 
     async def run(self, stop: asyncio.Event) -> None:
         self.consumer.subscribe([TOOL_CALLS], listener=_CommitOnRevoke(self))
-        log.info("runner %s consuming %s in group %s", self.settings.host, TOOL_CALLS, self.settings.group_id)
+        log.info("runner host=%s consuming %s in group %s", self.settings.host, TOOL_CALLS, self.settings.group_id)
         try:
             while not stop.is_set() and self.failure is None:
                 self._throttle()
@@ -150,4 +150,4 @@ class _CommitOnRevoke(ConsumerRebalanceListener):
         self.loop.tracker.drop(keys)
 
     async def on_partitions_assigned(self, assigned) -> None:
-        log.info("runner %s assigned %s", self.loop.settings.host, sorted(tp.partition for tp in assigned))
+        log.info("runner host=%s assigned %s", self.loop.settings.host, sorted(tp.partition for tp in assigned))

@@ -31,6 +31,9 @@ class RunnerSettings(CommonSettings):
     file_size_bytes: int = Field(default=256 * 1024**2, ge=1024)
     nproc: int = Field(default=512, ge=8)
     use_bwrap: Literal["auto", "on", "off"] = "auto"
+    # A call issued longer ago than this is answered `expired` instead of run: its brain
+    # has moved on or will issue it again when it wakes the session.
+    stale_after_s: float = Field(default=300.0, gt=0)
 
     @field_validator("sandbox_root")
     @classmethod

@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 ErrorKind = Literal[
     "invalid_input", "unknown_tool", "timeout", "not_found", "path_escape", "too_large",
-    "permission_denied", "crashed", "id_conflict",
+    "permission_denied", "crashed", "id_conflict", "expired",
 ]
 MAX_FILE_BYTES = 1024 * 1024
 

@@ -2,7 +2,8 @@
 
 Each test starts its own runner in-process (a fresh consumer group, positioned at the
 current end of `wakeline.tool-calls`, and its own sandbox root), uses fresh session ids,
-and reads `wakeline.tool-results` filtered by those ids. Start the broker first:
+and reads `wakeline.tool-results` filtered by those ids and by its runners' host names
+(a runner of another group on the same broker also answers our calls). Start the broker first:
 `bash deploy/kafka/kafka.sh up`. With CI=true an unreachable broker fails the tests.
 """
 
@@ -63,7 +64,7 @@ class Watch:
         for tp in self.partitions:
             await self.consumer.position(tp)  # pin "the end" before anything is produced
 
-    async def wait_for(self, match, count: int = 1, timeout_s: float = 30.0, runners: tuple = ()):
+    async def wait_for(self, match, count: int = 1, timeout_s: float = 60.0, runners: tuple = ()):
         deadline = time.monotonic() + timeout_s
         while len(hits := [item for item in self.seen if match(item)]) < count:
             for runner in runners:
@@ -83,6 +84,7 @@ class Harness:
         self.producer = make_producer(kafka)
         self.results = Watch(kafka, TOOL_RESULTS, ToolResultReport.model_validate_json)
         self.runners: list[asyncio.Task] = []
+        self.hosts: set[str] = set()
 
     def settings(self, **overrides) -> RunnerSettings:
         return RunnerSettings(sandbox_root=self.tmp_path / "sandboxes", group_id=self.group_id, **overrides)
@@ -94,6 +96,8 @@ class Harness:
 
     @asynccontextmanager
     async def runner_running(self, **overrides):
+        overrides.setdefault("host", f"test-{uuid.uuid4().hex[:12]}")
+        self.hosts.add(overrides["host"])
         stop = asyncio.Event()
         runner = asyncio.create_task(run(self.settings(**overrides), stop))
         self.runners.append(runner)
@@ -111,11 +115,13 @@ class Harness:
         sent = await send_keyed(self.producer, TOOL_CALLS, session_id, request, self.kafka.partitions)
         return request, sent
 
-    async def result(self, request: ToolCallRequest, count: int = 1, timeout_s: float = 30.0):
-        hits = await self.results.wait_for(
-            lambda r: (r.session_id, r.tool_call_id) == (request.session_id, request.tool_call_id),
-            count, timeout_s, tuple(self.runners))
+    async def result(self, request: ToolCallRequest, count: int = 1, timeout_s: float = 60.0):
+        hits = await self.results.wait_for(lambda r: self.ours(r, request), count, timeout_s, tuple(self.runners))
         return hits[-1]
+
+    def ours(self, report: ToolResultReport, request: ToolCallRequest) -> bool:
+        return (report.session_id, report.tool_call_id) == (request.session_id, request.tool_call_id) \
+            and report.runner in self.hosts
 
     def work(self, session_id: str) -> Path:
         return self.tmp_path / "sandboxes" / "default" / session_id / "work"
@@ -151,12 +157,12 @@ def stdout_of(report: ToolResultReport) -> str:
 
 
 async def test_a_bash_call_produces_a_result(harness: Harness) -> None:
-    async with harness.runner_running():
+    async with harness.runner_running(host="test-runner-one"):
         request, _ = await harness.call(str(uuid.uuid4()), "echo hello; pwd")
         report = await harness.result(request)
     assert (report.is_error, report.replayed, report.name) == (False, False, "bash")
     assert stdout_of(report) == f"hello\n{harness.work(request.session_id)}\n"
-    assert report.runner == harness.settings().host
+    assert report.runner == "test-runner-one"
 
 
 async def test_a_reissued_call_returns_the_recorded_result_and_its_effect_happens_once(harness: Harness) -> None:
@@ -223,7 +229,7 @@ async def test_a_malformed_record_is_dead_lettered_and_the_next_call_is_served(h
                 partition=partition_for(session_id, harness.kafka.partitions))
             request, _ = await harness.call(session_id, "echo still serving")
             report = await harness.result(request)
-            [letter] = await letters.wait_for(lambda d: d.key == session_id, runners=(runner,))
+            letter = (await letters.wait_for(lambda d: d.key == session_id, runners=(runner,)))[0]
     finally:
         await letters.consumer.stop()
     assert stdout_of(report) == "still serving\n"
@@ -243,25 +249,26 @@ async def test_a_runner_stopped_mid_tool_is_succeeded_by_one_that_adopts_it(harn
     assert (report.is_error, stdout_of(report)) == (False, "finished\n")
     assert (harness.work(session_id) / "runs").read_text() == "run\n"
     assert (harness.work(session_id) / "counter").read_text() == "line\n"
-    assert [r for r in harness.results.seen if r.tool_call_id == request.tool_call_id] == [report]
+    assert [r for r in harness.results.seen if harness.ours(r, request)] == [report]
 
 
 async def test_a_rebalance_mid_call_runs_nothing_twice_and_every_partition_stays_served(harness: Harness) -> None:
     session_id, partitions = str(uuid.uuid4()), harness.kafka.partitions
-    async with harness.runner_running(host="runner-a"):
+    runner_b = f"test-b-{uuid.uuid4().hex[:8]}"
+    async with harness.runner_running():
         gated, _ = await harness.call(session_id, GATED)
         await wait_until(lambda: (harness.work(session_id) / "runs").exists(), what="the tool to start")
-        async with harness.runner_running(host="runner-b"):
+        async with harness.runner_running(host=runner_b):
             deadline = time.monotonic() + 60
             while True:  # probe every partition until runner-b answers: the group has rebalanced
                 probes = [(await harness.call(session_on(p, partitions), "echo probe"))[0] for p in range(partitions)]
                 answered_by = {(await harness.result(probe)).runner for probe in probes}
-                if "runner-b" in answered_by:
+                if runner_b in answered_by:
                     break
                 assert time.monotonic() < deadline, "runner-b never got a partition"
             (harness.work(session_id) / "go").touch()
             await harness.result(gated)
-    reports = [r for r in harness.results.seen if r.tool_call_id == gated.tool_call_id]
+    reports = [r for r in harness.results.seen if harness.ours(r, gated)]
     # The new owner of the call's partition may report it too (adopted or replayed); the brain dedups.
     assert {stdout_of(r) for r in reports} == {"finished\n"}
     assert (harness.work(session_id) / "runs").read_text() == "run\n"
