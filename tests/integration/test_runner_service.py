@@ -10,6 +10,7 @@ and reads `wakeline.tool-results` filtered by those ids and by its runners' host
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timezone
 import json
 import os
 import random
@@ -111,7 +112,9 @@ class Harness:
     async def call(self, session_id: str, command: str, call_id: str | None = None, timeout_s: float = 30.0):
         request = ToolCallRequest(session_id=session_id, tenant="default",
                                   tool_call_id=call_id or f"toolu_{uuid.uuid4().hex}", name="bash",
-                                  input={"command": command}, timeout_s=timeout_s, causation_seq=1)
+                                  input={"command": command}, timeout_s=timeout_s, causation_seq=1,
+                                  # so that a later run's runners answer these leftovers `expired`
+                                  issued_at=datetime.now(timezone.utc))
         sent = await send_keyed(self.producer, TOOL_CALLS, session_id, request, self.kafka.partitions)
         return request, sent
 
