@@ -86,7 +86,7 @@ class Stack:
 
     def start(self, name: str, kind: str | None = None, **extra: str) -> Service:
         kind = kind or name
-        service = Service(name, f"wakeline_{kind}", self.env(WAKELINE_HOST=name, **extra),
+        service = Service(name, f"wakeline_{kind}", self.env(**{"WAKELINE_HOST": name, **extra}),
                           self.run_dir / "logs" / f"{name}.log").start()
         self.services[name] = service
         return service

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.e2e.conftest import (
     assert_log_whole, create_session, sandbox_work, stored_events, wait_ended, wait_for,
 )
@@ -32,7 +34,7 @@ def test_runner_killed_mid_tool_reissues_the_call_and_the_side_effect_happens_on
     assert counter.read_text().splitlines() == ["ran"]
     events = assert_log_whole(sid)
     results = [e for e in events if e.type == "tool_result"]
-    assert len(results) == 1 and results[0].payload.output.strip() == "1"
+    assert len(results) == 1 and json.loads(results[0].payload.output)["stdout"].strip() == "1"
 
 
 def test_archiver_killed_mid_batch_restarts_and_stores_every_event_exactly_once(stack, client):
