@@ -26,7 +26,7 @@ def session_events(n: int, tenant: str = "default", start: datetime | None = Non
 
 def _draft(seq: int) -> Draft:
     if seq == 1:
-        payload = e.SessionCreatedPayload(config=e.SessionConfig(model="scripted:noop", max_turns=100_000),
+        payload = e.SessionCreatedPayload(config=e.SessionConfig(model="scripted:noop", max_turns=10_000),
                                           owner="user:bench")
         return Draft(type="session_created", payload=payload, actor="user:bench", trust="instruction")
     kind = seq % 4

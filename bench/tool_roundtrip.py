@@ -23,7 +23,7 @@ async def _ended(conn, session_ids: list[str]) -> int:
                                session_ids)
 
 
-async def run(sessions: int = 3, timeout_s: float = 240) -> dict:
+async def run(sessions: int = 3, timeout_s: float = 600) -> dict:
     settings = CommonSettings()
     ids = [str(uuid.uuid4()) for _ in range(sessions)]
     producer = make_producer(settings)

@@ -49,6 +49,10 @@ class BatchGate:
         """Waits for the batches in flight to finish (they were let in before close)."""
         await self._quiet.wait()
 
+    def fail(self, exc: BaseException) -> None:
+        """Stops the service from outside a batch (the stall watchdog)."""
+        self._fail(exc)
+
     def _fail(self, exc: BaseException) -> None:
         if self.failure is None:
             self.failure = exc

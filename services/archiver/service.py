@@ -46,7 +46,7 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         app = build_app(settings, topics=topics, events=events.archive,
                         dead_letters=DeadLetterArchiver(pool, settings.archiver_group).archive, gate=gate,
                         stored_positions=partial(archive.stored_positions, (topics.events, topics.dead_letter)))
-        reporter = asyncio.create_task(_report_lag(settings, probe, pool, events))
+        reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
         try:
             await app.start()
             log.info("archiver %s started", settings.archiver_group)
@@ -87,7 +87,16 @@ async def _drain(gate: BatchGate) -> None:
         log.warning("a batch was still in flight after %ss; stopping anyway (it rolls back)", DRAIN_TIMEOUT_S)
 
 
-async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantPool, events: EventArchiver) -> None:
+class StalledArchiver(RuntimeError):
+    """Events wait in Kafka but none has been processed for a long time."""
+
+
+async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantPool, events: EventArchiver,
+                      gate: BatchGate) -> None:
+    # Seen after a broker restart: faust's consumer never resumed fetching. A stalled
+    # projection must not look alive, so it stops the process loudly and a supervisor
+    # (or the operator) starts a fresh one, which resumes from the Postgres offsets.
+    progress, since = -1, asyncio.get_running_loop().time()
     while True:
         await asyncio.sleep(settings.archiver_lag_log_interval_s)
         try:
@@ -98,3 +107,10 @@ async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantP
         log.info("lag %s; events archived %d, redelivered %d, dead-lettered %d",
                  " ".join(f"p{p}={v['lag']}" for p, v in sorted(lag.items())),
                  events.archived, events.redelivered, events.rejected)
+        now, done = asyncio.get_running_loop().time(), events.archived + events.redelivered + events.rejected
+        if done != progress or not any(v["lag"] for v in lag.values()):
+            progress, since = done, now
+        elif now - since > settings.archiver_stall_exit_s:
+            gate.fail(StalledArchiver(f"lag {sum(v['lag'] for v in lag.values())} events and no progress"
+                                       f" for {now - since:.0f} s; stopping so a fresh archiver resumes"))
+            return

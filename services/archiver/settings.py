@@ -22,6 +22,8 @@ class ArchiverSettings(CommonSettings):
     # faust's datadir; no tables or RocksDB live there, only faust's own bookkeeping.
     archiver_data_dir: Path = Path(".data/archiver")
     archiver_lag_log_interval_s: float = Field(default=30.0, gt=0)
+    # No progress for this long while events wait: exit non-zero rather than look alive.
+    archiver_stall_exit_s: float = Field(default=120.0, gt=0)
     archiver_pool_size: int = Field(default=4, ge=2)
     # How soon a dead archiver's partitions go to another: a member that stops
     # heartbeating is dropped from the group after this long (the broker's minimum is 6 s).
