@@ -91,12 +91,25 @@ class StalledArchiver(RuntimeError):
     """Events wait in Kafka but none has been processed for a long time."""
 
 
+class StallWatch:
+    """True once records wait and the processed count has not moved for `limit` seconds."""
+
+    def __init__(self, limit: float):
+        self.limit, self._done, self._since = limit, None, None
+
+    def stalled(self, done: int, waiting: int, now: float) -> bool:
+        if done != self._done or not waiting:
+            self._done, self._since = done, now
+            return False
+        return now - self._since > self.limit
+
+
 async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantPool, events: EventArchiver,
                       gate: BatchGate) -> None:
     # Seen after a broker restart: faust's consumer never resumed fetching. A stalled
     # projection must not look alive, so it stops the process loudly and a supervisor
     # (or the operator) starts a fresh one, which resumes from the Postgres offsets.
-    progress, since = -1, asyncio.get_running_loop().time()
+    watch = StallWatch(settings.archiver_stall_exit_s)
     while True:
         await asyncio.sleep(settings.archiver_lag_log_interval_s)
         try:
@@ -107,10 +120,9 @@ async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantP
         log.info("lag %s; events archived %d, redelivered %d, dead-lettered %d",
                  " ".join(f"p{p}={v['lag']}" for p, v in sorted(lag.items())),
                  events.archived, events.redelivered, events.rejected)
-        now, done = asyncio.get_running_loop().time(), events.archived + events.redelivered + events.rejected
-        if done != progress or not any(v["lag"] for v in lag.values()):
-            progress, since = done, now
-        elif now - since > settings.archiver_stall_exit_s:
-            gate.fail(StalledArchiver(f"lag {sum(v['lag'] for v in lag.values())} events and no progress"
-                                       f" for {now - since:.0f} s; stopping so a fresh archiver resumes"))
+        waiting = sum(v["lag"] for v in lag.values())
+        done = events.archived + events.redelivered + events.rejected
+        if watch.stalled(done, waiting, asyncio.get_running_loop().time()):
+            gate.fail(StalledArchiver(f"{waiting} events wait and none was processed for"
+                                      f" {settings.archiver_stall_exit_s:g} s; stopping so a fresh archiver resumes"))
             return
