@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 
 from wakeline.events import EventBase, Usage
 from wakeline.state import (
-    Message, QueuedMessage, SessionState, TextBlock, ToolResultBlock, ToolUseBlock,
+    Message, QueuedMessage, SessionState, TextBlock, ToolResultBlock, ToolUseBlock, evolve,
 )
 
 
@@ -36,7 +36,7 @@ def apply(state: SessionState, event: EventBase) -> SessionState:
     handler = _HANDLERS.get(event.type, _ignore)  # type: ignore[attr-defined]
     state = handler(state, event)
     seen = state.seen_inputs | {event.causation_id} if event.causation_id else state.seen_inputs
-    return replace(state, last_seq=event.seq, last_hash=event.hash, seen_inputs=seen,
+    return evolve(state, last_seq=event.seq, last_hash=event.hash, seen_inputs=seen,
                    status=_status(state))
 
 
@@ -56,7 +56,7 @@ def _ignore(state: SessionState, event: EventBase) -> SessionState:
 
 def _created(state: SessionState, e: EventBase) -> SessionState:
     p = e.payload
-    return replace(state, session_id=e.session_id, tenant=e.tenant, owner=p.owner, config=p.config,
+    return evolve(state, session_id=e.session_id, tenant=e.tenant, owner=p.owner, config=p.config,
                    title=p.title, parent_session_id=p.parent_session_id, fork_seq=p.fork_seq)
 
 
@@ -64,12 +64,12 @@ def _user_message(state: SessionState, e: EventBase) -> SessionState:
     message = Message("user", (TextBlock(e.payload.text),), e.seq)
     queued = tuple(q for q in state.queued if q.command_id != e.causation_id)
     # A message to a finished session continues it: the turn budget carries over.
-    return replace(state, messages=state.messages + (message,), queued=queued, ended_reason=None)
+    return evolve(state, messages=state.messages + (message,), queued=queued, ended_reason=None)
 
 
 def _queued(state: SessionState, e: EventBase) -> SessionState:
     item = QueuedMessage(e.payload.command_id, e.payload.text, e.actor)
-    return replace(state, queued=state.queued + (item,))
+    return evolve(state, queued=state.queued + (item,))
 
 
 def _model_turn(state: SessionState, e: EventBase) -> SessionState:
@@ -77,7 +77,7 @@ def _model_turn(state: SessionState, e: EventBase) -> SessionState:
     blocks = (TextBlock(p.text),) if p.text else ()
     usage = Usage(input_tokens=state.usage.input_tokens + p.usage.input_tokens,
                   output_tokens=state.usage.output_tokens + p.usage.output_tokens)
-    return replace(state, messages=state.messages + (Message("assistant", blocks, e.seq),), usage=usage,
+    return evolve(state, messages=state.messages + (Message("assistant", blocks, e.seq),), usage=usage,
                    awaiting_model=False)
 
 
@@ -90,7 +90,7 @@ def _tool_call(state: SessionState, e: EventBase) -> SessionState:
         messages = messages[:-1] + (replace(last, blocks=last.blocks + (block,)),)
     else:
         messages = messages + (Message("assistant", (block,), e.seq),)
-    return replace(state, messages=messages, pending_tool_calls=state.pending_tool_calls + (p,))
+    return evolve(state, messages=messages, pending_tool_calls=state.pending_tool_calls + (p,))
 
 
 def _tool_result(state: SessionState, e: EventBase) -> SessionState:
@@ -103,7 +103,7 @@ def _tool_result(state: SessionState, e: EventBase) -> SessionState:
         messages = messages[:-1] + (replace(last, blocks=last.blocks + (block,)),)
     else:
         messages = messages + (Message("user", (block,), e.seq),)
-    return replace(state, messages=messages, pending_tool_calls=pending,
+    return evolve(state, messages=messages, pending_tool_calls=pending,
                    awaiting_approval=state.awaiting_approval - {p.tool_call_id})
 
 
@@ -111,7 +111,7 @@ def _compaction(state: SessionState, e: EventBase) -> SessionState:
     p = e.payload
     summary = Message("user", (TextBlock(f"[Summary of earlier conversation]\n{p.summary}"),), e.seq)
     kept = tuple(m for m in state.messages if m.seq > p.covered_to_seq)
-    return replace(state, messages=(summary,) + kept, compactions=state.compactions + 1)
+    return evolve(state, messages=(summary,) + kept, compactions=state.compactions + 1)
 
 
 _HANDLERS: dict[str, Callable[[SessionState, EventBase], SessionState]] = {
@@ -122,15 +122,15 @@ _HANDLERS: dict[str, Callable[[SessionState, EventBase], SessionState]] = {
     "tool_call": _tool_call,
     "tool_result": _tool_result,
     "compaction": _compaction,
-    "turn_started": lambda s, e: replace(s, turns=s.turns + 1, in_turn=True, awaiting_model=True),
-    "turn_ended": lambda s, e: replace(s, in_turn=False, awaiting_model=False),
-    "approval_requested": lambda s, e: replace(s, awaiting_approval=s.awaiting_approval | {e.payload.tool_call_id}),
-    "approval_granted": lambda s, e: replace(s, awaiting_approval=s.awaiting_approval - {e.payload.tool_call_id}),
-    "approval_denied": lambda s, e: replace(s, awaiting_approval=s.awaiting_approval - {e.payload.tool_call_id}),
-    "session_ended": lambda s, e: replace(s, ended_reason=e.payload.reason, in_turn=False, awaiting_model=False),
-    "takeover": lambda s, e: replace(s, hands=e.payload.by),
-    "handback": lambda s, e: replace(s, hands=None),
-    "title_generated": lambda s, e: replace(s, title=e.payload.title),
-    "file_reference": lambda s, e: replace(s, files=s.files + (e.payload.path,)),
-    "deleted": lambda s, e: replace(s, deleted_by=e.payload.by, in_turn=False, awaiting_model=False),
+    "turn_started": lambda s, e: evolve(s, turns=s.turns + 1, in_turn=True, awaiting_model=True),
+    "turn_ended": lambda s, e: evolve(s, in_turn=False, awaiting_model=False),
+    "approval_requested": lambda s, e: evolve(s, awaiting_approval=s.awaiting_approval | {e.payload.tool_call_id}),
+    "approval_granted": lambda s, e: evolve(s, awaiting_approval=s.awaiting_approval - {e.payload.tool_call_id}),
+    "approval_denied": lambda s, e: evolve(s, awaiting_approval=s.awaiting_approval - {e.payload.tool_call_id}),
+    "session_ended": lambda s, e: evolve(s, ended_reason=e.payload.reason, in_turn=False, awaiting_model=False),
+    "takeover": lambda s, e: evolve(s, hands=e.payload.by),
+    "handback": lambda s, e: evolve(s, hands=None),
+    "title_generated": lambda s, e: evolve(s, title=e.payload.title),
+    "file_reference": lambda s, e: evolve(s, files=s.files + (e.payload.path,)),
+    "deleted": lambda s, e: evolve(s, deleted_by=e.payload.by, in_turn=False, awaiting_model=False),
 }
