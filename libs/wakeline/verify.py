@@ -1,0 +1,255 @@
+"""Tamper evidence: `python -m wakeline.verify SID|--all --tenant T`.
+
+Recomputes a session's hash chain from its stored rows and compares it with the event_keys
+registry and the newest signed checkpoint (checkpoints.py), reporting the first bad seq and
+why. The hash is recomputed over the raw columns, not a parsed event, so a value pydantic
+would coerce back (1.0 for 1, "5" for 5) is still a changed byte. Fixing anything is not
+done here: a bad report is evidence, kept as found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+from pydantic import TypeAdapter, ValidationError
+
+from wakeline.chain import event_hash
+from wakeline.checkpoints import (
+    Checkpoint, CheckpointSettings, load_key, read_anchor, signature_valid, stored_checkpoints,
+)
+from wakeline.events import GENESIS_HASH, Frozen
+from wakeline.pg import TenantPool
+from wakeline_archiver.rows import is_error, tool_name
+from wakeline_brain.wake import EVENT_COLUMNS, event_from_row
+
+# Enough to find the newest genuine one past a few forged rows; verify_all checks all.
+RECENT_CHECKPOINTS = 8
+_HASHED = tuple(c.strip() for c in EVENT_COLUMNS.split(","))
+_TS = TypeAdapter(datetime)
+# One statement, so one snapshot: a row inserted meanwhile is in both sides or neither.
+_ROWS = f"""
+SELECT coalesce(e.seq, k.seq) AS at_seq, e.*, k.seq AS key_seq, k.event_id AS key_event_id,
+       k.ts AS key_ts, k.hash AS key_hash
+FROM (SELECT {EVENT_COLUMNS}, tool_name, is_error FROM events WHERE session_id = $1) e
+FULL JOIN (SELECT * FROM event_keys WHERE session_id = $1) k ON e.seq = k.seq
+ORDER BY at_seq, e.ts
+"""
+
+
+class Problem(Frozen):
+    seq: int | None  # None: a checkpoint problem not tied to one seq
+    reason: str
+
+
+class Report(Frozen):
+    session_id: str
+    found: bool  # any trace at all: rows, registered keys or a checkpoint naming it
+    ok: bool
+    events: int
+    last_seq: int | None
+    first_bad_seq: int | None
+    reason: str | None
+    problems: tuple[Problem, ...]
+    checkpoint_id: uuid.UUID | None  # the checkpoint the chain was compared with
+    signatures_checked: bool
+
+
+class TenantReport(Frozen):
+    tenant: str
+    ok: bool
+    sessions: tuple[Report, ...]
+    checkpoint_problems: tuple[Problem, ...]  # any checkpoint of the tenant, forged or missing
+
+
+def row_problems(rows: Sequence[Any]) -> list[Problem]:
+    """What is wrong with a session's rows (joined with event_keys), in seq order."""
+    problems: list[Problem] = []
+    prev_hash, expected = GENESIS_HASH, 1
+    for row in rows:
+        seq = row["at_seq"]
+        if row["seq"] is None:
+            problems.append(Problem(seq=seq, reason=f"missing: seq {seq} is registered in event_keys "
+                                                    "but absent from events"))
+            # The registry still knows its hash, so the next row's link stays checkable.
+            prev_hash, expected = row["key_hash"], seq + 1
+            continue
+        if seq < expected:
+            problems.append(Problem(seq=seq, reason=f"duplicate: a second row for seq {seq}"))
+            continue
+        if seq > expected:
+            missing = f"{expected}" if seq == expected + 1 else f"{expected}..{seq - 1}"
+            problems.append(Problem(seq=expected, reason=f"gap: seq {missing} missing from events "
+                                                         "and event_keys"))
+        elif row["prev_hash"] != prev_hash:
+            problems.append(Problem(seq=seq, reason=f"broken link: prev_hash does not match the hash "
+                                                    f"of seq {seq - 1}"))
+        problems.extend(Problem(seq=seq, reason=r) for r in _own_problems(row))
+        prev_hash, expected = row["hash"], seq + 1
+    return problems
+
+
+def _own_problems(row: Any) -> Iterable[str]:
+    """A row's hash against its own columns, its event_keys entry and its derived columns."""
+    body = {c: row[c] for c in _HASHED}
+    body["event_id"] = str(body["event_id"])
+    body["ts"] = _TS.dump_python(body["ts"], mode="json")
+    body["payload"] = json.loads(body["payload"])
+    if event_hash(body) != row["hash"]:
+        yield "hash mismatch: the stored columns do not hash to the stored hash"
+    if row["key_seq"] is None:
+        yield "not registered in event_keys"
+    elif (row["key_hash"], row["key_event_id"], row["key_ts"]) != (row["hash"], row["event_id"], row["ts"]):
+        yield "event_keys disagrees with events (hash, event_id or ts)"
+    try:
+        event = event_from_row({c: row[c] for c in _HASHED})
+    except ValidationError as exc:
+        yield f"not a valid event: {exc.error_count()} validation error(s)"
+        return
+    if (row["tool_name"], row["is_error"]) != (tool_name(event), is_error(event)):
+        yield "derived audit columns (tool_name, is_error) disagree with the payload"
+
+
+def checkpoint_integrity(stored: Sequence[Checkpoint], anchored: Sequence[Checkpoint],
+                         key: bytes | None) -> tuple[list[Problem], list[Checkpoint]]:
+    """Each anchored checkpoint present and unchanged in the database, each signature valid.
+
+    Returns the problems and the genuine checkpoints (all of them when there is no key).
+    """
+    problems = []
+    in_db = {c.id: c for c in stored}
+    for cp in anchored:
+        if cp.id not in in_db:
+            problems.append(Problem(seq=None, reason=f"checkpoint {cp.id} is in the anchor file "
+                                                     "but missing from the database"))
+        elif in_db[cp.id] != cp:
+            problems.append(Problem(seq=None, reason=f"checkpoint {cp.id} in the database differs "
+                                                     "from the anchor file"))
+    genuine = []
+    for cp in {c.model_dump_json(): c for c in [*stored, *anchored]}.values():
+        if key is None or signature_valid(key, cp):
+            genuine.append(cp)
+        else:
+            problems.append(Problem(seq=None, reason=f"checkpoint {cp.id} is tampered: "
+                                                     "its signature does not verify"))
+    return problems, genuine
+
+
+def checkpoint_problems(session_id: str, stored: Sequence[Checkpoint], anchored: Sequence[Checkpoint],
+                        key: bytes | None, hash_at: dict[int, str]) -> tuple[list[Problem], uuid.UUID | None]:
+    """The checkpoints naming the session are genuine, and the newest agrees with the chain.
+
+    Returns the problems and the id of the checkpoint the chain was compared with.
+    """
+    problems, genuine = checkpoint_integrity([c for c in stored if session_id in c.heads],
+                                             [c for c in anchored if session_id in c.heads], key)
+    if not genuine:
+        return problems, None
+    newest = max(genuine, key=lambda c: c.created_at)
+    head = newest.heads[session_id]
+    found = hash_at.get(head.seq)
+    since = f"rewritten since checkpoint {newest.id}"
+    if found is None:
+        problems.append(Problem(seq=head.seq, reason=f"{since}: seq {head.seq} it anchored is missing"))
+    elif found != head.hash:
+        problems.append(Problem(seq=head.seq, reason=f"{since}: hash at seq {head.seq} is {found[:16]}…, "
+                                                     f"the checkpoint signed {head.hash[:16]}…"))
+    return problems, newest.id
+
+
+async def verify_session(conn, session_id: str, *, key: bytes | None = None,
+                         anchored: Sequence[Checkpoint] = (), newest: int = RECENT_CHECKPOINTS) -> Report:
+    """Verifies one session of the tenant set on `conn` (a TenantPool transaction).
+
+    `key` checks checkpoint signatures (None: not checked, said in the report); `anchored`
+    are the tenant's checkpoints from the file outside the database. Only the `newest`
+    checkpoints naming the session are looked at; `verify_all` checks every one once.
+    """
+    recent = sorted((c for c in anchored if session_id in c.heads), key=lambda c: c.created_at)[-newest:]
+    # Checkpoints before rows: every head a checkpoint read here names was committed
+    # before it, so the rows read next include it.
+    stored = await stored_checkpoints(conn, session_id, newest=newest, ids=[c.id for c in recent])
+    rows = await conn.fetch(_ROWS, session_id)
+    hash_at = {r["seq"]: r["hash"] for r in reversed(rows) if r["seq"] is not None}
+    found, checkpoint_id = checkpoint_problems(session_id, stored, recent, key, hash_at)
+    # By seq; problems of a checkpoint as a whole (no seq) last.
+    problems = sorted([*row_problems(rows), *found], key=lambda p: (p.seq is None, p.seq or 0))
+    first = problems[0] if problems else None
+    seqs = [r["seq"] for r in rows if r["seq"] is not None]
+    return Report(session_id=session_id, found=bool(rows or stored or recent), ok=not problems,
+                  events=len(seqs), last_seq=max(seqs, default=None),
+                  first_bad_seq=first.seq if first else None, reason=first.reason if first else None,
+                  problems=tuple(problems), checkpoint_id=checkpoint_id, signatures_checked=key is not None)
+
+
+async def session_ids(conn, anchored: Sequence[Checkpoint] = ()) -> list[str]:
+    """Every session the tenant has a trace of: rows, registered keys or checkpoint heads."""
+    rows = await conn.fetch("SELECT session_id FROM events UNION SELECT session_id FROM event_keys "
+                            "UNION SELECT jsonb_object_keys(heads) FROM checkpoints")
+    return sorted({r["session_id"] for r in rows} | {s for c in anchored for s in c.heads})
+
+
+async def verify_all(pool: TenantPool, tenant: str, *, key: bytes | None = None,
+                     anchored: Sequence[Checkpoint] = ()) -> TenantReport:
+    """Every checkpoint of `tenant` once, then every session, each in its own transaction."""
+    async with pool.transaction(tenant) as conn:
+        checkpoint_found, _ = checkpoint_integrity(await stored_checkpoints(conn), anchored, key)
+        ids = await session_ids(conn, anchored)
+    sessions = []
+    for session_id in ids:
+        async with pool.transaction(tenant) as conn:
+            sessions.append(await verify_session(conn, session_id, key=key, anchored=anchored))
+    return TenantReport(tenant=tenant, ok=not checkpoint_found and all(r.ok for r in sessions),
+                        sessions=tuple(sessions), checkpoint_problems=tuple(checkpoint_found))
+
+
+async def _run(settings: CheckpointSettings, tenant: str, session_id: str | None) -> TenantReport:
+    key = load_key(settings.checkpoint_key_file, create=False)
+    if key is None:
+        print(f"verify: no key at {settings.checkpoint_key_file}: checkpoint signatures not checked",
+              file=sys.stderr)
+    anchored = read_anchor(settings.checkpoint_dir, tenant)
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+        if session_id is None:
+            return await verify_all(pool, tenant, key=key, anchored=anchored)
+        async with pool.transaction(tenant) as conn:
+            report = await verify_session(conn, session_id, key=key, anchored=anchored)
+    return TenantReport(tenant=tenant, ok=report.ok, sessions=(report,), checkpoint_problems=())
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One JSON line per session (and, with --all, one for the tenant's checkpoints).
+
+    Exit 0 if all verify, 1 if anything is bad, 2 if the session is unknown or verification
+    could not run.
+    """
+    parser = argparse.ArgumentParser(prog="python -m wakeline.verify")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("session_id", nargs="?")
+    target.add_argument("--all", action="store_true")
+    parser.add_argument("--tenant", required=True)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        result = asyncio.run(_run(CheckpointSettings(), args.tenant, None if args.all else args.session_id))
+    except (OSError, ValueError, asyncpg.PostgresError) as exc:
+        print(f"verify: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    for report in result.sessions:
+        print(report.model_dump_json(), flush=True)
+    if args.all:
+        print(result.model_dump_json(exclude={"sessions"}), flush=True)
+    elif not result.sessions[0].found:
+        print(f"verify: no session {args.session_id} in tenant {args.tenant}", file=sys.stderr)
+        return 2
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

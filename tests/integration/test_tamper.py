@@ -1,0 +1,328 @@
+"""Tamper evidence against the real database: a superuser who disables the append-only
+triggers and changes a byte, removes a row, rewrites a whole chain consistently or forges a
+checkpoint is reported by verify, every time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+import pytest
+from pydantic_settings import BaseSettings
+
+from conftest_pg import (
+    EVENT_COLUMNS, fresh_session_id, fresh_tenant, insert_event, require_postgres,
+    service_connection, set_tenant, superuser_connection,
+)
+from wakeline.chain import Draft, seal
+from wakeline.checkpoints import Checkpoint, Head, load_key, new_checkpoint, read_anchor, write_checkpoint
+from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase
+from wakeline.pg import TenantPool
+from wakeline.settings import CommonSettings
+from wakeline.verify import Report, verify_all, verify_session
+from wakeline_archiver.rows import event_row
+
+pytestmark = pytest.mark.postgres
+
+USER, AGENT, RUNNER = "user:alice", "agent:scripted:default", "runner:host-1"
+DRAFTS = [
+    ("session_created", USER, "instruction", {"config": {}, "owner": USER}),
+    ("user_message", USER, "instruction", {"text": "list the files"}),
+    ("model_turn", AGENT, "instruction", {"text": "Let me look.", "tool_call_ids": ["tc-1"]}),
+    ("tool_call", AGENT, "instruction", {"tool_call_id": "tc-1", "name": "bash", "input": {"cmd": "ls"}}),
+    ("tool_result", RUNNER, "data", {"tool_call_id": "tc-1", "name": "bash", "output": "a.txt\n"}),
+    ("model_turn", AGENT, "instruction", {"text": "There is one file, a.txt."}),
+]
+
+
+class _Ci(BaseSettings):
+    ci: bool = False
+
+
+@asynccontextmanager
+async def superuser() -> AsyncIterator[asyncpg.Connection]:
+    """conftest's superuser connection; its skip (not root, no local cluster) fails under CI=true."""
+    try:
+        async with superuser_connection() as conn:
+            yield conn
+    except pytest.skip.Exception as skipped:
+        if _Ci().ci:
+            pytest.fail(f"tamper tests must run under CI: {skipped}", pytrace=False)
+        raise
+
+
+def sealed(tenant: str, session_id: str, drafts=DRAFTS) -> list[EventBase]:
+    events, prev_hash, t0 = [], GENESIS_HASH, datetime.now(UTC)
+    for seq, (type_, actor, trust, payload) in enumerate(drafts, start=1):
+        draft = Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust)
+        event = seal(draft, session_id=session_id, tenant=tenant, seq=seq, prev_hash=prev_hash,
+                     ts=t0 + timedelta(milliseconds=seq), event_id=str(uuid.uuid4()))
+        events.append(event)
+        prev_hash = event.hash
+    return events
+
+
+def as_row(event: EventBase) -> dict:
+    row = dict(zip(EVENT_COLUMNS, event_row(event)))
+    return {**row, "payload": json.loads(row["payload"])}
+
+
+class Setup:
+    """A fresh tenant with one valid six-event session and a checkpoint of it."""
+
+    def __init__(self, pool: TenantPool, directory: Path, key: bytes) -> None:
+        self.pool, self.directory, self.key = pool, directory, key
+        self.tenant, self.session_id = fresh_tenant(), fresh_session_id()
+        self.events = sealed(self.tenant, self.session_id)
+        self.checkpoint: Checkpoint | None = None
+
+    async def create(self) -> Setup:
+        async with service_connection() as conn, conn.transaction():
+            await set_tenant(conn, self.tenant)
+            for event in self.events:
+                await insert_event(conn, as_row(event))
+        self.checkpoint = await write_checkpoint(self.pool, self.key, self.tenant, directory=self.directory)
+        return self
+
+    async def verify(self) -> Report:
+        async with self.pool.transaction(self.tenant) as conn:
+            return await verify_session(conn, self.session_id, key=self.key,
+                                        anchored=read_anchor(self.directory, self.tenant))
+
+
+@pytest.fixture
+async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
+    await require_postgres()
+    key = load_key(tmp_path / "keys" / "checkpoint.key")
+    async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=2) as pool:
+        yield await Setup(pool, tmp_path / "checkpoints", key).create()
+
+
+async def _always_triggers(conn: asyncpg.Connection, tables: list[str]) -> list[tuple[str, str]]:
+    rows = await conn.fetch("SELECT tgrelid::regclass::text AS t, tgname FROM pg_trigger "
+                            "WHERE tgrelid = ANY($1::regclass[]) AND NOT tgisinternal AND tgenabled = 'A' "
+                            "ORDER BY 1, 2", tables)
+    return [(r["t"], r["tgname"]) for r in rows]
+
+
+@asynccontextmanager
+async def tampering(conn: asyncpg.Connection, setup: Setup) -> AsyncIterator[str]:
+    """As superuser, in one transaction: the guard triggers of the session's partition,
+    event_keys and checkpoints off, the block's changes, the triggers back on as ALWAYS.
+    Yields the partition's name; the block changes rows there, not through `events`.
+
+    A superuser bypasses RLS; session_replication_role = replica would not skip ALWAYS
+    triggers, so they are disabled by name. Other sessions never see them off: the
+    ALTERs hold their locks until commit. Only the one partition is locked (a statement
+    on `events` without a ts bound would lock every partition, and deadlock with a
+    retention job detaching one).
+    """
+    async with conn.transaction():
+        # Locks in the order an insert takes them (events, its partition, event_keys via the
+        # trigger): the UPDATE below would otherwise take events last and deadlock with one.
+        await conn.execute("LOCK TABLE ONLY events IN ROW EXCLUSIVE MODE")
+        partitions = {await conn.fetchval("SELECT ensure_events_partition($1)", e.ts) for e in setup.events}
+        assert len(partitions) == 1, "the test session spans a month boundary"
+        tables = [*partitions, "event_keys", "checkpoints"]
+        guards = await _always_triggers(conn, tables)
+        for table, trigger in guards:
+            await conn.execute(f'ALTER TABLE {table} DISABLE TRIGGER "{trigger}"')
+        yield partitions.pop()
+        for table, trigger in guards:
+            await conn.execute(f'ALTER TABLE {table} ENABLE ALWAYS TRIGGER "{trigger}"')
+        assert await _always_triggers(conn, tables) == guards
+
+
+def reasons(report: Report) -> list[tuple[int | None, str]]:
+    return [(p.seq, p.reason) for p in report.problems]
+
+
+async def test_an_untouched_session_verifies_against_its_checkpoint(setup: Setup) -> None:
+    report = await setup.verify()
+    assert report.ok and report.found and report.problems == ()
+    assert (report.events, report.last_seq, report.checkpoint_id) == (6, 6, setup.checkpoint.id)
+    assert report.signatures_checked
+
+
+async def test_triggers_still_refuse_changes_after_a_tampering_transaction(setup: Setup) -> None:
+    async with superuser() as conn:
+        async with tampering(conn, setup) as partition:
+            pass
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1", setup.session_id)
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await conn.execute("DELETE FROM checkpoints WHERE tenant = $1", setup.tenant)
+
+
+@pytest.mark.parametrize(("column_change", "seq", "reason"), [
+    ("payload = replace(payload::text, 'list the files', 'list the filez')::jsonb", 2, "hash mismatch"),
+    ("payload = jsonb_set(payload, '{input,cmd}', '\"rm -rf /\"')", 4, "hash mismatch"),
+    ("actor = 'user:mallory'", 2, "hash mismatch"),
+    ("ts = ts + interval '1 microsecond'", 3, "hash mismatch"),
+    ("trust = 'instruction'", 5, "hash mismatch"),
+    ("causation_id = 'cmd-forged'", 1, "hash mismatch"),
+    # 0.0 where the writer stored 0: a value pydantic would coerce back is still a change.
+    ("payload = jsonb_set(payload, '{usage,input_tokens}', '0.0')", 6, "hash mismatch"),
+    ("tool_name = 'read_file'", 4, "derived audit columns"),
+    ("is_error = true", 5, "derived audit columns"),
+])
+async def test_one_changed_column_is_reported_at_its_seq(setup: Setup, column_change: str, seq: int,
+                                                         reason: str) -> None:
+    async with superuser() as conn, tampering(conn, setup) as partition:
+        changed = await conn.execute(f"UPDATE {partition} SET {column_change} WHERE session_id = $1 AND seq = $2",
+                                     setup.session_id, seq)
+    assert changed == "UPDATE 1"
+    report = await setup.verify()
+    assert not report.ok and report.first_bad_seq == seq
+    assert report.reason.startswith(reason), reasons(report)
+
+
+async def test_a_deleted_row_is_reported_as_a_gap_at_its_seq(setup: Setup) -> None:
+    async with superuser() as conn, tampering(conn, setup) as partition:
+        await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1 AND seq = 3", setup.session_id)
+        await conn.execute("DELETE FROM event_keys WHERE session_id = $1 AND seq = 3", setup.session_id)
+    report = await setup.verify()
+    assert (report.ok, report.first_bad_seq, report.events) == (False, 3, 5)
+    assert report.reason == "gap: seq 3 missing from events and event_keys"
+
+
+async def test_a_row_deleted_from_events_alone_is_reported_from_the_key_registry(setup: Setup) -> None:
+    async with superuser() as conn, tampering(conn, setup) as partition:
+        await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1 AND seq = 3", setup.session_id)
+    report = await setup.verify()
+    # The registry keeps seq 3's hash, so seq 4's link still checks out: one problem only.
+    assert reasons(report) == [(3, "missing: seq 3 is registered in event_keys but absent from events")]
+
+
+async def test_a_cut_off_tail_is_reported_against_the_checkpoint(setup: Setup) -> None:
+    async with superuser() as conn, tampering(conn, setup) as partition:
+        await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1 AND seq >= 5", setup.session_id)
+        await conn.execute("DELETE FROM event_keys WHERE session_id = $1 AND seq >= 5", setup.session_id)
+    report = await setup.verify()
+    since = f"rewritten since checkpoint {setup.checkpoint.id}"
+    assert reasons(report) == [(6, f"{since}: seq 6 it anchored is missing")]
+
+
+async def rewrite_consistently(setup: Setup) -> list[EventBase]:
+    """Changes event 2's text and re-seals 2..6 with the same ids and times: a valid chain."""
+    drafts = [*DRAFTS]
+    drafts[1] = ("user_message", USER, "instruction", {"text": "delete the files"})
+    forged = sealed(setup.tenant, setup.session_id, drafts)
+    forged = [f.model_copy(update={"event_id": o.event_id, "ts": o.ts}) for f, o in zip(forged, setup.events)]
+    prev_hash, resealed = GENESIS_HASH, []
+    for event in forged:
+        draft = Draft(type=event.type, payload=event.payload, actor=event.actor, trust=event.trust)
+        event = seal(draft, session_id=event.session_id, tenant=event.tenant, seq=event.seq,
+                     prev_hash=prev_hash, ts=event.ts, event_id=event.event_id)
+        resealed.append(event)
+        prev_hash = event.hash
+    async with superuser() as conn, tampering(conn, setup) as partition:
+        for event in resealed[1:]:
+            await conn.execute(f"UPDATE {partition} SET payload = $3::jsonb, prev_hash = $4, hash = $5 "
+                               "WHERE session_id = $1 AND seq = $2", event.session_id, event.seq,
+                               event.payload.model_dump_json(), event.prev_hash, event.hash)
+            await conn.execute("UPDATE event_keys SET hash = $3 WHERE session_id = $1 AND seq = $2",
+                               event.session_id, event.seq, event.hash)
+    assert resealed[0] == setup.events[0] and resealed[1].hash != setup.events[1].hash
+    return resealed
+
+
+async def test_a_consistently_rewritten_chain_is_reported_rewritten_since_the_checkpoint(setup: Setup) -> None:
+    resealed = await rewrite_consistently(setup)
+    report = await setup.verify()
+    # Only the checkpoint tells: every stored hash, link and key is consistent.
+    now, signed = resealed[-1].hash[:16], setup.events[-1].hash[:16]
+    assert reasons(report) == [(6, f"rewritten since checkpoint {setup.checkpoint.id}: hash at seq 6 is "
+                                   f"{now}…, the checkpoint signed {signed}…")]
+
+
+async def test_a_rewrite_that_also_removes_the_checkpoint_rows_is_caught_by_the_anchor_file(setup: Setup) -> None:
+    await rewrite_consistently(setup)
+    async with superuser() as conn, tampering(conn, setup) as partition:
+        await conn.execute("DELETE FROM checkpoints WHERE tenant = $1", setup.tenant)
+    found = {reason for _, reason in reasons(await setup.verify())}
+    assert f"checkpoint {setup.checkpoint.id} is in the anchor file but missing from the database" in found
+    assert any(r.startswith(f"rewritten since checkpoint {setup.checkpoint.id}") for r in found)
+
+
+async def test_a_checkpoint_row_altered_to_match_a_rewrite_is_reported_forged(setup: Setup) -> None:
+    resealed = await rewrite_consistently(setup)
+    forged_heads = json.dumps({setup.session_id: {"seq": 6, "hash": resealed[-1].hash}})
+    async with superuser() as conn, tampering(conn, setup) as partition:
+        await conn.execute("UPDATE checkpoints SET heads = $2::jsonb WHERE id = $1",
+                           setup.checkpoint.id, forged_heads)
+    found = {reason for _, reason in reasons(await setup.verify())}
+    assert f"checkpoint {setup.checkpoint.id} is tampered: its signature does not verify" in found
+    assert f"checkpoint {setup.checkpoint.id} in the database differs from the anchor file" in found
+    assert any(r.startswith(f"rewritten since checkpoint {setup.checkpoint.id}") for r in found)
+
+
+async def test_a_newer_checkpoint_row_signed_without_the_key_is_reported_and_ignored(setup: Setup) -> None:
+    resealed = await rewrite_consistently(setup)
+    forgery = new_checkpoint(b"guessed-key", setup.tenant, {setup.session_id: Head(seq=6, hash=resealed[-1].hash)},
+                             setup.checkpoint.created_at + timedelta(minutes=1))
+    async with superuser() as conn:
+        await conn.execute("INSERT INTO checkpoints (id, tenant, created_at, heads, signature) "
+                           "VALUES ($1, $2, $3, $4::jsonb, $5)", forgery.id, forgery.tenant,
+                           forgery.created_at, json.dumps(forgery.model_dump(mode="json")["heads"]),
+                           forgery.signature)
+    report = await setup.verify()
+    found = {reason for _, reason in reasons(report)}
+    assert f"checkpoint {forgery.id} is tampered: its signature does not verify" in found
+    assert report.checkpoint_id == setup.checkpoint.id and report.first_bad_seq == 6
+
+
+async def test_verify_all_reports_a_forged_checkpoint_naming_no_session(setup: Setup) -> None:
+    forgery = new_checkpoint(b"guessed-key", setup.tenant, {}, setup.checkpoint.created_at)
+    async with superuser() as conn:
+        await conn.execute("INSERT INTO checkpoints (id, tenant, created_at, heads, signature) "
+                           "VALUES ($1, $2, $3, '{}'::jsonb, $4)", forgery.id, forgery.tenant,
+                           forgery.created_at, forgery.signature)
+    result = await verify_all(setup.pool, setup.tenant, key=setup.key,
+                              anchored=read_anchor(setup.directory, setup.tenant))
+    assert [r.ok for r in result.sessions] == [True] and not result.ok
+    assert [p.reason for p in result.checkpoint_problems] == [
+        f"checkpoint {forgery.id} is tampered: its signature does not verify"]
+
+
+async def test_verify_all_reports_only_the_tampered_session_of_the_tenant(setup: Setup) -> None:
+    other = sealed(setup.tenant, fresh_session_id())
+    async with service_connection() as conn, conn.transaction():
+        await set_tenant(conn, setup.tenant)
+        for event in other:
+            await insert_event(conn, as_row(event))
+    async with superuser() as conn, tampering(conn, setup) as partition:
+        await conn.execute(f"UPDATE {partition} SET actor = 'user:mallory' WHERE session_id = $1 AND seq = 1",
+                           setup.session_id)
+    result = await verify_all(setup.pool, setup.tenant, key=setup.key,
+                              anchored=read_anchor(setup.directory, setup.tenant))
+    assert {r.session_id: (r.ok, r.first_bad_seq) for r in result.sessions} == {
+        setup.session_id: (False, 1), other[0].session_id: (True, None)}
+    assert (result.ok, result.checkpoint_problems) == (False, ())
+
+
+async def test_the_cli_prints_json_and_exits_1_on_a_tampered_session(setup: Setup) -> None:
+    async def cli(*args: str) -> tuple[int, list[dict]]:
+        env = {"WAKELINE_CHECKPOINT_KEY_FILE": str(setup.directory.parent / "keys" / "checkpoint.key"),
+               "WAKELINE_CHECKPOINT_DIR": str(setup.directory), "PATH": "/usr/bin:/bin"}
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.verify", *args,
+                                                    "--tenant", setup.tenant, env=env,
+                                                    stdout=asyncio.subprocess.PIPE)
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        return proc.returncode, [json.loads(line) for line in out.decode().splitlines()]
+
+    assert (await cli(setup.session_id))[0] == 0
+    async with superuser() as conn, tampering(conn, setup) as partition:
+        await conn.execute(f"UPDATE {partition} SET payload = jsonb_set(payload, '{{text}}', '\"x\"') "
+                           "WHERE session_id = $1 AND seq = 6", setup.session_id)
+    code, lines = await cli("--all")
+    assert code == 1 and [(r["session_id"], r["first_bad_seq"]) for r in lines[:-1]] == [(setup.session_id, 6)]
+    assert lines[-1] == {"tenant": setup.tenant, "ok": False, "checkpoint_problems": []}
+    assert (await cli("no-such-session"))[0] == 2
