@@ -27,8 +27,8 @@ from wakeline.checkpoints import (
 )
 from wakeline.events import GENESIS_HASH, Frozen
 from wakeline.pg import TenantPool
-from wakeline_archiver.rows import is_error, tool_name
-from wakeline_brain.wake import EVENT_COLUMNS, event_from_row
+from wakeline.event_rows import READ_COLUMNS as EVENT_COLUMNS
+from wakeline.event_rows import event_from_row, is_error, tool_name
 
 # Enough to find the newest genuine one past a few forged rows; verify_all checks all.
 RECENT_CHECKPOINTS = 8

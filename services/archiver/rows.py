@@ -14,27 +14,8 @@ from typing import Any
 
 from wakeline.events import EventBase
 
-EVENT_COLUMNS = ("tenant", "session_id", "seq", "event_id", "causation_id", "type", "actor", "trust",
-                 "ts", "prev_hash", "hash", "payload", "tool_name", "is_error")
-
-
-def tool_name(event: EventBase) -> str | None:
-    if event.type in ("tool_call", "tool_result"):  # type: ignore[attr-defined]
-        return event.payload.name  # type: ignore[attr-defined]
-    return None
-
-
-def is_error(event: EventBase) -> bool | None:
-    if event.type == "tool_result":  # type: ignore[attr-defined]
-        return event.payload.is_error  # type: ignore[attr-defined]
-    return None
-
-
-def event_row(event: EventBase) -> tuple[Any, ...]:
-    """The `events` row in EVENT_COLUMNS order; the payload as JSON text for jsonb."""
-    return (event.tenant, event.session_id, event.seq, event.event_id, event.causation_id,
-            event.type, event.actor, event.trust, event.ts, event.prev_hash, event.hash,  # type: ignore[attr-defined]
-            event.payload.model_dump_json(), tool_name(event), is_error(event))  # type: ignore[attr-defined]
+# The events-row mapping lives in the library; re-exported for the archiver's modules.
+from wakeline.event_rows import EVENT_COLUMNS, event_row, is_error, tool_name  # noqa: E402,F401
 
 
 SESSION_COLUMNS = ("tenant", "session_id", "owner", "title", "model", "status", "last_seq",

@@ -9,26 +9,18 @@ committed event of the session; the fold of them is the state to continue from.
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
+from wakeline.event_rows import READ_COLUMNS, event_from_row  # noqa: F401 (re-exported)
 from wakeline.events import EventBase, parse_event
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS
 
-EVENT_COLUMNS = ("session_id, seq, event_id, causation_id, tenant, actor, trust, ts, prev_hash, hash, "
-                 "type, payload")
-
-
-def event_from_row(row: Any) -> EventBase:
-    data = dict(row)
-    data["event_id"] = str(data["event_id"])
-    data["payload"] = json.loads(data["payload"]) if isinstance(data["payload"], str) else data["payload"]
-    return parse_event(data)
+EVENT_COLUMNS = READ_COLUMNS
 
 
 class SessionLoader:
