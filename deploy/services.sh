@@ -15,7 +15,8 @@ alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 up() {
   for s in "${SERVICES[@]}"; do
     if alive "$s"; then echo "$s: already running (pid $(cat "$RUN/$s.pid"))"; continue; fi
-    (cd "$ROOT" && setsid nohup "$PY" -m "wakeline_$s" >>"$LOGS/$s.log" 2>&1 </dev/null & echo $! >"$RUN/$s.pid")
+    (cd "$ROOT" && exec setsid --fork "$PY" -m "wakeline_$s" >>"$LOGS/$s.log" 2>&1 </dev/null)
+    pgrep -n -f "^$PY -m wakeline_$s\$" >"$RUN/$s.pid"
     echo "$s: started (pid $(cat "$RUN/$s.pid"), log $LOGS/$s.log)"
   done
   # The gateway answering is the sign the others had time to join their groups too.
@@ -40,7 +41,11 @@ down() {
       echo "$s: stopped"
     fi
     rm -f "$RUN/$s.pid"
+    # setsid may fork, so the pid file can name a parent: also stop this clone's service by name
+    pkill -TERM -f "^$PY -m wakeline_$s\$" 2>/dev/null || true
   done
+  sleep 0.5
+  for s in "${SERVICES[@]}"; do pkill -KILL -f "^$PY -m wakeline_$s\$" 2>/dev/null || true; done
 }
 
 status() {

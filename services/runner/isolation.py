@@ -60,8 +60,14 @@ def bwrap_argv(sandbox_root: Path, work: Path, privileged: bool) -> list[str]:
     if not privileged:
         namespaces.append("--unshare-user")
     root, w = str(sandbox_root), str(work)
-    return ["bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--tmpfs", root, "--bind", w, w,
-            "--dev", "/dev", "--proc", "/proc", *namespaces, "--die-with-parent", "--chdir", w, "--"]
+    # The directories between the hidden sandbox root and the work dir would be created
+    # 0700 root, and then a tool could not resolve its own absolute path (python3 x.py
+    # does): create them traversable, listing nothing.
+    between = [str(p) for p in reversed(work.parents) if sandbox_root in p.parents]
+    dirs = [arg for d in between for arg in ("--perms", "0711", "--dir", d)]
+    return ["bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--perms", "0711", "--tmpfs", root, *dirs,
+            "--bind", w, w, "--dev", "/dev", "--proc", "/proc", *namespaces, "--die-with-parent", "--chdir", w,
+            "--"]
 
 
 def probe(settings: RunnerSettings) -> Isolation:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.e2e.conftest import assert_log_whole, create_session, sandbox_work, wait_ended, wait_for
 
 
@@ -15,9 +17,20 @@ def test_session_with_several_tool_calls_completes_and_is_stored_once_in_order(s
     assert all(not e.payload.is_error for e in events if e.type == "tool_result"), \
         [e.payload for e in events if e.type == "tool_result"]
     assert (sandbox_work(stack, sid) / "a.txt").read_text() == "alpha\nbeta\n"
+    bash = next(json.loads(e.payload.output) for e in events if e.type == "tool_result" and e.payload.name == "bash")
+    assert bash["exit_code"] == 0 and bash["stdout"].strip() == "2", bash  # the tool reads by absolute path
     final = [e for e in events if e.type == "model_turn"][-1]
     assert final.payload.text.startswith("Done:") and "a.txt" in final.payload.text
     assert session["last_seq"] == events[-1].seq
+
+
+def test_the_demo_policy_writes_and_runs_a_script_in_its_sandbox(stack, client):
+    sid = create_session(client, "demo")
+    assert wait_ended(client, stack, sid)["ended_reason"] == "completed"
+    events = assert_log_whole(sid)
+    run = [json.loads(e.payload.output) for e in events if e.type == "tool_result" and e.payload.name == "bash"]
+    assert run and run[0]["exit_code"] == 0 and "the: 5" in run[0]["stdout"], run
+    assert "the: 5" in [e for e in events if e.type == "model_turn"][-1].payload.text
 
 
 def test_events_read_by_position_give_the_lead_up_before_a_seq(stack, client):
