@@ -34,7 +34,7 @@ class Brain(ConsumerRebalanceListener):
     def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]]):
         self.settings = settings
         self.writers: dict[int, PartitionWriter] = {}
-        self.trackers: dict[TopicPartition, OffsetTracker] = {}
+        self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
         self.failure: BaseException | None = None
         self._early: dict[int, list[ConsumerRecord]] = {}
@@ -53,10 +53,9 @@ class Brain(ConsumerRebalanceListener):
         log.info("brain %s owns partitions %s", self.settings.host, sorted(self.writers))
 
     async def _take_partition(self, partition: int) -> None:
-        trackers = {TopicPartition(t, partition): OffsetTracker() for t in INPUT_TOPICS}
-        writer = PartitionWriter(self.settings, partition, self.settings.group_id, trackers)
+        inputs = [TopicPartition(t, partition) for t in INPUT_TOPICS]
+        writer = PartitionWriter(self.settings, partition, self.settings.group_id, self.tracker, inputs)
         await writer.start()
-        self.trackers.update(trackers)
         self.writers[partition] = writer
         for record in self._early.pop(partition, []):
             self.dispatch(record)
@@ -73,8 +72,7 @@ class Brain(ConsumerRebalanceListener):
         await asyncio.gather(*(t for _, t in doomed), return_exceptions=True)
         for partition in partitions & set(self.writers):
             await self.writers.pop(partition).close()
-            for topic in INPUT_TOPICS:
-                self.trackers.pop(TopicPartition(topic, partition), None)
+            self.tracker.drop([TopicPartition(topic, partition) for topic in INPUT_TOPICS])
 
     # -- records ---------------------------------------------------------------------
     def dispatch(self, record: ConsumerRecord) -> None:
@@ -82,10 +80,10 @@ class Brain(ConsumerRebalanceListener):
             self._early[record.partition].append(record)
             return
         tp = TopicPartition(record.topic, record.partition)
-        writer, tracker = self.writers.get(record.partition), self.trackers.get(tp)
-        if writer is None or tracker is None:
+        writer = self.writers.get(record.partition)
+        if writer is None:
             return  # revoked while the batch was in hand; the next owner reads it again
-        tracker.started(record.offset)
+        self.tracker.add(tp, record.offset)
         token = (tp, record.offset)
         try:
             item = decode(record.value, ToolResultReport.model_validate_json
@@ -127,9 +125,7 @@ class Brain(ConsumerRebalanceListener):
 
     def _release(self, tokens: list[Any]) -> None:
         for tp, offset in tokens:
-            tracker = self.trackers.get(tp)
-            if tracker is not None:
-                tracker.finished(offset)
+            self.tracker.finish(tp, offset)
 
     def _actor_for(self, session_id: str, tenant: str, partition: int, writer: PartitionWriter) -> SessionActor:
         if session_id in self.actors:

@@ -35,16 +35,16 @@ class WriterClosed(RuntimeError):
 
 
 class PartitionWriter:
-    def __init__(self, settings: CommonSettings, partition: int, group_id: str,
-                 trackers: dict[TopicPartition, OffsetTracker]):
+    def __init__(self, settings: CommonSettings, partition: int, group_id: str, tracker: OffsetTracker,
+                 inputs: list[TopicPartition]):
         self.partition = partition
         self._group_id = group_id
-        self._trackers = trackers
+        self._tracker = tracker
+        self._inputs = inputs  # the input partitions whose offsets this writer commits
         self._producer = AIOKafkaProducer(
             bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
             transactional_id=f"{group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1)
         self._queue: asyncio.Queue[tuple[list[Record], asyncio.Future]] = asyncio.Queue()
-        self._committed: dict[TopicPartition, int] = {}
         self._task: asyncio.Task | None = None
         self._closed = False
 
@@ -106,18 +106,13 @@ class PartitionWriter:
                 if not done.done():
                     done.set_exception(WriterClosed(str(err)))
             raise
-        self._committed.update(offsets)
+        self._tracker.mark_committed(offsets)
         for _, done in batch:
             if not done.done():
                 done.set_result(None)
 
     def _offsets_to_commit(self) -> dict[TopicPartition, int]:
-        moved = {}
-        for tp, tracker in self._trackers.items():
-            offset = tracker.committable()
-            if offset is not None and offset != self._committed.get(tp):
-                moved[tp] = offset
-        return moved
+        return self._tracker.to_commit(self._inputs)
 
     def _fail_pending(self, err: Exception) -> None:
         while not self._queue.empty():

@@ -23,7 +23,7 @@ from wakeline.topics import DEAD_LETTER, TOOL_CALLS, TOOL_RESULTS
 from wakeline_runner.executor import Executor
 from wakeline_runner.isolation import probe
 from wakeline_runner.keyed import KeyedScheduler
-from wakeline_runner.offsets import OffsetTracker
+from wakeline.offsets import OffsetTracker
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
 

@@ -1,11 +1,11 @@
-"""OffsetTracker: commit only up to the lowest unfinished record of each partition."""
+"""OffsetTracker (libs/wakeline/offsets.py), shared by the brain and the runner."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wakeline_runner.offsets import OffsetTracker
+from wakeline.offsets import OffsetTracker
 
 P0, P1 = ("wakeline.tool-calls", 0), ("wakeline.tool-calls", 1)
 
