@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -310,8 +311,9 @@ async def test_verify_all_reports_only_the_tampered_session_of_the_tenant(setup:
 
 async def test_the_cli_prints_json_and_exits_1_on_a_tampered_session(setup: Setup) -> None:
     async def cli(*args: str) -> tuple[int, list[dict]]:
-        env = {"WAKELINE_CHECKPOINT_KEY_FILE": str(setup.directory.parent / "keys" / "checkpoint.key"),
-               "WAKELINE_CHECKPOINT_DIR": str(setup.directory), "PATH": "/usr/bin:/bin"}
+        env = {**os.environ,  # keeps WAKELINE_POSTGRES_DSN etc. when the stack is not on the defaults
+               "WAKELINE_CHECKPOINT_KEY_FILE": str(setup.directory.parent / "keys" / "checkpoint.key"),
+               "WAKELINE_CHECKPOINT_DIR": str(setup.directory)}
         proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.verify", *args,
                                                     "--tenant", setup.tenant, env=env,
                                                     stdout=asyncio.subprocess.PIPE)
