@@ -97,3 +97,11 @@ async def test_topic_created_via_aiokafka_admin_is_listed_by_kcat() -> None:
             await admin.delete_topics([topic], timeout_ms=15000)
         finally:
             await admin.close()
+
+
+def test_kcat_lists_every_wakeline_topic_with_the_configured_partition_count() -> None:
+    from wakeline.settings import CommonSettings
+    from wakeline.topics import ALL_TOPICS
+
+    topics = assert_topics_listed(list(ALL_TOPICS))
+    assert {t: topics[t] for t in ALL_TOPICS} == {t: CommonSettings().partitions for t in ALL_TOPICS}
