@@ -54,8 +54,10 @@ def test_malformed_records_go_to_the_dead_letter_topic_and_services_keep_serving
     marker = f"garbage-{uuid.uuid4()}"
     kcat_produce(f"not json at all {marker}", key=marker)
     kcat_produce(json.dumps({"type": "post_message", "session_id": marker}), key=marker)
-    letters = wait_for(lambda: pg_rows("SELECT reason, value FROM dead_letters WHERE value LIKE $1",
-                                       f"%{marker}%"), 60, "dead letters to be archived", stack)
+    def both_letters():
+        rows = pg_rows("SELECT reason, value FROM dead_letters WHERE value LIKE $1", f"%{marker}%")
+        return rows if len(rows) >= 2 else None
+    letters = wait_for(both_letters, 60, "both dead letters to be archived", stack)
     assert len(letters) == 2 and all(row["reason"] for row in letters)
     sid = str(uuid.uuid4())
     kcat_produce(create_command(sid), key=sid)
