@@ -7,7 +7,7 @@ from tests.e2e.conftest import assert_log_whole, create_session, wait_ended
 
 def test_two_runners_in_one_group_both_do_work(stack, client):
     stack.start("runner-b", "runner")
-    sids = [create_session(client, "tools3") for _ in range(8)]
+    sids = [create_session(client, "tools3") for _ in range(12)]  # all on one runner: p = 2 * 2**-12
     runners = set()
     for sid in sids:
         wait_ended(client, stack, sid, timeout=120)
