@@ -139,3 +139,20 @@ async def insert_event_as(conn: asyncpg.Connection, tenant: str, event: dict[str
     async with conn.transaction():
         await set_tenant(conn, tenant)
         await insert_event(conn, event)
+
+
+async def require_kafka(settings) -> None:
+    """Creates the wakeline topics if needed; skips when the broker is unreachable, fails when CI=true."""
+    import asyncio
+
+    from aiokafka.errors import KafkaError
+
+    from wakeline.kafka_io import ensure_topics
+
+    try:
+        await asyncio.wait_for(ensure_topics(settings), timeout=20)
+    except (KafkaError, OSError, TimeoutError) as exc:
+        message = f"Kafka unreachable at {settings.kafka_bootstrap}: {type(exc).__name__}: {exc}"
+        if _CiEnv().ci:
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)

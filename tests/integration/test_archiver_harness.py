@@ -24,13 +24,12 @@ from typing import Any, TypeVar
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import KafkaError
 from aiokafka.structs import TopicPartition
 
-from conftest_pg import _CiEnv, fresh_tenant, require_postgres
+from conftest_pg import fresh_tenant, require_kafka, require_postgres
 from wakeline.chain import Draft, seal
 from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase, parse_event
-from wakeline.kafka_io import ensure_topics, send_keyed
+from wakeline.kafka_io import send_keyed
 from wakeline.pg import TenantPool
 from wakeline_archiver.app import ArchivedTopics
 from wakeline_archiver.service import run
@@ -46,13 +45,7 @@ _SPEAKERS = {"model_turn": ("agent:scripted:test", "instruction"), "tool_call": 
 async def require_stack(settings: ArchiverSettings) -> None:
     """Skip when Kafka or Postgres is unreachable, fail when CI=true."""
     await require_postgres()
-    try:
-        await asyncio.wait_for(ensure_topics(settings), timeout=20)
-    except (KafkaError, OSError, TimeoutError) as exc:
-        message = f"Kafka unreachable at {settings.kafka_bootstrap}: {type(exc).__name__}: {exc}"
-        if _CiEnv().ci:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    await require_kafka(settings)
 
 
 def archiver_settings(data_root: Path, **overrides: Any) -> ArchiverSettings:

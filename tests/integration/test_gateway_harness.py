@@ -19,15 +19,14 @@ from typing import Any
 
 import httpx
 import pytest
-from aiokafka.errors import KafkaError
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
-from conftest_pg import _CiEnv, fresh_tenant, require_postgres
+from conftest_pg import fresh_tenant, require_kafka, require_postgres  # noqa: F401 (re-exported)
 from wakeline.chain import Draft, seal
 from wakeline.commands import CommandBase, parse_command
 from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase
 from wakeline.fold import fold
-from wakeline.kafka_io import ensure_topics, make_consumer
+from wakeline.kafka_io import make_consumer
 from wakeline.pg import TenantPool
 from wakeline.topics import INBOX
 from wakeline_gateway.app import create_app
@@ -51,17 +50,6 @@ ON CONFLICT (session_id) DO UPDATE SET
 _SPEAKERS = {"user_message": (OWNER, "instruction"), "session_created": (OWNER, "instruction"),
              "model_turn": ("agent:scripted:demo", "instruction"), "tool_call": ("agent:scripted:demo", "instruction"),
              "tool_result": ("runner:test-host", "data")}
-
-
-async def require_kafka(settings: GatewaySettings) -> None:
-    """Skip when the broker is unreachable, fail when CI=true (as for Postgres)."""
-    try:
-        await asyncio.wait_for(ensure_topics(settings), timeout=20)
-    except (KafkaError, OSError, TimeoutError) as exc:
-        message = f"Kafka unreachable at {settings.kafka_bootstrap}: {type(exc).__name__}: {exc}"
-        if _CiEnv().ci:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
 
 
 def gateway_settings(**overrides: Any) -> GatewaySettings:
