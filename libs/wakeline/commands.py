@@ -21,7 +21,7 @@ class CommandBase(Frozen):
     command_id: ID
     session_id: ID
     tenant: ID = "default"
-    actor: str = Field(default="user:anonymous", min_length=1, pattern=r"^(user|human|system|agent|runner):.+")
+    actor: str = Field(default="user:anonymous", min_length=1, pattern=r"^(user|human|service|system|agent|runner):.+")
     # Set by a caller that must not race another: the brain refuses the command when the
     # session's last seq differs (the gateway turns that into 409).
     expected_seq: int | None = Field(default=None, ge=0)

@@ -38,15 +38,18 @@ class TenantPool:
             self._pool = None
 
     @asynccontextmanager
-    async def transaction(self, tenant: str) -> AsyncIterator[asyncpg.Connection]:
+    async def transaction(self, tenant: str, viewer: str | None = None) -> AsyncIterator[asyncpg.Connection]:
         """A connection in a transaction that sees and writes only `tenant`'s rows.
 
+        With `viewer` (an owner such as "user:alice"), reads of sessions and events are
+        further restricted to sessions that owner holds (migration 0006's viewer_owns).
         Commits when the block ends normally, rolls back when it raises.
         """
         if not tenant:
             raise ValueError("tenant must be a non-empty string")
         async with self._acquire() as conn, conn.transaction():
-            await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
+            await conn.execute("SELECT set_config('wakeline.tenant', $1, true), "
+                               "set_config('wakeline.viewer', $2, true)", tenant, viewer or "")
             yield conn
 
     @asynccontextmanager

@@ -15,7 +15,8 @@ from wakeline.kafka_io import make_producer
 from wakeline.pg import TenantPool
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.inbox import Inbox
-from wakeline_gateway.routes import commands, health, reads, sessions, stream
+from wakeline_gateway.audit import AuditStore
+from wakeline_gateway.routes import audit, commands, health, reads, sessions, stream
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.store import SessionStore
 
@@ -28,6 +29,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await producer.start()
         try:
             app.state.store = SessionStore(pool)
+            app.state.audit = AuditStore(pool)
             app.state.inbox = Inbox(producer, settings.partitions)
             yield
         finally:
@@ -39,6 +41,6 @@ def create_app(settings: GatewaySettings) -> FastAPI:
                   description="Commands go to wakeline.inbox; reads come from Postgres.")
     app.state.settings = settings
     install_error_handlers(app)
-    for module in (sessions, commands, reads, stream, health):
+    for module in (sessions, commands, reads, stream, audit, health):
         app.include_router(module.router)
     return app

@@ -1,15 +1,19 @@
 """Every dependency a route may ask for, each named once.
 
-`Caller` is the one place that says who is calling: today the configured default tenant
-and principal, later an API key. The tenant always comes from here, never from a request.
+Who is calling comes from `auth.py` (the API key); the tenant always comes from there,
+never from a request. Each route names the action it performs (`Reader`, `Writer`, ...):
+that one dependency authenticates and checks the role.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, NamedTuple
+from typing import Annotated
 
 from fastapi import Depends, Header, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from wakeline_gateway.audit import AuditStore
+from wakeline_gateway.auth import Caller, caller_for, check_role, presented_key
 from wakeline_gateway.dispatch import CommandDispatcher
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.inbox import Inbox, command_id_for
@@ -18,27 +22,11 @@ from wakeline_gateway.shapes import SessionPublic
 from wakeline_gateway.store import SessionStore
 
 
-class CallerIdentity(NamedTuple):
-    tenant: str
-    principal: str
-
-    @property
-    def actor(self) -> str:
-        return f"user:{self.principal}"
-
-
 def get_settings(request: Request) -> GatewaySettings:
     return request.app.state.settings
 
 
 SettingsDep = Annotated[GatewaySettings, Depends(get_settings)]
-
-
-def identify_caller(settings: SettingsDep) -> CallerIdentity:
-    return CallerIdentity(settings.default_tenant, settings.default_principal)
-
-
-Caller = Annotated[CallerIdentity, Depends(identify_caller)]
 
 
 def get_store(request: Request) -> SessionStore:
@@ -49,8 +37,43 @@ def get_inbox(request: Request) -> Inbox:
     return request.app.state.inbox
 
 
+def get_audit(request: Request) -> AuditStore:
+    return request.app.state.audit
+
+
 StoreDep = Annotated[SessionStore, Depends(get_store)]
+AuditDep = Annotated[AuditStore, Depends(get_audit)]
 InboxDep = Annotated[Inbox, Depends(get_inbox)]
+
+
+# auto_error=False: a missing or odd header gets our 401 with a JSON body, not Starlette's 403.
+BEARER = HTTPBearer(auto_error=False, scheme_name="ApiKey",
+                    description="`Authorization: Bearer wkl_...`, from `wakeline keys create`.")
+
+
+async def authenticate(store: StoreDep, request: Request,
+                       _: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> Caller:
+    """The caller behind the request's API key; the tenant comes only from here."""
+    presented = presented_key(request.headers.get("authorization"))
+    return caller_for(presented, await store.api_key(presented.key_id))
+
+
+def permit(action: str):
+    """A dependency: the authenticated caller, if its role may do `action` (auth.PERMISSIONS)."""
+    async def check(caller: Annotated[Caller, Depends(authenticate)]) -> Caller:
+        return check_role(caller, action)
+
+    check.__name__ = f"permit_{action.replace('.', '_')}"
+    return check
+
+
+Authenticated = Annotated[Caller, Depends(authenticate)]
+Creator = Annotated[Caller, Depends(permit("session.create"))]
+Reader = Annotated[Caller, Depends(permit("session.read"))]
+Writer = Annotated[Caller, Depends(permit("session.write"))]
+Deleter = Annotated[Caller, Depends(permit("session.delete"))]
+Auditor = Annotated[Caller, Depends(permit("audit.read"))]
+AccessLogReader = Annotated[Caller, Depends(permit("audit.access_log"))]
 
 
 def get_dispatcher(inbox: InboxDep, store: StoreDep, settings: SettingsDep) -> CommandDispatcher:
@@ -61,9 +84,10 @@ DispatcherDep = Annotated[CommandDispatcher, Depends(get_dispatcher)]
 SessionId = Annotated[str, Path(min_length=1, max_length=200, description="The session's id.")]
 
 
-async def find_session(session_id: SessionId, caller: Caller, store: StoreDep) -> SessionPublic:
-    """The live session, or 404: a deleted session is gone from every read."""
-    row = await store.session(caller.tenant, session_id)
+async def find_session(session_id: SessionId, caller: Reader, store: StoreDep) -> SessionPublic:
+    """The live session, or 404: a deleted session is gone from every read, and a `user`
+    does not see another user's session at all (Postgres hides it), so it is 404 too."""
+    row = await store.session(caller.scope, session_id)
     if row is None or row["deleted_at"] is not None or row["status"] == "deleted":
         raise ApiError(404, f"session {session_id!r} not found (unknown, deleted, or not yet archived)",
                        session_id=session_id)
@@ -73,20 +97,35 @@ async def find_session(session_id: SessionId, caller: Caller, store: StoreDep) -
 SessionDep = Annotated[SessionPublic, Depends(find_session)]
 
 
-async def own_session(session: SessionDep, caller: Caller) -> SessionPublic:
-    """Only the session's owner may continue or delete it."""
-    if session.owner != caller.actor:
-        raise ApiError(403, f"session {session.session_id!r} belongs to {session.owner}, not {caller.actor}")
+async def writable_session(session: SessionDep, caller: Writer) -> SessionPublic:
+    """Its owner continues a session, or a service acting for the tenant."""
+    if not caller.may_write(session.owner):
+        raise ApiError(403, f"session {session.session_id!r} belongs to {session.owner}; "
+                            f"{caller.actor} ({caller.role}) may read it but not write to it")
     return session
 
 
-OwnedSessionDep = Annotated[SessionPublic, Depends(own_session)]
+WritableSessionDep = Annotated[SessionPublic, Depends(writable_session)]
+
+
+async def deletable_session(session: SessionDep, caller: Deleter, settings: SettingsDep) -> SessionPublic:
+    """Its owner or a tenant admin deletes a session, where the store supports deletion."""
+    if not settings.deletion_enabled:
+        raise ApiError(501, "this deployment is built without deletion (WAKELINE_DELETION_ENABLED=false); "
+                            "sessions cannot be deleted here")
+    if caller.role != "admin" and session.owner != caller.actor:
+        raise ApiError(403, f"session {session.session_id!r} belongs to {session.owner}; only its owner "
+                            "or an admin may delete it")
+    return session
+
+
+DeletableSessionDep = Annotated[SessionPublic, Depends(deletable_session)]
 
 
 IdempotencyKey = Annotated[str | None, Header(max_length=200, description="Retries with the same key are one command.")]
 
 
-def derive_command_id(session_id: SessionId, caller: Caller, idempotency_key: IdempotencyKey = None) -> str:
+def derive_command_id(session_id: SessionId, caller: Authenticated, idempotency_key: IdempotencyKey = None) -> str:
     return command_id_for(caller.tenant, session_id, idempotency_key)
 
 

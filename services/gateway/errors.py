@@ -17,9 +17,9 @@ from wakeline_gateway.store import CorruptEvent
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, detail: str, **extra: Any):
+    def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None, **extra: Any):
         super().__init__(detail)
-        self.status, self.detail, self.extra = status, detail, extra
+        self.status, self.detail, self.extra, self.headers = status, detail, extra, headers
 
 
 def validation_problems(errors: list[dict[str, Any]]) -> list[dict[str, str]]:
@@ -39,7 +39,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-    return JSONResponse({"detail": exc.detail, **exc.extra}, status_code=exc.status)
+    return JSONResponse({"detail": exc.detail, **exc.extra}, status_code=exc.status, headers=exc.headers)
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

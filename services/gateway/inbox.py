@@ -26,11 +26,14 @@ def command_id_for(tenant: str, session_id: str, idempotency_key: str | None) ->
     return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"command\n{tenant}\n{session_id}\n{idempotency_key}"))
 
 
-def session_id_for(tenant: str, idempotency_key: str | None) -> str:
-    """The id of a new session; a retried create with the same key names the same session."""
+def session_id_for(tenant: str, actor: str, idempotency_key: str | None) -> str:
+    """The id of a new session; a retried create with the same key names the same session.
+
+    The actor is part of it: two users who happen to pick the same key get two sessions.
+    """
     if idempotency_key is None:
         return str(uuid.uuid4())
-    return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"session\n{tenant}\n{idempotency_key}"))
+    return str(uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"session\n{tenant}\n{actor}\n{idempotency_key}"))
 
 
 class Inbox:

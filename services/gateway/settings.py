@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from wakeline.settings import CommonSettings
+from wakeline.checkpoints import CheckpointSettings
 
 
-class GatewaySettings(CommonSettings):
+class GatewaySettings(CheckpointSettings):
+    """Checkpoint key and anchor locations come from CheckpointSettings: verify reads them."""
+
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=18080, ge=0, le=65535)
     # How long a request waits for the event that answers its command before a 202.
@@ -19,8 +21,7 @@ class GatewaySettings(CommonSettings):
     outcome_poll_s: float = Field(default=0.1, gt=0)
     stream_poll_s: float = Field(default=0.2, gt=0)
     stream_heartbeat_s: float = Field(default=15.0, gt=0)
-    # Until API keys arrive, every caller is this tenant and principal (see deps.Caller).
-    default_tenant: str = Field(default="default", min_length=1)
-    default_principal: str = Field(default="local", min_length=1)
+    # False for a store built without deletion: DELETE answers 501 instead of pretending.
+    deletion_enabled: bool = True
     default_model: str = "scripted:demo"
     pool_max_size: int = Field(default=10, ge=1)

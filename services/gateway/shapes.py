@@ -35,6 +35,11 @@ class MessageCreate(Strict):
         default=None, ge=0, description="Refused with 409 unless the session is still at this seq.")
 
 
+class ToolResultCreate(Strict):
+    output: str = Field(max_length=1_000_000)
+    is_error: bool = False
+
+
 class DenialCreate(Strict):
     reason: str | None = Field(default=None, max_length=10_000)
 
@@ -103,8 +108,67 @@ class ReplayPublic(BaseModel):
     count: int
 
 
-class VerifyPublic(BaseModel):
+class AuditEventsQuery(Strict):
+    actor: list[str] = Field(default_factory=list, max_length=20,
+                             description="Exact actors, e.g. user:alice, human:alice (repeatable).")
+    principal: str | None = Field(default=None, min_length=1, max_length=100,
+                                  description="Every actor of this principal: user:, human: and service:.")
+    since: datetime | None = Field(default=None, description="Events at or after (ISO 8601, with offset).")
+    until: datetime | None = Field(default=None, description="Events before.")
+    type: list[EventType] = Field(default_factory=list, description="Only these types (repeatable).")
+    tool: str | None = Field(default=None, max_length=200, description="Tool calls and results of this tool.")
+    session_id: str | None = Field(default=None, max_length=200)
+    outcome: Literal["error", "ok"] | None = Field(default=None, description="Tool results that failed, or not.")
+    limit: int = Field(default=100, ge=1, le=1000)
+    cursor: str | None = Field(default=None, max_length=500, description="next_cursor of the previous page.")
+
+    @model_validator(mode="after")
+    def _window(self) -> AuditEventsQuery:
+        for name in ("since", "until"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                raise ValueError(f"{name} needs a UTC offset (e.g. 2026-11-23T00:00:00Z)")
+        if self.since and self.until and self.until <= self.since:
+            raise ValueError("until must be after since")
+        return self
+
+
+class AuditEventsPublic(BaseModel):
+    data: list[Event]
+    count: int
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+
+
+class AuditSessionPublic(BaseModel):
     session_id: str
-    ok: bool
-    first_bad_seq: int | None
+    first_ts: datetime
+    last_ts: datetime
     events: int
+    types: list[str]
+    actors: list[str]
+    owner: str | None
+    title: str | None
+    deleted_at: datetime | None
+
+
+class AuditSessionsPublic(BaseModel):
+    data: list[AuditSessionPublic]
+    count: int
+    truncated: bool = Field(description="True when `limit` cut the list: narrow the window.")
+
+
+class AccessLogEntryPublic(BaseModel):
+    id: int
+    principal: str
+    role: str
+    key_id: str
+    at: datetime
+    method: str
+    path: str
+    query: dict[str, Any]
+
+
+class AccessLogPublic(BaseModel):
+    data: list[AccessLogEntryPublic]
+    count: int
+    next_after: int | None

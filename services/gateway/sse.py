@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from wakeline.events import EventBase
-from wakeline_gateway.store import EventQuery, SessionStore
+from wakeline_gateway.store import EventQuery, Scope, SessionStore
 
 BATCH = 500
 # The events that decide whether a session is over: a user_message after session_ended
@@ -37,7 +37,7 @@ def ends_stream(turning_point: str | None, until_end: bool) -> bool:
 @dataclass(frozen=True)
 class Tail:
     store: SessionStore
-    tenant: str
+    scope: Scope
     session_id: str
     poll_s: float
     heartbeat_s: float
@@ -46,7 +46,7 @@ class Tail:
         yield ": wakeline stream\n\n"
         cursor, quiet_s, turning_point = after, 0.0, await self._turning_point_until(after)
         while True:
-            events = await self.store.events(self.tenant, self.session_id, EventQuery(after=cursor, limit=BATCH))
+            events = await self.store.events(self.scope, self.session_id, EventQuery(after=cursor, limit=BATCH))
             for event in events:
                 yield frame(event)
                 cursor = event.seq
@@ -67,5 +67,5 @@ class Tail:
         if seq < 1:
             return None
         query = EventQuery(before=seq + 1, limit=1, types=TURNING_POINTS)
-        found = await self.store.events(self.tenant, self.session_id, query)
+        found = await self.store.events(self.scope, self.session_id, query)
         return found[0].type if found else None  # type: ignore[attr-defined]

@@ -11,11 +11,13 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import asyncpg
 from pydantic import ValidationError
 
+from wakeline import keys, verify
+from wakeline.checkpoints import Checkpoint
 from wakeline.events import EventBase, parse_event
 from wakeline.pg import TenantPool
 
@@ -24,6 +26,13 @@ SESSION_COLUMNS = ("session_id, owner, title, model, status, last_seq, created_a
 EVENT_COLUMNS = ("tenant, session_id, seq, event_id, causation_id, type, actor, trust, ts, "
                  "prev_hash, hash, payload")
 PAGE = 1000
+
+
+class Scope(NamedTuple):
+    """Whose rows a read may return: a tenant, and for a `user` only the sessions it owns."""
+
+    tenant: str
+    viewer: str | None = None
 
 
 class CorruptEvent(ValueError):
@@ -62,37 +71,41 @@ class SessionStore:
         async with self._pool.system_transaction() as conn:
             await conn.fetchval("SELECT 1")
 
-    async def session(self, tenant: str, session_id: str) -> asyncpg.Record | None:
+    async def api_key(self, key_id: str) -> keys.StoredKey | None:
+        async with self._pool.system_transaction() as conn:
+            return await keys.lookup(conn, key_id)
+
+    async def session(self, scope: Scope, session_id: str) -> asyncpg.Record | None:
         """The projection row, deleted or not; callers decide what a deleted one means."""
-        async with self._pool.transaction(tenant) as conn:
+        async with self._pool.transaction(*scope) as conn:
             return await conn.fetchrow(
                 f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = $1", session_id)
 
-    async def sessions(self, tenant: str, limit: int,
+    async def sessions(self, scope: Scope, limit: int,
                        cursor: tuple[datetime, str] | None) -> list[asyncpg.Record]:
         """Live sessions, newest first; `cursor` is the (created_at, session_id) of the last seen."""
         where, args = "deleted_at IS NULL AND status <> 'deleted'", [limit]
         if cursor is not None:
             where += " AND (created_at, session_id) < ($2, $3)"
             args += list(cursor)
-        async with self._pool.transaction(tenant) as conn:
+        async with self._pool.transaction(*scope) as conn:
             return await conn.fetch(
                 f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {where} "
                 "ORDER BY created_at DESC, session_id DESC LIMIT $1", *args)
 
-    async def events(self, tenant: str, session_id: str, query: EventQuery) -> list[EventBase]:
+    async def events(self, scope: Scope, session_id: str, query: EventQuery) -> list[EventBase]:
         sql, args = _events_sql(session_id, query)
-        async with self._pool.transaction(tenant) as conn:
+        async with self._pool.transaction(*scope) as conn:
             rows = await conn.fetch(sql, *args)
         if query.before is not None:
             rows = list(reversed(rows))
         return [event_from_row(row) for row in rows]
 
-    async def all_events(self, tenant: str, session_id: str) -> AsyncIterator[EventBase]:
+    async def all_events(self, scope: Scope, session_id: str) -> AsyncIterator[EventBase]:
         """Every event in seq order, a page at a time."""
         after = 0
         while True:
-            page = await self.events(tenant, session_id, EventQuery(after=after, limit=PAGE))
+            page = await self.events(scope, session_id, EventQuery(after=after, limit=PAGE))
             for event in page:
                 yield event
             if len(page) < PAGE:
@@ -112,6 +125,15 @@ class SessionStore:
             return await conn.fetchval(
                 "SELECT coalesce(max(seq), 0) FROM events WHERE session_id = $1", session_id)
 
+    async def verify_session(self, scope: Scope, session_id: str, key: bytes | None,
+                             anchored: list[Checkpoint]) -> verify.Report:
+        """Recomputes the chain from the raw rows (wakeline.verify): rows, keys, checkpoints."""
+        async with self._pool.transaction(*scope) as conn:
+            return await verify.verify_session(conn, session_id, key=key, anchored=anchored)
+
+    async def verify_tenant(self, tenant: str, key: bytes | None, anchored: list[Checkpoint]) -> verify.TenantReport:
+        return await verify.verify_all(self._pool, tenant, key=key, anchored=anchored)
+
 
 def _events_sql(session_id: str, query: EventQuery) -> tuple[str, list[Any]]:
     where, args = ["session_id = $1"], [session_id]
@@ -124,3 +146,4 @@ def _events_sql(session_id: str, query: EventQuery) -> tuple[str, list[Any]]:
     args.append(query.limit)
     return (f"SELECT {EVENT_COLUMNS} FROM events WHERE {' AND '.join(where)} "
             f"ORDER BY seq {order} LIMIT ${len(args)}"), args
+

@@ -15,7 +15,8 @@ import uuid
 import pytest
 
 from test_gateway_harness import (
-    FakeInbox, InboxWatcher, Seeder, answer_command, created, draft, gateway_settings, running_gateway,
+    FakeInbox, InboxWatcher, Seeder, answer_command, api_key, bearer, created, draft, gateway_settings,
+    running_gateway,
 )
 from wakeline.commands import (
     ApproveToolCall, CancelSession, CreateSession, DeleteSession, DenyToolCall, PostMessage, WakeSession,
@@ -34,7 +35,7 @@ async def gw():
     async with running_gateway(settings) as (app, client):
         async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool, \
                 InboxWatcher(settings) as watcher:
-            yield settings, client, Seeder(pool, settings.default_tenant), watcher
+            yield settings, client, Seeder(pool, settings.tenant), watcher
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ async def played():
     async with running_gateway(settings) as (app, client):
         app.dependency_overrides[get_inbox] = lambda: inbox
         async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
-            yield settings, client, Seeder(pool, settings.default_tenant), inbox
+            yield settings, client, Seeder(pool, settings.tenant), inbox
 
 
 async def test_create_puts_the_command_on_its_sessions_partition(gw) -> None:
@@ -57,7 +58,7 @@ async def test_create_puts_the_command_on_its_sessions_partition(gw) -> None:
     assert answer.status_code == 202 and body["status"] == "pending"
     assert (record.topic, record.key, record.partition) == (
         INBOX, body["session_id"].encode(), partition_for(body["session_id"], settings.partitions))
-    assert (command.command_id, command.tenant, command.actor) == (body["command_id"], settings.default_tenant,
+    assert (command.command_id, command.tenant, command.actor) == (body["command_id"], settings.tenant,
                                                                    "user:local")
     assert (command.config.model, command.message, command.title) == ("scripted:demo", "list the files", "t")
 
@@ -81,7 +82,7 @@ async def test_create_without_an_answer_in_time_is_202_with_the_ids_and_a_note(p
 async def test_create_answers_201_with_the_session_once_the_brain_records_it(played) -> None:
     settings, client, seeder, inbox = played
     key = str(uuid.uuid4())
-    session_id = session_id_for(settings.default_tenant, key)
+    session_id = session_id_for(settings.tenant, "user:local", key)
     respond = lambda cmd: [created(title=cmd.title)]  # noqa: E731
     answer, _ = await asyncio.gather(
         client.post("/v1/sessions", json={"title": "made"}, headers={"Idempotency-Key": key}),
@@ -97,7 +98,7 @@ async def test_idempotency_key_makes_a_retried_message_the_same_command(gw) -> N
                                json={"text": "hi"}, headers={"Idempotency-Key": "k-1"})
     first, second = (await post()).json(), (await post()).json()
     commands = await watcher.commands_for(sid, count=2)
-    assert first["command_id"] == second["command_id"] == command_id_for(settings.default_tenant, sid, "k-1")
+    assert first["command_id"] == second["command_id"] == command_id_for(settings.tenant, sid, "k-1")
     assert [c.command_id for c in commands] == [first["command_id"]] * 2
     assert all(isinstance(c, PostMessage) and c.text == "hi" for c in commands)
 
@@ -132,7 +133,7 @@ async def test_stale_expected_seq_answers_409_with_both_seqs(played) -> None:
     settings, client, seeder, _ = played
     history = await seeder.session([created(), draft("user_message", "c0", text="first")])
     sid = history[0].session_id
-    command_id = command_id_for(settings.default_tenant, sid, "k-409")
+    command_id = command_id_for(settings.tenant, sid, "k-409")
 
     async def brain_refuses() -> None:
         await asyncio.sleep(0.3)
@@ -220,7 +221,13 @@ async def test_bad_message_bodies_answer_422_naming_the_field(gw, body, where) -
 
 
 async def test_only_the_owner_may_continue_a_session(gw) -> None:
-    _, client, seeder, _ = gw
+    settings, client, seeder, watcher = gw
     sid = (await seeder.session([draft("session_created", "c", config={}, owner="user:someone-else")]))[0].session_id
     answer = await client.post(f"/v1/sessions/{sid}/messages", json={"text": "mine now"})
-    assert answer.status_code == 403 and "user:someone-else" in answer.json()["detail"]
+    # A user cannot see another user's session at all: 404, the same as one that does not exist.
+    assert answer.status_code == 404 and "not found" in answer.json()["detail"]
+    auditor = bearer(await api_key(settings.tenant, "audrey", "auditor"))
+    readable = await client.get(f"/v1/sessions/{sid}", headers=auditor)
+    refused = await client.post(f"/v1/sessions/{sid}/messages", json={"text": "x"}, headers=auditor)
+    assert readable.status_code == 200 and refused.status_code == 403
+    assert await watcher.commands_for(sid, timeout_s=1.0) == []

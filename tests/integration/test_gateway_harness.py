@@ -21,7 +21,8 @@ import httpx
 import pytest
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
-from conftest_pg import fresh_tenant, require_kafka, require_postgres  # noqa: F401 (re-exported)
+from conftest_pg import fresh_tenant, owner_connection, require_kafka, require_postgres  # noqa: F401
+from wakeline import keys
 from wakeline.chain import Draft, seal
 from wakeline.commands import CommandBase, parse_command
 from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase
@@ -52,21 +53,42 @@ _SPEAKERS = {"user_message": (OWNER, "instruction"), "session_created": (OWNER, 
              "tool_result": ("runner:test-host", "data")}
 
 
-def gateway_settings(**overrides: Any) -> GatewaySettings:
-    values: dict[str, Any] = dict(default_tenant=fresh_tenant(), wait_timeout_s=2.0, stream_poll_s=0.05)
+class HarnessSettings(GatewaySettings):
+    """The gateway's settings plus the tenant this test's keys belong to."""
+
+    tenant: str
+
+
+def gateway_settings(**overrides: Any) -> HarnessSettings:
+    values: dict[str, Any] = dict(tenant=fresh_tenant(), wait_timeout_s=2.0, stream_poll_s=0.05)
     values.update(overrides)
-    return GatewaySettings(**values)
+    return HarnessSettings(**values)
+
+
+async def api_key(tenant: str, principal: str, role: str) -> str:
+    """A real key, created the way `wakeline keys create` does (as the schema owner)."""
+    async with owner_connection() as conn:
+        key, _ = await keys.create(conn, tenant, principal, role, note="integration test")
+    return key
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
 
 
 @asynccontextmanager
-async def running_gateway(settings: GatewaySettings) -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
-    """The real app with its lifespan (pool + producer), called in-process over ASGI."""
+async def running_gateway(settings: HarnessSettings, principal: str = OWNER.split(":", 1)[1],
+                          role: str = "user") -> AsyncIterator[tuple[Any, httpx.AsyncClient]]:
+    """The real app with its lifespan (pool + producer), called in-process over ASGI, with a
+    client that presents a `role` key of `principal` in `settings.tenant`."""
     await require_postgres()
     await require_kafka(settings)
     app = create_app(settings)
+    headers = bearer(await api_key(settings.tenant, principal, role))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=30) as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway", timeout=30,
+                                     headers=headers) as client:
             yield app, client
 
 

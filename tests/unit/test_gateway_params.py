@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from wakeline.commands import WakeSession
 from wakeline.events import SessionConfig
 from wakeline_gateway.app import create_app
-from wakeline_gateway.deps import get_inbox, get_store
+from wakeline_gateway.auth import Caller
+from wakeline_gateway.deps import authenticate, get_inbox, get_store
 from wakeline_gateway.dispatch import describe, rejection_status
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.inbox import command_id_for, session_id_for
@@ -34,7 +35,7 @@ class FakeSessionStore:
     def __init__(self, rows: dict[str, dict]):
         self.rows = rows
 
-    async def session(self, tenant: str, session_id: str):
+    async def session(self, scope, session_id: str):
         return self.rows.get(session_id)
 
 
@@ -52,6 +53,7 @@ def api():
     inbox = FakeInbox()
     app.dependency_overrides[get_store] = lambda: FakeSessionStore({"s-1": ROW, "gone": ROW | {"status": "deleted"}})
     app.dependency_overrides[get_inbox] = lambda: inbox
+    app.dependency_overrides[authenticate] = lambda: Caller("default", "local", "user", "0" * 16)
     return TestClient(app), inbox
 
 
@@ -109,7 +111,8 @@ def test_command_ids_from_an_idempotency_key_are_stable_and_scoped() -> None:
     same = command_id_for("t", "s", "k") == command_id_for("t", "s", "k")
     scoped = len({command_id_for("t", "s", "k"), command_id_for("t2", "s", "k"), command_id_for("t", "s2", "k")})
     assert same and scoped == 3 and command_id_for("t", "s", None) != command_id_for("t", "s", None)
-    assert session_id_for("t", "k") == session_id_for("t", "k") != session_id_for("t2", "k")
+    assert session_id_for("t", "user:a", "k") == session_id_for("t", "user:a", "k") != session_id_for("t2", "user:a", "k")
+    assert session_id_for("t", "user:a", "k") != session_id_for("t", "user:b", "k")
 
 
 def test_the_gateway_default_model_applies_only_when_the_body_names_none() -> None:

@@ -13,15 +13,18 @@ from fastapi import APIRouter, Query, Response
 from wakeline.commands import CreateSession, DeleteSession
 from wakeline.events import SessionConfig
 from wakeline_gateway.deps import (
-    Caller, DispatcherDep, IdempotencyKey, OwnedSessionDep, SessionDep, SettingsDep, StoreDep,
+    Creator, DeletableSessionDep, Deleter, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep,
+    StoreDep,
 )
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.inbox import command_id_for, session_id_for
 from wakeline_gateway.shapes import CommandPublic, SessionCreate, SessionPublic, SessionsPublic
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
-DELETE_NOTE = ("The session is marked deleted (by whom, when) and disappears from every API read. "
-               "Its events stay in Postgres: the events table refuses DELETE by trigger.")
+DELETE_NOTE = ("The session is marked deleted (by whom, when) and disappears from every API read "
+               "(list, get, events, transcript, replay, stream). Its events are NOT erased: they stay "
+               "in Postgres, where the events table refuses DELETE by trigger, and remain visible to "
+               "audit queries until retention drops their month.")
 PENDING = {202: {"model": CommandPublic, "description": "Sent; no outcome recorded within the wait."}}
 
 
@@ -33,10 +36,10 @@ def with_model(config: SessionConfig | None, default_model: str) -> SessionConfi
 
 
 @router.post("", status_code=201, response_model=CommandPublic, responses=PENDING)
-async def create_session(body: SessionCreate, caller: Caller, settings: SettingsDep, store: StoreDep,
+async def create_session(body: SessionCreate, caller: Creator, settings: SettingsDep, store: StoreDep,
                          dispatcher: DispatcherDep, response: Response,
                          idempotency_key: IdempotencyKey = None) -> CommandPublic:
-    session_id = session_id_for(caller.tenant, idempotency_key)
+    session_id = session_id_for(caller.tenant, caller.actor, idempotency_key)
     command = CreateSession(
         command_id=command_id_for(caller.tenant, session_id, idempotency_key), session_id=session_id,
         tenant=caller.tenant, actor=caller.actor, config=with_model(body.config, settings.default_model),
@@ -45,16 +48,16 @@ async def create_session(body: SessionCreate, caller: Caller, settings: Settings
     if answer.status == "pending":
         response.status_code = 202
         return answer
-    row = await store.session(caller.tenant, session_id)
+    row = await store.session(caller.scope, session_id)
     answer.session = SessionPublic.model_validate(dict(row)) if row is not None else None
     return answer
 
 
 @router.get("", response_model=SessionsPublic)
-async def list_sessions(caller: Caller, store: StoreDep,
+async def list_sessions(caller: Reader, store: StoreDep,
                         limit: Annotated[int, Query(ge=1, le=200)] = 50,
                         cursor: Annotated[str | None, Query(max_length=500)] = None) -> SessionsPublic:
-    rows = await store.sessions(caller.tenant, limit, decode_cursor(cursor) if cursor else None)
+    rows = await store.sessions(caller.scope, limit, decode_cursor(cursor) if cursor else None)
     data = [SessionPublic.model_validate(dict(row)) for row in rows]
     next_cursor = encode_cursor(data[-1].created_at, data[-1].session_id) if len(data) == limit else None
     return SessionsPublic(data=data, count=len(data), next_cursor=next_cursor)
@@ -65,8 +68,9 @@ async def get_session(session: SessionDep) -> SessionPublic:
     return session
 
 
-@router.delete("/{session_id}", response_model=CommandPublic, responses=PENDING)
-async def delete_session(session: OwnedSessionDep, caller: Caller, dispatcher: DispatcherDep,
+@router.delete("/{session_id}", response_model=CommandPublic,
+               responses={**PENDING, 501: {"description": "This store is built without deletion."}})
+async def delete_session(session: DeletableSessionDep, caller: Deleter, dispatcher: DispatcherDep,
                          response: Response, idempotency_key: IdempotencyKey = None,
                          reason: Annotated[str | None, Query(max_length=10_000)] = None,
                          wait: bool = True) -> CommandPublic:

@@ -1,0 +1,195 @@
+"""Audit queries across the sessions of a tenant, and the access log of who ran them.
+
+Pages are keyset-paged in (ts, session_id, seq) order, which is total and stable: a
+cursor names the last row seen, never an offset, so a page is as cheap deep in the log as
+at its start and no row is skipped or repeated while the log grows (an event archived
+later with an older ts than the cursor is, by construction, not in a later page: exports
+of a window still being written should end at a past `until`). With tenant and one actor
+fixed, the `events_audit_actor` index (0006) yields rows in that order, so a first page
+reads `limit` index entries per month instead of sorting every match.
+
+Audit reads see deleted sessions too: deletion hides a session from its users, not from
+the evidence.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import csv
+import io
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from wakeline.events import EventBase
+from wakeline.pg import TenantPool
+from wakeline_gateway.store import EVENT_COLUMNS, event_from_row
+
+EXPORT_PAGE = 1000
+CSV_COLUMNS = ("ts", "session_id", "seq", "type", "actor", "tool_name", "is_error", "trust",
+               "event_id", "causation_id", "prev_hash", "hash", "payload")
+# A spreadsheet runs a cell starting with one of these as a formula (CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class BadCursor(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    actors: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    types: tuple[str, ...] = ()
+    tool: str | None = None
+    session_id: str | None = None
+    outcome: str | None = None  # "error" | "ok": tool results that failed or did not
+    limit: int = 100
+    after: tuple[datetime, str, int] | None = field(default=None, compare=False)
+
+    def described(self) -> dict[str, Any]:
+        """What was asked, for the access log."""
+        return {k: (v.isoformat() if isinstance(v, datetime) else list(v) if isinstance(v, tuple) else v)
+                for k, v in self.__dict__.items() if v not in (None, ())}
+
+
+def filters(tenant: str, query: AuditQuery) -> tuple[list[str], list[Any]]:
+    """WHERE clauses (AND-ed) and their arguments, $1 first."""
+    # tenant is also RLS's; said here too so the planner can use it as an index bound.
+    where, args = ["tenant = $1"], [tenant]
+
+    def add(clause: str, value: Any) -> None:
+        args.append(value)
+        where.append(clause.replace("?", f"${len(args)}"))
+
+    if len(query.actors) == 1:  # equality keeps the index order; ANY would need a sort
+        add("actor = ?", query.actors[0])
+    elif query.actors:
+        add("actor = ANY(?::text[])", list(query.actors))
+    if query.since is not None:
+        add("ts >= ?", query.since)
+    if query.until is not None:
+        add("ts < ?", query.until)
+    if query.types:
+        add("type = ANY(?::text[])", list(query.types))
+    if query.tool is not None:
+        add("tool_name = ?", query.tool)
+    if query.session_id is not None:
+        add("session_id = ?", query.session_id)
+    if query.outcome is not None:
+        add("is_error = ?", query.outcome == "error")
+    return where, args
+
+
+def events_sql(tenant: str, query: AuditQuery) -> tuple[str, list[Any]]:
+    where, args = filters(tenant, query)
+    if query.after is not None:
+        args.extend(query.after)
+        n = len(args)
+        where.append(f"(ts, session_id, seq) > (${n - 2}, ${n - 1}, ${n})")
+    args.append(query.limit)
+    return (f"SELECT {EVENT_COLUMNS} FROM events WHERE {' AND '.join(where)} "
+            f"ORDER BY ts, session_id, seq LIMIT ${len(args)}"), args
+
+
+def sessions_sql(tenant: str, query: AuditQuery) -> tuple[str, list[Any]]:
+    where, args = filters(tenant, query)
+    args.append(query.limit)
+    return ("SELECT e.session_id, min(e.ts) AS first_ts, max(e.ts) AS last_ts, count(*) AS events, "
+            "array_agg(DISTINCT e.type ORDER BY e.type) AS types, "
+            "array_agg(DISTINCT e.actor ORDER BY e.actor) AS actors, s.owner, s.title, s.deleted_at "
+            f"FROM (SELECT session_id, ts, type, actor FROM events WHERE {' AND '.join(where)}) e "
+            "LEFT JOIN sessions s ON s.session_id = e.session_id "
+            "GROUP BY e.session_id, s.owner, s.title, s.deleted_at "
+            f"ORDER BY min(e.ts), e.session_id LIMIT ${len(args)}"), args
+
+
+def encode_cursor(event: EventBase) -> str:
+    raw = json.dumps([event.ts.isoformat(), event.session_id, event.seq]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str, int]:
+    try:
+        ts, session_id, seq = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return datetime.fromisoformat(ts), str(session_id), int(seq)
+    except (ValueError, TypeError, binascii.Error) as err:
+        raise BadCursor("cursor is not one this API issued; pass next_cursor from a previous page") from err
+
+
+def csv_cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def csv_header() -> str:
+    return _csv_line(CSV_COLUMNS)
+
+
+def csv_row(event: EventBase) -> str:
+    data = event.model_dump(mode="json")
+    payload = data["payload"]
+    values = {**data, "payload": json.dumps(payload, ensure_ascii=False, sort_keys=True),
+              "tool_name": payload.get("name") if data["type"] in ("tool_call", "tool_result") else None,
+              "is_error": payload.get("is_error")}
+    return _csv_line(csv_cell(values.get(column)) for column in CSV_COLUMNS)
+
+
+def _csv_line(cells: Any) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerow(cells)
+    return out.getvalue()
+
+
+class AuditStore:
+    def __init__(self, pool: TenantPool):
+        self._pool = pool
+
+    async def events(self, tenant: str, query: AuditQuery) -> list[EventBase]:
+        sql, args = events_sql(tenant, query)
+        async with self._pool.transaction(tenant) as conn:
+            rows = await conn.fetch(sql, *args)
+        return [event_from_row(row) for row in rows]
+
+    async def every_event(self, tenant: str, query: AuditQuery) -> AsyncIterator[EventBase]:
+        """Every match, a keyset page per transaction (a long export holds no snapshot)."""
+        page_query = AuditQuery(**{**query.__dict__, "limit": EXPORT_PAGE})
+        while True:
+            page = await self.events(tenant, page_query)
+            for event in page:
+                yield event
+            if len(page) < EXPORT_PAGE:
+                return
+            last = page[-1]
+            page_query = AuditQuery(**{**page_query.__dict__, "after": (last.ts, last.session_id, last.seq)})
+
+    async def sessions(self, tenant: str, query: AuditQuery) -> list[asyncpg.Record]:
+        """The sessions the query's events touch, each with when and how much."""
+        sql, args = sessions_sql(tenant, query)
+        async with self._pool.transaction(tenant) as conn:
+            return await conn.fetch(sql, *args)
+
+    async def record_access(self, tenant: str, principal: str, role: str, key_id: str,
+                            method: str, path: str, asked: dict[str, Any]) -> None:
+        """Appends to the access log; committed before the answer starts."""
+        async with self._pool.transaction(tenant) as conn:
+            await conn.execute(
+                "INSERT INTO audit_access_log (tenant, principal, role, key_id, method, path, query) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)",
+                tenant, principal, role, key_id, method, path, json.dumps(asked, sort_keys=True))
+
+    async def access_log(self, tenant: str, since: datetime | None, until: datetime | None,
+                         principal: str | None, limit: int, after_id: int | None) -> list[dict[str, Any]]:
+        async with self._pool.transaction(tenant) as conn:
+            rows = await conn.fetch(
+                "SELECT id, principal, role, key_id, at, method, path, query FROM audit_access_log "
+                "WHERE ($1::timestamptz IS NULL OR at >= $1) AND ($2::timestamptz IS NULL OR at < $2) "
+                "AND ($3::text IS NULL OR principal = $3) AND ($4::bigint IS NULL OR id > $4) "
+                "ORDER BY id LIMIT $5", since, until, principal, after_id, limit)
+        return [{**dict(row), "query": json.loads(row["query"])} for row in rows]

@@ -1,0 +1,112 @@
+"""Audit queries across every session of the caller's tenant, and the access log.
+
+Auditors and admins only. Every request here is appended to `audit_access_log` (who,
+which key, what they asked, when) before it is answered; admins read that log at
+`GET /v1/audit/access-log`, itself recorded too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
+
+from wakeline import verify
+from wakeline.checkpoints import load_key, read_anchor
+from wakeline_gateway.audit import AuditQuery, BadCursor, csv_header, csv_row, decode_cursor, encode_cursor
+from wakeline_gateway.auth import Caller
+from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep
+from wakeline_gateway.errors import ApiError
+from wakeline_gateway.shapes import (
+    AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditSessionPublic, AuditSessionsPublic,
+)
+
+router = APIRouter(prefix="/v1/audit", tags=["audit"])
+ExportFormat = Annotated[Literal["jsonl", "csv"], Query(alias="format")]
+
+
+def audit_query(params: Annotated[AuditEventsQuery, Query()]) -> AuditQuery:
+    actors = list(params.actor)
+    if params.principal is not None:
+        actors += [f"{kind}:{params.principal}" for kind in ("user", "human", "service")]
+    try:
+        after = decode_cursor(params.cursor) if params.cursor else None
+    except BadCursor as err:
+        raise ApiError(422, str(err), errors=[{"where": "query.cursor", "problem": "unrecognized cursor"}]) from err
+    return AuditQuery(actors=tuple(dict.fromkeys(actors)), since=params.since, until=params.until,
+                      types=tuple(params.type), tool=params.tool, session_id=params.session_id,
+                      outcome=params.outcome, limit=params.limit, after=after)
+
+
+QueryDep = Annotated[AuditQuery, Depends(audit_query)]
+
+
+async def record(request: Request, caller: Caller, audit: AuditDep, asked: dict) -> None:
+    await audit.record_access(caller.tenant, caller.principal, caller.role, caller.key_id,
+                              request.method, request.url.path, asked)
+
+
+@router.get("/events", response_model=AuditEventsPublic)
+async def audit_events(request: Request, caller: Auditor, audit: AuditDep, query: QueryDep) -> AuditEventsPublic:
+    """Events of every session (deleted ones too) by actor, time, type, tool, session and
+    outcome, in (ts, session_id, seq) order; page on with `cursor=next_cursor`."""
+    await record(request, caller, audit, query.described())
+    events = await audit.events(caller.tenant, query)
+    cursor = encode_cursor(events[-1]) if len(events) == query.limit else None
+    return AuditEventsPublic(data=events, count=len(events), next_cursor=cursor)
+
+
+@router.get("/events/export", response_class=StreamingResponse,
+            responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}})
+async def export_audit_events(request: Request, caller: Auditor, audit: AuditDep, query: QueryDep,
+                              fmt: ExportFormat = "jsonl") -> StreamingResponse:
+    """Every match, streamed: JSONL (one canonical event per line) or CSV (one row per
+    event, payload as JSON; cells a spreadsheet would run as a formula get a leading ')."""
+    await record(request, caller, audit, {**query.described(), "format": fmt})
+
+    async def body() -> AsyncIterator[str]:
+        if fmt == "csv":
+            yield csv_header()
+        async for event in audit.every_event(caller.tenant, query):
+            yield csv_row(event) if fmt == "csv" else event.model_dump_json() + "\n"
+
+    media = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson"
+    return StreamingResponse(body(), media_type=media, headers={
+        "Content-Disposition": f'attachment; filename="audit-events.{fmt}"'})
+
+
+@router.get("/sessions", response_model=AuditSessionsPublic)
+async def audit_sessions(request: Request, caller: Auditor, audit: AuditDep, query: QueryDep) -> AuditSessionsPublic:
+    """The sessions the matching events belong to (e.g. every session a principal
+    touched in a window), each with its first and last matching event."""
+    await record(request, caller, audit, query.described())
+    rows = await audit.sessions(caller.tenant, query)
+    data = [AuditSessionPublic.model_validate(dict(row)) for row in rows]
+    return AuditSessionsPublic(data=data, count=len(data), truncated=len(data) == query.limit)
+
+
+@router.get("/verify", response_model=verify.TenantReport)
+async def verify_tenant(request: Request, caller: Auditor, audit: AuditDep, store: StoreDep,
+                        settings: SettingsDep) -> verify.TenantReport:
+    """Every session of the tenant: hash chains, event_keys and signed checkpoints."""
+    await record(request, caller, audit, {})
+    key = load_key(settings.checkpoint_key_file, create=False)
+    return await store.verify_tenant(caller.tenant, key, read_anchor(settings.checkpoint_dir, caller.tenant))
+
+
+@router.get("/access-log", response_model=AccessLogPublic)
+async def access_log(request: Request, caller: AccessLogReader, audit: AuditDep,
+                     since: datetime | None = None, until: datetime | None = None,
+                     principal: Annotated[str | None, Query(max_length=100)] = None,
+                     after: Annotated[int | None, Query(ge=0)] = None,
+                     limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> AccessLogPublic:
+    """Who read the audit trail, with what query, when (this read included)."""
+    asked = {k: v for k, v in (("since", since), ("until", until), ("principal", principal),
+                               ("after", after)) if v is not None}
+    await record(request, caller, audit, {k: str(v) for k, v in asked.items()})
+    entries = await audit.access_log(caller.tenant, since, until, principal, limit, after)
+    return AccessLogPublic(data=entries, count=len(entries),
+                           next_after=entries[-1]["id"] if len(entries) == limit else None)
