@@ -3,8 +3,10 @@
 Recomputes a session's hash chain from its stored rows and compares it with the event_keys
 registry and the newest signed checkpoint (checkpoints.py), reporting the first bad seq and
 why. The hash is recomputed over the raw columns, not a parsed event, so a value pydantic
-would coerce back (1.0 for 1, "5" for 5) is still a changed byte. Fixing anything is not
-done here: a bad report is evidence, kept as found.
+would coerce back (1.0 for 1, "5" for 5) is still a changed byte. Seqs that retention
+dropped are accepted as retained out when retention_log's cut vouches for them
+(retention_cuts.py); the chain is then checked across the cut through their tombstones.
+Fixing anything is not done here: a bad report is evidence, kept as found.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from wakeline.checkpoints import (
 )
 from wakeline.events import GENESIS_HASH, Frozen
 from wakeline.pg import TenantPool
+from wakeline.retention_cuts import retained_out, session_cuts
 from wakeline.event_rows import READ_COLUMNS as EVENT_COLUMNS
 from wakeline.event_rows import event_from_row, is_error, tool_name
 
@@ -53,8 +56,9 @@ class Report(Frozen):
     session_id: str
     found: bool  # any trace at all: rows, registered keys or a checkpoint naming it
     ok: bool
-    events: int
-    last_seq: int | None
+    events: int  # rows in events
+    retained_out: int = 0  # seqs dropped by retention, vouched for by retention_log
+    last_seq: int | None  # the last seq in events or retained out
     first_bad_seq: int | None
     reason: str | None
     problems: tuple[Problem, ...]
@@ -69,12 +73,19 @@ class TenantReport(Frozen):
     checkpoint_problems: tuple[Problem, ...]  # any checkpoint of the tenant, forged or missing
 
 
-def row_problems(rows: Sequence[Any]) -> list[Problem]:
-    """What is wrong with a session's rows (joined with event_keys), in seq order."""
+def row_problems(rows: Sequence[Any], retained: frozenset[int] = frozenset()) -> list[Problem]:
+    """What is wrong with a session's rows (joined with event_keys), in seq order.
+
+    A seq in `retained` (dropped by retention) is absent from events by right.
+    """
     problems: list[Problem] = []
     prev_hash, expected = GENESIS_HASH, 1
     for row in rows:
         seq = row["at_seq"]
+        if row["seq"] is None and seq in retained:
+            # The tombstone's hash is what the first surviving row must link to.
+            prev_hash, expected = row["key_hash"], seq + 1
+            continue
         if row["seq"] is None:
             problems.append(Problem(seq=seq, reason=f"missing: seq {seq} is registered in event_keys "
                                                     "but absent from events"))
@@ -177,14 +188,19 @@ async def verify_session(conn, session_id: str, *, key: bytes | None = None,
     # before it, so the rows read next include it.
     stored = await stored_checkpoints(conn, session_id, newest=newest, ids=[c.id for c in recent])
     rows = await conn.fetch(_ROWS, session_id)
-    hash_at = {r["seq"]: r["hash"] for r in reversed(rows) if r["seq"] is not None}
+    # Cuts after rows: reading events took a lock that a drop's DETACH waits for until this
+    # transaction ends, so no cut commits in between; the other way round one could.
+    retained, cut_found = retained_out(rows, await session_cuts(conn, session_id))
+    hash_at = {r["at_seq"]: r["key_hash"] for r in rows if r["at_seq"] in retained}
+    hash_at.update({r["seq"]: r["hash"] for r in reversed(rows) if r["seq"] is not None})
     found, checkpoint_id = checkpoint_problems(session_id, stored, recent, key, hash_at)
     # By seq; problems of a checkpoint as a whole (no seq) last.
-    problems = sorted([*row_problems(rows), *found], key=lambda p: (p.seq is None, p.seq or 0))
+    problems = sorted([*row_problems(rows, retained), *(Problem(seq=s, reason=r) for s, r in cut_found), *found],
+                      key=lambda p: (p.seq is None, p.seq or 0))
     first = problems[0] if problems else None
     seqs = [r["seq"] for r in rows if r["seq"] is not None]
     return Report(session_id=session_id, found=bool(rows or stored or recent), ok=not problems,
-                  events=len(seqs), last_seq=max(seqs, default=None),
+                  events=len(seqs), retained_out=len(retained), last_seq=max([*seqs, *retained], default=None),
                   first_bad_seq=first.seq if first else None, reason=first.reason if first else None,
                   problems=tuple(problems), checkpoint_id=checkpoint_id, signatures_checked=key is not None)
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import asyncpg
 import pytest
 from pydantic_settings import BaseSettings
 
+from wakeline.retention import RetentionSettings
 from wakeline.settings import AdminSettings, CommonSettings
 
 PG_SH = Path(__file__).resolve().parents[2] / "deploy" / "postgres" / "pg.sh"
@@ -79,6 +81,27 @@ def service_connection():
 def owner_connection():
     """The schema owner (migrations): all privileges, but still bound by RLS and triggers."""
     return connected(AdminSettings().postgres_admin_dsn)
+
+
+def maintenance_connection():
+    """The retention role: drops partitions through its definer functions, reads retention_log."""
+    return connected(RetentionSettings().postgres_maintenance_dsn)
+
+
+async def fresh_month() -> tuple[str, datetime, datetime]:
+    """A month in 1100..1999 with no events partition, never dropped: (name, start, end).
+
+    A dropped month is never created again (0007), so every test that drops one uses up
+    one month of the shared database for good; nine centuries last a while.
+    """
+    async with maintenance_connection() as conn:
+        while True:
+            start = datetime(random.randint(1100, 1999), random.randint(1, 12), 1, tzinfo=UTC)
+            end = (start + timedelta(days=32)).replace(day=1)
+            name = f"events_y{start.year:04d}m{start.month:02d}"
+            if await conn.fetchval("SELECT to_regclass($1) IS NULL AND NOT EXISTS (SELECT 1 FROM retention_log "
+                                   "WHERE range_from < $3 AND range_to > $2)", f"public.{name}", start, end):
+                return name, start, end
 
 
 @asynccontextmanager

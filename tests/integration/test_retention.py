@@ -1,44 +1,30 @@
 """Retention drops whole partitions past every tenant's window, as maintenance only, logged.
 
-Each test writes into its own far-past month (a random 19xx month with no partition
-yet), so dropping it touches no other test's data; `now` passed to retention is just
-after that month, so no 2025+ partition is ever a candidate.
+Each test writes into its own far-past month (a random month before 2000 with no partition
+yet, never dropped), so dropping it touches no other test's data; `now` passed to retention
+is just after that month, so no 2025+ partition is ever a candidate. A dropped month stays
+dropped: ensure_events_partition does not bring it back.
 """
 
 from __future__ import annotations
 
-import random
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
 
 from conftest_pg import (
-    connected, fresh_session_id, fresh_tenant, insert_event_as, new_event, owner_connection,
-    require_postgres, service_connection, set_tenant,
+    INSERT_EVENT, EVENT_COLUMNS, fresh_month, fresh_session_id, fresh_tenant, insert_event_as,
+    maintenance_connection, new_event, owner_connection, require_postgres, service_connection, set_tenant,
 )
 from wakeline.retention import RetentionSettings, apply_retention, parse_window, plan_retention
+from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
 
 pytestmark = pytest.mark.postgres
 
 DROP = "SELECT * FROM drop_events_partition($1, $2, $3)"
 CANDIDATES = "SELECT * FROM events_retention_candidates($1, $2)"
 DAY = timedelta(days=1)
-
-
-def maintenance_connection():
-    return connected(RetentionSettings().postgres_maintenance_dsn)
-
-
-async def fresh_month() -> tuple[str, datetime, datetime]:
-    """A month in 1901..1999 with no events partition yet: (name, start, end)."""
-    async with service_connection() as conn:
-        while True:
-            start = datetime(random.randint(1901, 1999), random.randint(1, 12), 1, tzinfo=UTC)
-            name = f"events_y{start.year:04d}m{start.month:02d}"
-            if await conn.fetchval("SELECT to_regclass($1) IS NULL", f"public.{name}"):
-                end = (start + timedelta(days=32)).replace(day=1)
-                return name, start, end
 
 
 async def write_sessions(tenant: str, start: datetime, lengths: list[int]) -> dict[str, list[dict]]:
@@ -185,17 +171,36 @@ async def test_existing_session_seq_with_another_ts_is_refused_even_after_its_pa
     tenant = fresh_tenant()
     [(session_id, _)] = (await write_sessions(tenant, start, [1])).items()
     again_now = new_event(tenant, session_id, 1)
-    again_in_month = new_event(tenant, session_id, 1, ts=start + timedelta(days=20))
     async with service_connection() as conn:
         with pytest.raises(asyncpg.UniqueViolationError):
             await insert_event_as(conn, tenant, again_now)
     async with maintenance_connection() as conn:
         await conn.fetchrow(DROP, name, end + DAY, DAY)
     async with service_connection() as conn:
-        for event in (again_now, again_in_month):
-            with pytest.raises(asyncpg.UniqueViolationError, match="event_keys"):
-                await insert_event_as(conn, tenant, event)
-    # The refused insert re-created the month only inside its rolled-back transaction.
+        with pytest.raises(asyncpg.UniqueViolationError, match="event_keys"):
+            await insert_event_as(conn, tenant, again_now)
+    assert not await partition_exists(name)
+
+
+@pytest.mark.parametrize("connect", [service_connection, owner_connection])
+async def test_a_dropped_month_is_never_created_again(connect) -> None:
+    await require_postgres()
+    name, start, end = await fresh_month()
+    tenant = fresh_tenant()
+    await write_sessions(tenant, start, [1])
+    async with maintenance_connection() as conn:
+        await conn.fetchrow(DROP, name, end + DAY, DAY)
+    late = new_event(tenant, fresh_session_id(), 1, ts=start + timedelta(days=20))
+    async with connect() as conn:
+        for at in (start, start + timedelta(days=20), end - timedelta(microseconds=1)):
+            with pytest.raises(asyncpg.PostgresError, match=f"{name} was dropped by retention") as refused:
+                await conn.fetchval("SELECT ensure_events_partition($1)", at)
+            assert refused.value.sqlstate == RETAINED_OUT_SQLSTATE
+        # Without the function, an insert into the month finds no partition to land in.
+        async with conn.transaction():
+            await set_tenant(conn, tenant)
+            with pytest.raises(asyncpg.CheckViolationError, match="no partition"):
+                await conn.execute(INSERT_EVENT, *(late[c] if c != "payload" else "{}" for c in EVENT_COLUMNS))
     assert not await partition_exists(name)
 
 
@@ -237,3 +242,4 @@ async def test_drop_refuses_what_is_not_an_events_partition(target: str) -> None
             await conn.fetchrow(DROP, target, datetime.now(UTC), DAY)
     async with service_connection() as conn:
         assert await conn.fetchval("SELECT to_regclass('public.events') IS NOT NULL")
+

@@ -1,6 +1,7 @@
 """Tamper evidence against the real database: a superuser who disables the append-only
 triggers and changes a byte, removes a row, rewrites a whole chain consistently or forges a
-checkpoint is reported by verify, every time."""
+checkpoint is reported by verify, every time. A legitimate retention drop is not: its seqs
+are retained out, while a row removed around the cut still is reported."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,8 +20,8 @@ import pytest
 from pydantic_settings import BaseSettings
 
 from conftest_pg import (
-    EVENT_COLUMNS, fresh_session_id, fresh_tenant, insert_event, require_postgres,
-    service_connection, set_tenant, superuser_connection,
+    EVENT_COLUMNS, fresh_month, fresh_session_id, fresh_tenant, insert_event, maintenance_connection,
+    require_postgres, service_connection, set_tenant, superuser_connection,
 )
 from wakeline.chain import Draft, seal
 from wakeline.checkpoints import Checkpoint, Head, load_key, new_checkpoint, read_anchor, write_checkpoint
@@ -59,12 +60,14 @@ async def superuser() -> AsyncIterator[asyncpg.Connection]:
         raise
 
 
-def sealed(tenant: str, session_id: str, drafts=DRAFTS) -> list[EventBase]:
+def sealed(tenant: str, session_id: str, drafts=DRAFTS, at: Sequence[datetime] = ()) -> list[EventBase]:
+    """The drafts as a chain, at times `at` (default: a millisecond apart from now)."""
     events, prev_hash, t0 = [], GENESIS_HASH, datetime.now(UTC)
-    for seq, (type_, actor, trust, payload) in enumerate(drafts, start=1):
+    times = at or [t0 + timedelta(milliseconds=seq) for seq in range(1, len(drafts) + 1)]
+    for seq, ((type_, actor, trust, payload), ts) in enumerate(zip(drafts, times, strict=True), start=1):
         draft = Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust)
         event = seal(draft, session_id=session_id, tenant=tenant, seq=seq, prev_hash=prev_hash,
-                     ts=t0 + timedelta(milliseconds=seq), event_id=str(uuid.uuid4()))
+                     ts=ts, event_id=str(uuid.uuid4()))
         events.append(event)
         prev_hash = event.hash
     return events
@@ -92,9 +95,9 @@ class Setup:
         self.checkpoint = await write_checkpoint(self.pool, self.key, self.tenant, directory=self.directory)
         return self
 
-    async def verify(self) -> Report:
+    async def verify(self, session_id: str | None = None) -> Report:
         async with self.pool.transaction(self.tenant) as conn:
-            return await verify_session(conn, self.session_id, key=self.key,
+            return await verify_session(conn, session_id or self.session_id, key=self.key,
                                         anchored=read_anchor(self.directory, self.tenant))
 
 
@@ -114,8 +117,8 @@ async def _always_triggers(conn: asyncpg.Connection, tables: list[str]) -> list[
 
 
 @asynccontextmanager
-async def tampering(conn: asyncpg.Connection, setup: Setup) -> AsyncIterator[str]:
-    """As superuser, in one transaction: the guard triggers of the session's partition,
+async def tampering(conn: asyncpg.Connection, events: Sequence[EventBase]) -> AsyncIterator[str]:
+    """As superuser, in one transaction: the guard triggers of the events' partition,
     event_keys and checkpoints off, the block's changes, the triggers back on as ALWAYS.
     Yields the partition's name; the block changes rows there, not through `events`.
 
@@ -129,7 +132,7 @@ async def tampering(conn: asyncpg.Connection, setup: Setup) -> AsyncIterator[str
         # Locks in the order an insert takes them (events, its partition, event_keys via the
         # trigger): the UPDATE below would otherwise take events last and deadlock with one.
         await conn.execute("LOCK TABLE ONLY events IN ROW EXCLUSIVE MODE")
-        partitions = {await conn.fetchval("SELECT ensure_events_partition($1)", e.ts) for e in setup.events}
+        partitions = {await conn.fetchval("SELECT ensure_events_partition($1)", e.ts) for e in events}
         assert len(partitions) == 1, "the test session spans a month boundary"
         tables = [*partitions, "event_keys", "checkpoints"]
         guards = await _always_triggers(conn, tables)
@@ -154,7 +157,7 @@ async def test_an_untouched_session_verifies_against_its_checkpoint(setup: Setup
 
 async def test_triggers_still_refuse_changes_after_a_tampering_transaction(setup: Setup) -> None:
     async with superuser() as conn:
-        async with tampering(conn, setup) as partition:
+        async with tampering(conn, setup.events) as partition:
             pass
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1", setup.session_id)
@@ -176,7 +179,7 @@ async def test_triggers_still_refuse_changes_after_a_tampering_transaction(setup
 ])
 async def test_one_changed_column_is_reported_at_its_seq(setup: Setup, column_change: str, seq: int,
                                                          reason: str) -> None:
-    async with superuser() as conn, tampering(conn, setup) as partition:
+    async with superuser() as conn, tampering(conn, setup.events) as partition:
         changed = await conn.execute(f"UPDATE {partition} SET {column_change} WHERE session_id = $1 AND seq = $2",
                                      setup.session_id, seq)
     assert changed == "UPDATE 1"
@@ -186,7 +189,7 @@ async def test_one_changed_column_is_reported_at_its_seq(setup: Setup, column_ch
 
 
 async def test_a_deleted_row_is_reported_as_a_gap_at_its_seq(setup: Setup) -> None:
-    async with superuser() as conn, tampering(conn, setup) as partition:
+    async with superuser() as conn, tampering(conn, setup.events) as partition:
         await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1 AND seq = 3", setup.session_id)
         await conn.execute("DELETE FROM event_keys WHERE session_id = $1 AND seq = 3", setup.session_id)
     report = await setup.verify()
@@ -195,7 +198,7 @@ async def test_a_deleted_row_is_reported_as_a_gap_at_its_seq(setup: Setup) -> No
 
 
 async def test_a_row_deleted_from_events_alone_is_reported_from_the_key_registry(setup: Setup) -> None:
-    async with superuser() as conn, tampering(conn, setup) as partition:
+    async with superuser() as conn, tampering(conn, setup.events) as partition:
         await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1 AND seq = 3", setup.session_id)
     report = await setup.verify()
     # The registry keeps seq 3's hash, so seq 4's link still checks out: one problem only.
@@ -203,7 +206,7 @@ async def test_a_row_deleted_from_events_alone_is_reported_from_the_key_registry
 
 
 async def test_a_cut_off_tail_is_reported_against_the_checkpoint(setup: Setup) -> None:
-    async with superuser() as conn, tampering(conn, setup) as partition:
+    async with superuser() as conn, tampering(conn, setup.events) as partition:
         await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1 AND seq >= 5", setup.session_id)
         await conn.execute("DELETE FROM event_keys WHERE session_id = $1 AND seq >= 5", setup.session_id)
     report = await setup.verify()
@@ -224,7 +227,7 @@ async def rewrite_consistently(setup: Setup) -> list[EventBase]:
                      prev_hash=prev_hash, ts=event.ts, event_id=event.event_id)
         resealed.append(event)
         prev_hash = event.hash
-    async with superuser() as conn, tampering(conn, setup) as partition:
+    async with superuser() as conn, tampering(conn, setup.events) as partition:
         for event in resealed[1:]:
             await conn.execute(f"UPDATE {partition} SET payload = $3::jsonb, prev_hash = $4, hash = $5 "
                                "WHERE session_id = $1 AND seq = $2", event.session_id, event.seq,
@@ -246,7 +249,7 @@ async def test_a_consistently_rewritten_chain_is_reported_rewritten_since_the_ch
 
 async def test_a_rewrite_that_also_removes_the_checkpoint_rows_is_caught_by_the_anchor_file(setup: Setup) -> None:
     await rewrite_consistently(setup)
-    async with superuser() as conn, tampering(conn, setup) as partition:
+    async with superuser() as conn, tampering(conn, setup.events) as partition:
         await conn.execute("DELETE FROM checkpoints WHERE tenant = $1", setup.tenant)
     found = {reason for _, reason in reasons(await setup.verify())}
     assert f"checkpoint {setup.checkpoint.id} is in the anchor file but missing from the database" in found
@@ -256,7 +259,7 @@ async def test_a_rewrite_that_also_removes_the_checkpoint_rows_is_caught_by_the_
 async def test_a_checkpoint_row_altered_to_match_a_rewrite_is_reported_forged(setup: Setup) -> None:
     resealed = await rewrite_consistently(setup)
     forged_heads = json.dumps({setup.session_id: {"seq": 6, "hash": resealed[-1].hash}})
-    async with superuser() as conn, tampering(conn, setup) as partition:
+    async with superuser() as conn, tampering(conn, setup.events) as partition:
         await conn.execute("UPDATE checkpoints SET heads = $2::jsonb WHERE id = $1",
                            setup.checkpoint.id, forged_heads)
     found = {reason for _, reason in reasons(await setup.verify())}
@@ -299,7 +302,7 @@ async def test_verify_all_reports_only_the_tampered_session_of_the_tenant(setup:
         await set_tenant(conn, setup.tenant)
         for event in other:
             await insert_event(conn, as_row(event))
-    async with superuser() as conn, tampering(conn, setup) as partition:
+    async with superuser() as conn, tampering(conn, setup.events) as partition:
         await conn.execute(f"UPDATE {partition} SET actor = 'user:mallory' WHERE session_id = $1 AND seq = 1",
                            setup.session_id)
     result = await verify_all(setup.pool, setup.tenant, key=setup.key,
@@ -321,10 +324,121 @@ async def test_the_cli_prints_json_and_exits_1_on_a_tampered_session(setup: Setu
         return proc.returncode, [json.loads(line) for line in out.decode().splitlines()]
 
     assert (await cli(setup.session_id))[0] == 0
-    async with superuser() as conn, tampering(conn, setup) as partition:
+    async with superuser() as conn, tampering(conn, setup.events) as partition:
         await conn.execute(f"UPDATE {partition} SET payload = jsonb_set(payload, '{{text}}', '\"x\"') "
                            "WHERE session_id = $1 AND seq = 6", setup.session_id)
     code, lines = await cli("--all")
     assert code == 1 and [(r["session_id"], r["first_bad_seq"]) for r in lines[:-1]] == [(setup.session_id, 6)]
     assert lines[-1] == {"tenant": setup.tenant, "ok": False, "checkpoint_problems": []}
     assert (await cli("no-such-session"))[0] == 2
+
+
+# -- across a retention cut ------------------------------------------------------------------
+
+DAY = timedelta(days=1)
+DROP = "SELECT * FROM drop_events_partition($1, $2, $3)"
+MISSING = "missing: seq {} is registered in event_keys but absent from events"
+
+
+class CutSetup(Setup):
+    """Setup's tenant and key, across a retention cut. `session_id` has seqs 1..3 in a far-past
+    month that retention drops and 4..6 in a later one that stays (`surviving`); `whole_id`
+    lies entirely in the dropped month. One checkpoint, written before the drop, names both."""
+
+    def __init__(self, pool: TenantPool, directory: Path, key: bytes, dropped: tuple, kept: tuple) -> None:
+        super().__init__(pool, directory, key)
+        (self.dropped, dropped_from, self.dropped_to), (self.kept, self.kept_from, self.kept_to) = dropped, kept
+        times = [start + DAY + timedelta(minutes=i) for start in (dropped_from, self.kept_from) for i in range(3)]
+        self.events = sealed(self.tenant, self.session_id, at=times)
+        self.surviving = self.events[3:]
+        self.whole_id = fresh_session_id()
+        self.whole = sealed(self.tenant, self.whole_id, DRAFTS[:2], at=times[:2])
+
+    async def create(self) -> CutSetup:
+        async with service_connection() as conn, conn.transaction():
+            await set_tenant(conn, self.tenant)
+            for event in [*self.events, *self.whole]:
+                await insert_event(conn, as_row(event))
+        self.checkpoint = await write_checkpoint(self.pool, self.key, self.tenant, directory=self.directory)
+        assert self.checkpoint.heads == {self.session_id: Head(seq=6, hash=self.events[-1].hash),
+                                         self.whole_id: Head(seq=2, hash=self.whole[-1].hash)}
+        async with maintenance_connection() as conn:
+            entry = await conn.fetchrow(DROP, self.dropped, self.dropped_to + DAY, DAY)
+        assert entry["event_count"] == 5
+        return self
+
+    async def drop_kept(self) -> None:
+        async with maintenance_connection() as conn:
+            await conn.fetchrow(DROP, self.kept, self.kept_to + DAY, DAY)
+
+
+@pytest.fixture
+async def cut(tmp_path: Path) -> AsyncIterator[CutSetup]:
+    await require_postgres()
+    key = load_key(tmp_path / "keys" / "checkpoint.key")
+    dropped = await fresh_month()
+    while (kept := await fresh_month()) == dropped:
+        pass
+    async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=2) as pool:
+        setup = CutSetup(pool, tmp_path / "checkpoints", key, dropped, kept)
+        try:
+            yield await setup.create()
+        finally:
+            await setup.drop_kept()  # the test's far-past months are not left behind
+
+
+async def test_a_retention_drop_verifies_with_the_dropped_seqs_retained_out(cut: CutSetup) -> None:
+    report = await cut.verify()
+    assert (report.ok, report.problems, report.checkpoint_id) == (True, (), cut.checkpoint.id)
+    assert (report.events, report.retained_out, report.last_seq) == (3, 3, 6)
+    # Its checkpoint anchored seq 2, which retention dropped: compared with the tombstone.
+    whole = await cut.verify(cut.whole_id)
+    assert (whole.ok, whole.problems, whole.checkpoint_id) == (True, (), cut.checkpoint.id)
+    assert (whole.found, whole.events, whole.retained_out, whole.last_seq) == (True, 0, 2, 2)
+    result = await verify_all(cut.pool, cut.tenant, key=cut.key, anchored=read_anchor(cut.directory, cut.tenant))
+    assert result.ok and {r.session_id: r.retained_out for r in result.sessions} == {cut.session_id: 3,
+                                                                                   cut.whole_id: 2}
+
+
+async def test_a_row_deleted_from_a_surviving_month_after_a_drop_is_still_missing(cut: CutSetup) -> None:
+    async with superuser() as conn, tampering(conn, cut.surviving) as partition:
+        await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1 AND seq = 5", cut.session_id)
+    report = await cut.verify()
+    assert reasons(report) == [(5, MISSING.format(5))]
+    assert (report.events, report.retained_out) == (2, 3)
+
+
+async def test_a_first_surviving_row_that_does_not_link_to_the_cut_is_reported(cut: CutSetup) -> None:
+    async with superuser() as conn, tampering(conn, cut.surviving) as partition:
+        await conn.execute(f"UPDATE {partition} SET prev_hash = $2 WHERE session_id = $1 AND seq = 4",
+                           cut.session_id, GENESIS_HASH)
+    report = await cut.verify()
+    assert (report.first_bad_seq, report.retained_out) == (4, 3)
+    assert report.reason == "broken link: prev_hash does not match the hash of seq 3", reasons(report)
+
+
+async def test_a_tombstone_that_disagrees_with_the_retention_log_voids_the_cut(cut: CutSetup) -> None:
+    async with superuser() as conn, tampering(conn, cut.surviving):
+        await conn.execute("UPDATE event_keys SET hash = $2 WHERE session_id = $1 AND seq = 3",
+                           cut.session_id, "f" * 64)
+    report = await cut.verify()
+    found = reasons(report)
+    assert report.retained_out == 0 and report.first_bad_seq == 1
+    assert [seq for seq, reason in found if reason.startswith("missing")] == [1, 2, 3]
+    assert any(seq == 3 and "its chain head disagrees with event_keys at seq 3" in reason for seq, reason in found)
+    assert (await cut.verify(cut.whole_id)).ok  # the other session's side of the same cut stands
+
+
+async def test_a_forged_retention_log_entry_does_not_excuse_a_deleted_row(cut: CutSetup) -> None:
+    deleted = cut.surviving[1]
+    forged_head = json.dumps([{"tenant": cut.tenant, "session_id": cut.session_id, "seq": 5, "hash": deleted.hash}])
+    async with superuser() as conn:
+        async with tampering(conn, cut.surviving) as partition:
+            await conn.execute(f"DELETE FROM {partition} WHERE session_id = $1 AND seq = 5", cut.session_id)
+        await conn.execute("INSERT INTO retention_log (partition_name, range_from, range_to, event_count, "
+                           "chain_heads, tenant_windows, dropped_by) VALUES ($1, $2, $3, 1, $4::jsonb, '{}', "
+                           "'wakeline_maintenance')", cut.kept, cut.kept_from, cut.kept_to, forged_head)
+    report = await cut.verify()
+    found = reasons(report)
+    assert (5, MISSING.format(5)) in found and report.retained_out == 3
+    assert [seq for seq, reason in found if "still in events inside the dropped range" in reason] == [4, 6]
