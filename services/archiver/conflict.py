@@ -5,15 +5,22 @@ same key with a different hash means two histories claim one position in the log
 (`ConflictingEvent`). A new event must also link to the archive: seq 1 to the genesis
 hash, seq n to the stored (or same-batch) hash of seq n-1; anything else is a gap or a
 fork (`BrokenChain`). Nothing may be stored on top of either, so both stop the archiver.
+
+A month that retention dropped keeps its events only as event_keys tombstones: an old
+event replayed into it is a redelivery like any other (same hash: a no-op; another hash:
+a conflict), but a new one would resurrect the month (`RetainedOutEvent`), so it stops
+the archiver too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from datetime import UTC, datetime
 
 from wakeline.events import GENESIS_HASH, EventBase
 
 Key = tuple[str, int]
+Month = tuple[int, int]  # (year, month) in UTC, as events is partitioned
 
 
 class ConflictingEvent(RuntimeError):
@@ -36,6 +43,20 @@ class BrokenChain(RuntimeError):
         super().__init__(f"event for session {session_id} seq {seq} does not continue the archive: its prev_hash "
                          f"is {prev_hash}, but {found}; refusing to archive a gap or a fork")
         self.session_id, self.seq, self.previous_hash, self.prev_hash = session_id, seq, previous_hash, prev_hash
+
+
+class RetainedOutEvent(RuntimeError):
+    """A new event in a month whose partition retention dropped."""
+
+    def __init__(self, session_id: str, seq: int, ts: datetime):
+        super().__init__(f"event for session {session_id} seq {seq} at {ts.isoformat()} is not archived, and its "
+                         "month was dropped by retention; refusing to create the month again")
+        self.session_id, self.seq, self.ts = session_id, seq, ts
+
+
+def utc_month(ts: datetime) -> Month:
+    utc = ts.astimezone(UTC) if ts.tzinfo else ts
+    return utc.year, utc.month
 
 
 def keys_to_look_up(events: Iterable[EventBase]) -> list[Key]:
@@ -73,3 +94,10 @@ def check_skipped(skipped: Iterable[EventBase], stored: Mapping[Key, str]) -> No
         known = stored.get((event.session_id, event.seq))
         if known != event.hash:
             raise ConflictingEvent(event.session_id, event.seq, str(known), event.hash)
+
+
+def refuse_retained_out(fresh: Iterable[EventBase], dropped: Collection[Month]) -> None:
+    """New events (from `select_new`) must not fall in a month retention dropped."""
+    for event in fresh:
+        if utc_month(event.ts) in dropped:
+            raise RetainedOutEvent(event.session_id, event.seq, event.ts)

@@ -5,20 +5,23 @@ touching its rows), the new events, the `sessions` rows they move forward, and, 
 the batch's Kafka offsets in `archiver_offsets`. Either all of it commits or none, so
 the stored offset always says exactly how far the archive goes. Monthly partitions of
 `events` are created beforehand in their own short transactions: DDL must not hold
-locks for the length of a batch.
+locks for the length of a batch. A month retention dropped is not created again (the
+database refuses, 0007); events replayed into it can only be redeliveries.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from datetime import UTC
 
 import asyncpg
 
 from wakeline.events import EventBase
 from wakeline.pg import TenantPool
-from wakeline_archiver.conflict import Key, check_skipped, keys_to_look_up, select_new
+from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
+from wakeline_archiver.conflict import (
+    Key, Month, check_skipped, keys_to_look_up, refuse_retained_out, select_new, utc_month,
+)
 from wakeline_archiver.rows import EVENT_COLUMNS, SESSION_COLUMNS, event_row, session_change, session_row
 
 SET_TENANT = "SELECT set_config('wakeline.tenant', $1, true)"
@@ -68,7 +71,8 @@ class Archive:
     def __init__(self, pool: TenantPool, group: str):
         self._pool = pool
         self._group = group
-        self._months: set[tuple[int, int]] = set()
+        self._months: set[Month] = set()
+        self._dropped: set[Month] = set()  # by retention: never created again
 
     async def store_events(self, events: Sequence[EventBase], offsets: dict[tuple[str, int], int]) -> int:
         """Stores the batch and its offsets in one transaction; returns how many events were new."""
@@ -80,7 +84,7 @@ class Archive:
         async with self._pool.system_transaction() as conn:
             for tenant, group in itertools.groupby(ordered, lambda e: e.tenant):
                 await conn.execute(SET_TENANT, tenant)
-                stored += await _store_tenant_events(conn, list(group))
+                stored += await _store_tenant_events(conn, list(group), self._dropped)
             await save_offsets(conn, self._group, offsets)
         return stored
 
@@ -92,17 +96,24 @@ class Archive:
 
     async def _ensure_partitions(self, events: Iterable[EventBase]) -> None:
         for event in events:
-            utc = event.ts.astimezone(UTC) if event.ts.tzinfo else event.ts
-            month = (utc.year, utc.month)
-            if month not in self._months:
+            month = utc_month(event.ts)
+            if month in self._months or month in self._dropped:
+                continue
+            try:
                 async with self._pool.system_transaction() as conn:
                     await conn.execute("SELECT ensure_events_partition($1)", event.ts)
+            except asyncpg.PostgresError as exc:
+                if exc.sqlstate != RETAINED_OUT_SQLSTATE:
+                    raise
+                self._dropped.add(month)
+            else:
                 self._months.add(month)
 
 
-async def _store_tenant_events(conn: asyncpg.Connection, events: list[EventBase]) -> int:
+async def _store_tenant_events(conn: asyncpg.Connection, events: list[EventBase], dropped: set[Month]) -> int:
     """One tenant's share of the batch, in (session_id, seq) order."""
     fresh = select_new(events, await _stored_hashes(conn, keys_to_look_up(events)))
+    refuse_retained_out(fresh, dropped)
     if not fresh:
         return 0
     columns = list(zip(*(event_row(e) for e in fresh)))

@@ -3,11 +3,13 @@
 Each test writes into its own far-past month (a random month before 2000 with no partition
 yet, never dropped), so dropping it touches no other test's data; `now` passed to retention
 is just after that month, so no 2025+ partition is ever a candidate. A dropped month stays
-dropped: ensure_events_partition does not bring it back.
+dropped: neither ensure_events_partition nor an archiver replaying into it brings it back.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -17,8 +19,14 @@ from conftest_pg import (
     INSERT_EVENT, EVENT_COLUMNS, fresh_month, fresh_session_id, fresh_tenant, insert_event_as,
     maintenance_connection, new_event, owner_connection, require_postgres, service_connection, set_tenant,
 )
+from wakeline.chain import Draft, seal
+from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase
+from wakeline.pg import TenantPool
 from wakeline.retention import RetentionSettings, apply_retention, parse_window, plan_retention
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
+from wakeline.settings import CommonSettings
+from wakeline_archiver.conflict import ConflictingEvent, RetainedOutEvent
+from wakeline_archiver.store import Archive
 
 pytestmark = pytest.mark.postgres
 
@@ -243,3 +251,95 @@ async def test_drop_refuses_what_is_not_an_events_partition(target: str) -> None
     async with service_connection() as conn:
         assert await conn.fetchval("SELECT to_regclass('public.events') IS NOT NULL")
 
+
+# -- the archiver replaying into a dropped month -------------------------------------------
+
+def chain(tenant: str, session_id: str, times: list[datetime], after: EventBase | None = None,
+          text: str = "hello") -> list[EventBase]:
+    """Sealed user messages at `times`, continuing `after` (or from seq 1)."""
+    events, last = [], after
+    for ts in times:
+        draft = Draft(type="user_message", payload=PAYLOAD_CLASSES["user_message"](text=text),
+                      actor="user:test", trust="instruction")
+        last = seal(draft, session_id=session_id, tenant=tenant, seq=last.seq + 1 if last else 1,
+                    prev_hash=last.hash if last else GENESIS_HASH, ts=ts, event_id=str(uuid.uuid4()))
+        events.append(last)
+    return events
+
+
+class DroppedMonth:
+    """A session of three events archived into a fresh far-past month, then the month dropped."""
+
+    def __init__(self, pool: TenantPool, name: str, start: datetime, end: datetime) -> None:
+        self.pool, self.name, self.start, self.end = pool, name, start, end
+        self.tenant, self.session_id = fresh_tenant(), fresh_session_id()
+        self.events = chain(self.tenant, self.session_id, [start + DAY + i * timedelta(minutes=1) for i in range(3)])
+        self.archive = Archive(pool, f"test-retention-{uuid.uuid4().hex[:12]}")
+
+    async def create(self) -> DroppedMonth:
+        assert await self.archive.store_events(self.events, {}) == 3
+        async with maintenance_connection() as conn:
+            await conn.fetchrow(DROP, self.name, self.end + DAY, DAY)
+        assert not await partition_exists(self.name)
+        return self
+
+    async def key_hashes(self) -> dict[int, str]:
+        async with self.pool.transaction(self.tenant) as conn:
+            rows = await conn.fetch("SELECT seq, hash FROM event_keys WHERE session_id = $1", self.session_id)
+        return {r["seq"]: r["hash"] for r in rows}
+
+
+@pytest.fixture
+async def dropped() -> AsyncIterator[DroppedMonth]:
+    await require_postgres()
+    async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=2) as pool:
+        yield await DroppedMonth(pool, *await fresh_month()).create()
+
+
+async def stored_offset(archive_group: str, topic: str) -> int | None:
+    async with service_connection() as conn:
+        return await conn.fetchval("SELECT next_offset FROM archiver_offsets WHERE consumer_group = $1 "
+                                   "AND topic = $2", archive_group, topic)
+
+
+@pytest.mark.parametrize("restarted", [False, True], ids=["same-archiver", "restarted-archiver"])
+async def test_replaying_a_dropped_month_is_a_no_op_and_the_chain_continues_after_it(
+        dropped: DroppedMonth, restarted: bool) -> None:
+    # A restarted archiver has no months cached: it asks for the partition and is refused.
+    group = f"test-retention-{uuid.uuid4().hex[:12]}"
+    archive = Archive(dropped.pool, group) if restarted else dropped.archive
+    [after] = chain(dropped.tenant, dropped.session_id, [datetime.now(UTC)], after=dropped.events[-1])
+
+    stored = await archive.store_events([*dropped.events, after], {("wakeline.events", 0): 42})
+
+    assert stored == 1  # only the event after the cut, linked to the tombstone's hash
+    assert not await partition_exists(dropped.name)
+    assert await dropped.key_hashes() == {e.seq: e.hash for e in [*dropped.events, after]}
+    if restarted:
+        assert await stored_offset(group, "wakeline.events") == 42
+    assert await archive.store_events(dropped.events, {}) == 0  # and again, from the cache
+
+
+async def test_another_hash_for_a_key_in_a_dropped_month_is_still_a_conflict(dropped: DroppedMonth) -> None:
+    first = dropped.events[0]
+    [impostor] = chain(dropped.tenant, dropped.session_id, [first.ts], text="a different history")
+    for archive in (dropped.archive, Archive(dropped.pool, "test-retention-conflict")):
+        with pytest.raises(ConflictingEvent) as raised:
+            await archive.store_events([impostor], {})
+        assert (raised.value.session_id, raised.value.seq) == (dropped.session_id, 1)
+        assert (raised.value.stored_hash, raised.value.incoming_hash) == (first.hash, impostor.hash)
+    assert not await partition_exists(dropped.name)
+    assert await dropped.key_hashes() == {e.seq: e.hash for e in dropped.events}
+
+
+async def test_a_new_event_in_a_dropped_month_stops_the_archiver_without_resurrecting_it(
+        dropped: DroppedMonth) -> None:
+    [late] = chain(dropped.tenant, dropped.session_id, [dropped.start + 20 * DAY], after=dropped.events[-1])
+    with pytest.raises(RetainedOutEvent, match="dropped by retention") as raised:
+        await Archive(dropped.pool, "test-retention-late").store_events([late], {})
+    assert (raised.value.session_id, raised.value.seq) == (dropped.session_id, 4)
+    # The archiver that still believes the month exists finds no partition to insert into.
+    with pytest.raises(asyncpg.CheckViolationError, match="no partition"):
+        await dropped.archive.store_events([late], {})
+    assert not await partition_exists(dropped.name)
+    assert 4 not in await dropped.key_hashes()
