@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: the four services on the local stack, one agent session that uses tools in
-# its sandbox, streamed live, then its transcript and an audit query over it. The stack is
+# its sandbox, streamed live, then its transcript and audit queries over it, with API keys. The stack is
 # left running to explore (`make down` stops it). Called by `make demo` after `make up`.
 set -euo pipefail
 ROOT="${WAKELINE_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
@@ -8,6 +8,21 @@ BIN="$ROOT/.venv/bin"
 cd "$ROOT"
 
 bash deploy/services.sh up
+
+# API keys, made the way an operator would (`wakeline keys create`, as the schema owner);
+# each is printed once and only its hash is stored. Kept 0600 under .data/keys/.
+KEYS="$ROOT/.data/keys"
+mkdir -p "$KEYS" && chmod 700 "$KEYS"
+new_key() {  # principal role -> path of a file holding the key
+  (umask 077; "$BIN/wakeline" keys create --tenant default --principal "$1" --role "$2" --note demo \
+     > "$KEYS/demo-$2.key")
+  echo "$KEYS/demo-$2.key"
+}
+USER_KEY=$(new_key demo user)
+AUDITOR_KEY=$(new_key auditor auditor)
+ADMIN_KEY=$(new_key admin admin)
+export WAKELINE_API_KEY="$(cat "$USER_KEY")"
+echo "== keys: user:demo, auditor, admin (tenant default) in .data/keys/; the CLI reads WAKELINE_API_KEY"
 
 if [ -n "${ANTHROPIC_API_KEY:-}" ]; then
   MODEL="${WAKELINE_DEMO_MODEL:-claude-sonnet-4-5}"
@@ -42,19 +57,20 @@ echo "== hash chain:"
 "$BIN/wakeline" verify "$SID"
 
 echo
-echo "== audit: every tool call in the last hour across sessions of tenant 'default', who ran it, outcome"
-PGPASSWORD=wakeline_service psql -X -q -h 127.0.0.1 -p "${WAKELINE_PG_PORT:-15432}" -U wakeline_service wakeline <<SQL
-BEGIN;
-SELECT set_config('wakeline.tenant', 'default', true) \gset
-SELECT c.session_id = '$SID' AS this_session, r.actor AS ran_by, c.tool_name AS tool,
-       r.is_error AS failed, count(*) AS calls, min(c.ts) AS first, max(r.ts) AS last
-  FROM events c JOIN events r ON r.session_id = c.session_id AND r.type = 'tool_result'
-       AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id'
- WHERE c.type = 'tool_call' AND c.ts > now() - interval '1 hour'
- GROUP BY 1, 2, 3, 4 ORDER BY 1 DESC, 3;
-COMMIT;
-SQL
+as_role() { local key="$1"; shift; WAKELINE_API_KEY="$(cat "$key")" "$BIN/wakeline" "$@"; }
+
+echo "== audit (as the auditor): every tool call and result of the last hour, across sessions"
+as_role "$AUDITOR_KEY" audit --type tool_call --type tool_result --since 1h --limit 12
+echo "== audit: the sessions user:demo touched in the last hour"
+as_role "$AUDITOR_KEY" audit --principal demo --sessions --since 1h
+echo "== audit: an auditor may read but not write:"
+as_role "$AUDITOR_KEY" send "$SID" "let me in" || true
+echo "== tamper evidence, every session of the tenant (chains, key registry, signed checkpoints):"
+as_role "$AUDITOR_KEY" verify --all | tail -3 || true
+echo "== who read the audit trail (as the admin):"
+as_role "$ADMIN_KEY" audit --access-log --since 1h --limit 5
 
 echo "== session $SID ended with exit code $reason (0 = completed)."
-echo "   Explore: .venv/bin/wakeline sessions | events $SID | replay $SID;  http://127.0.0.1:18080/docs"
+echo "   Explore: export WAKELINE_API_KEY=\$(cat .data/keys/demo-user.key); .venv/bin/wakeline sessions | events $SID | replay $SID"
+echo "            http://127.0.0.1:18080/docs (Authorize with the same key)"
 echo "   Services keep running (logs in .data/logs/); 'make down' stops everything."

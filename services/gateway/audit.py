@@ -182,7 +182,7 @@ class AuditStore:
             await conn.execute(
                 "INSERT INTO audit_access_log (tenant, principal, role, key_id, method, path, query) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)",
-                tenant, principal, role, key_id, method, path, json.dumps(asked, sort_keys=True))
+                tenant, principal, role, key_id, method, path, json.dumps(asked, sort_keys=True, default=str))
 
     async def access_log(self, tenant: str, since: datetime | None, until: datetime | None,
                          principal: str | None, limit: int, after_id: int | None) -> list[dict[str, Any]]:

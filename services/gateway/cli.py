@@ -1,4 +1,8 @@
-"""`wakeline`: run a task and watch it live, read sessions, and send commands, over HTTP.
+"""`wakeline`: run a task and watch it live, read sessions, send commands, audit, over HTTP.
+
+Every HTTP command presents the API key in WAKELINE_API_KEY (`wakeline keys create` makes
+one). `wakeline keys` and `wakeline retention` are operator commands that talk to
+Postgres directly, as the schema owner and the maintenance role.
 
 `wakeline run` exits with the session's terminal reason: 0 completed, 2 max_turns,
 3 error, 4 interrupted or cancelled; 1 means the gateway refused or could not be reached.
@@ -12,8 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
+from datetime import UTC, datetime, timedelta
+
+from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from wakeline import keys as keys_admin
+from wakeline import retention as retention_admin
+from wakeline.retention import parse_window
 from wakeline_gateway import terminal
 from wakeline_gateway.client import GatewayClient, GatewayError
 
@@ -23,6 +33,7 @@ class CliSettings(BaseSettings):
 
     gateway_url: str = "http://127.0.0.1:18080"
     timeout_s: float = 30.0
+    api_key: SecretStr | None = None
 
 
 def run(client: GatewayClient, args: argparse.Namespace) -> int:
@@ -74,12 +85,67 @@ def replay(client: GatewayClient, args: argparse.Namespace) -> int:
 
 
 def verify(client: GatewayClient, args: argparse.Namespace) -> int:
-    report = client.json("GET", f"/v1/sessions/{args.session_id}/verify")
-    if report["ok"]:
-        print(f"ok: {report['events']} events, hash chain intact")
+    """One session (any reader of it), or --all: every session of the key's tenant (auditor, admin)."""
+    if args.all == (args.session_id is not None):
+        raise GatewayError("verify takes a session id or --all, not both or neither")
+    if args.all:
+        tenant = client.json("GET", "/v1/audit/verify")
+        reports = tenant["sessions"]
+        for problem in tenant["checkpoint_problems"]:
+            print(f"BROKEN checkpoint: {terminal.safe(problem['reason'])}")
+    else:
+        reports = [client.json("GET", f"/v1/sessions/{args.session_id}/verify")]
+    for report in reports:
+        if report["ok"]:
+            print(f"ok: {report['session_id']}: {report['events']} events, hash chain intact"
+                  + ("" if report["signatures_checked"] else " (checkpoint signatures not checked: no key)"))
+        else:
+            print(f"BROKEN: {report['session_id']}: first bad seq {report['first_bad_seq']}: "
+                  f"{terminal.safe(report['reason'] or '')}")
+    ok = all(r["ok"] for r in reports) and (not args.all or tenant["ok"])
+    return 0 if ok else 1
+
+
+def when(text: str) -> str:
+    """An ISO time, or an age such as 7d / 12h / 30m meaning that long ago."""
+    try:
+        return (datetime.now(UTC) - parse_window(text)).isoformat()
+    except (ValueError, argparse.ArgumentTypeError):
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).isoformat()
+
+
+def audit(client: GatewayClient, args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {k: v for k, v in (
+        ("actor", args.actor), ("principal", args.principal), ("type", args.type), ("tool", args.tool),
+        ("session_id", args.session), ("outcome", args.outcome),
+        ("since", when(args.since) if args.since else None),
+        ("until", when(args.until) if args.until else None)) if v}
+    if args.access_log:
+        page = client.json("GET", "/v1/audit/access-log", params={k: params[k] for k in ("since", "until")
+                                                                  if k in params} | {"limit": args.limit})
+        for entry in page["data"]:
+            print(terminal.safe(json.dumps(entry, ensure_ascii=False)))
         return 0
-    print(f"BROKEN: the chain first fails at seq {report['first_bad_seq']} ({report['events']} events read)")
-    return 1
+    if args.sessions:
+        for row in client.json("GET", "/v1/audit/sessions", params={**params, "limit": args.limit})["data"]:
+            print(terminal.safe(json.dumps(row, ensure_ascii=False)))
+        return 0
+    if args.format in ("jsonl", "csv"):
+        for line in client.lines("GET", "/v1/audit/events/export", params={**params, "format": args.format}):
+            print(terminal.safe(line))
+        return 0
+    shown, cursor = 0, None
+    while shown < args.limit:
+        page_params = {**params, "limit": min(1000, args.limit - shown)} | ({"cursor": cursor} if cursor else {})
+        page = client.json("GET", "/v1/audit/events", params=page_params)
+        for event in page["data"]:
+            print(f"{event['ts']} {event['session_id']} {terminal.event_line(event)}")
+        shown += page["count"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    return 0
 
 
 def command(method: str, suffix: str, body: Callable[[argparse.Namespace], dict[str, Any] | None] = lambda a: None):
@@ -111,7 +177,30 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--html", metavar="FILE")
     _with_session(sub, "replay", replay, "the folded state after each event").add_argument("--json", action="store_true")
-    _with_session(sub, "verify", verify, "recompute the hash chain")
+    p = sub.add_parser("verify", help="recompute hash chains: one session, or --all of the tenant")
+    p.add_argument("session_id", nargs="?")
+    p.add_argument("--all", action="store_true")
+    p.set_defaults(handler=verify)
+    p = sub.add_parser("audit", help="events across every session of the tenant (auditor, admin)")
+    p.add_argument("--actor", action="append", help="exact actor, e.g. user:alice (repeatable)")
+    p.add_argument("--principal", help="every actor of this principal (user:, human:, service:)")
+    p.add_argument("--since", help="ISO time or an age: 7d, 12h, 30m")
+    p.add_argument("--until", help="ISO time or an age")
+    p.add_argument("--type", action="append")
+    p.add_argument("--tool")
+    p.add_argument("--session")
+    p.add_argument("--outcome", choices=("error", "ok"))
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table",
+                   help="jsonl/csv stream every match (the export endpoint)")
+    p.add_argument("--sessions", action="store_true", help="the sessions the matches touch")
+    p.add_argument("--access-log", action="store_true", help="who queried the audit trail (admin)")
+    p.set_defaults(handler=audit)
+    p = sub.add_parser("keys", help="create, revoke or list API keys (as the schema owner)", add_help=False)
+    p.set_defaults(direct=keys_admin.main)
+    p = sub.add_parser("retention", help="drop months past every tenant's window (maintenance role)",
+                       add_help=False)
+    p.set_defaults(direct=retention_admin.main)
     for name, method, suffix, text in (("wake", "POST", "/wake", "wake the session"),
                                        ("delete", "DELETE", "", "delete the session (rows stay)")):
         _with_session(sub, name, command(method, suffix), text).add_argument("--idempotency-key")
@@ -131,10 +220,16 @@ def _with_session(sub: Any, name: str, handler: Callable[..., int], text: str) -
 
 
 def main(argv: list[str] | None = None, client: GatewayClient | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args, rest = parser().parse_known_args(argv)
+    if getattr(args, "direct", None) is not None:  # not HTTP: the operator module parses the rest
+        return args.direct(rest)
+    if rest:
+        parser().parse_args(argv)  # exits naming the unrecognized arguments
     settings = CliSettings()
+    key = settings.api_key.get_secret_value() if settings.api_key else None
     try:
-        with client or GatewayClient(settings.gateway_url, settings.timeout_s) as gateway:
+        with client or GatewayClient(settings.gateway_url, settings.timeout_s, api_key=key) as gateway:
             return args.handler(gateway, args)
     except GatewayError as err:
         print(f"wakeline: {terminal.one_line(err, 2000)}", file=sys.stderr)

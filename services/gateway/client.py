@@ -44,10 +44,11 @@ def parse_sse(lines: Iterable[str]) -> Iterator[tuple[str | None, str, str]]:
 
 class GatewayClient:
     def __init__(self, base_url: str, timeout_s: float = 30.0, transport: httpx.BaseTransport | None = None,
-                 retry_s: float = 0.5):
+                 retry_s: float = 0.5, api_key: str | None = None):
         self.base_url = base_url.rstrip("/")
         self.retry_s = retry_s
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, transport=transport, headers=headers)
 
     def __enter__(self) -> GatewayClient:
         return self
@@ -66,6 +67,17 @@ class GatewayClient:
 
     def json(self, method: str, path: str, **options: Any) -> Any:
         return self.call(method, path, **options).json()
+
+    def lines(self, method: str, path: str, **options: Any) -> Iterator[str]:
+        """A streamed answer, line by line (exports)."""
+        try:
+            with self._http.stream(method, path, **options) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise GatewayError(f"{response.status_code}: {_detail(response)}", response.status_code)
+                yield from response.iter_lines()
+        except httpx.TransportError as err:
+            raise GatewayError(f"gateway unreachable at {self.base_url}: {type(err).__name__}: {err}") from err
 
     def follow(self, session_id: str, after: int = 0, appear_within_s: float = 30.0) -> Iterator[dict[str, Any]]:
         """Yields events until the session ends (or is deleted), reconnecting as needed."""

@@ -88,7 +88,9 @@ async def find_session(session_id: SessionId, caller: Reader, store: StoreDep) -
     """The live session, or 404: a deleted session is gone from every read, and a `user`
     does not see another user's session at all (Postgres hides it), so it is 404 too."""
     row = await store.session(caller.scope, session_id)
-    if row is None or row["deleted_at"] is not None or row["status"] == "deleted":
+    # Postgres already hid another user's session from a `user` (viewer_owns); said again here.
+    foreign = row is not None and caller.scope.viewer is not None and row["owner"] != caller.scope.viewer
+    if row is None or foreign or row["deleted_at"] is not None or row["status"] == "deleted":
         raise ApiError(404, f"session {session_id!r} not found (unknown, deleted, or not yet archived)",
                        session_id=session_id)
     return SessionPublic.model_validate(dict(row))

@@ -133,6 +133,10 @@ class AuditEventsQuery(Strict):
         return self
 
 
+class AuditExportQuery(AuditEventsQuery):
+    format: Literal["jsonl", "csv"] = Field(default="jsonl", description="JSON lines, or CSV with a header.")
+
+
 class AuditEventsPublic(BaseModel):
     data: list[Event]
     count: int

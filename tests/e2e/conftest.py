@@ -41,6 +41,7 @@ def stack(tmp_path_factory):
     for name in SERVICES:
         stack.start(name)
     stack.wait_gateway()
+    stack.headers = {"Authorization": f"Bearer {stack.api_key()}"}  # user:local in tenant default
     _warm_up(stack)
     yield stack
     stack.stop_all()
@@ -50,7 +51,7 @@ def stack(tmp_path_factory):
 def _warm_up(stack: Stack, timeout: float = 120) -> None:
     """Waits until a session goes all the way through: a previous module's processes may
     still hold group memberships until their session timeouts expire."""
-    with httpx.Client(base_url=stack.url, timeout=30) as client:
+    with httpx.Client(base_url=stack.url, timeout=30, headers=stack.headers) as client:
         response = client.post("/v1/sessions", json={"message": "warm-up", "wait": False,
                                                      "config": {"model": "scripted:tools3"}})
         assert response.status_code in (201, 202), response.text
@@ -60,7 +61,7 @@ def _warm_up(stack: Stack, timeout: float = 120) -> None:
 
 @pytest.fixture
 def client(stack):
-    with httpx.Client(base_url=stack.url, timeout=30) as client:
+    with httpx.Client(base_url=stack.url, timeout=30, headers=stack.headers) as client:
         yield client
 
 

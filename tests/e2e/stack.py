@@ -69,6 +69,7 @@ class Stack:
     run_dir: Path
     gateway_port: int = field(default_factory=free_port)
     services: dict[str, Service] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)  # the API key every test client presents
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("WAKELINE_")}
@@ -104,6 +105,15 @@ class Stack:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.gateway_port}"
+
+    def api_key(self, principal: str = "local", role: str = "user", tenant: str = "default") -> str:
+        """A real key, made by `wakeline keys create` exactly as an operator would."""
+        env = {k: v for k, v in os.environ.items() if k != "WAKELINE_API_KEY"}
+        made = subprocess.run([str(ROOT / ".venv" / "bin" / "wakeline"), "keys", "create", "--tenant", tenant,
+                               "--principal", principal, "--role", role],
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert made.returncode == 0, made.stderr
+        return made.stdout.strip()
 
     def stop_all(self) -> None:
         for service in self.services.values():

@@ -80,11 +80,56 @@ def test_unreachable_gateway_is_exit_1_with_a_message(capsys) -> None:
     assert "gateway unreachable at http://gw" in capsys.readouterr().err
 
 
+def report(session_id: str, ok: bool, seq: int | None = None, reason: str | None = None) -> dict:
+    return {"session_id": session_id, "ok": ok, "first_bad_seq": seq, "reason": reason, "events": 9,
+            "signatures_checked": True}
+
+
 def test_verify_exits_1_when_the_chain_is_broken(capsys) -> None:
     gateway = FakeGateway({("GET", "/v1/sessions/s/verify"): [httpx.Response(
-        200, json={"session_id": "s", "ok": False, "first_bad_seq": 4, "events": 9})]})
+        200, json=report("s", False, 4, "hash mismatch"))]})
     assert run_cli(["verify", "s"], gateway) == 1
-    assert "seq 4" in capsys.readouterr().out
+    assert "first bad seq 4: hash mismatch" in capsys.readouterr().out
+
+
+def test_verify_all_reads_the_tenant_report_and_fails_on_any_bad_session(capsys) -> None:
+    tenant = {"tenant": "t", "ok": False, "checkpoint_problems": [],
+              "sessions": [report("a", True), report("b", False, 2, "missing")]}
+    gateway = FakeGateway({("GET", "/v1/audit/verify"): [httpx.Response(200, json=tenant)]})
+    assert run_cli(["verify", "--all"], gateway) == 1
+    out = capsys.readouterr().out
+    assert "ok: a: 9 events" in out and "BROKEN: b: first bad seq 2: missing" in out
+
+
+def test_audit_sends_filters_and_follows_the_cursor_up_to_the_limit(capsys) -> None:
+    first = {"data": [dict(event(1, "tool_call", name="bash"), ts="2026-11-01T00:00:00Z", session_id="s1")],
+             "count": 1, "next_cursor": "c1"}
+    second = {"data": [dict(event(2, "tool_result", name="bash"), ts="2026-11-01T00:00:01Z", session_id="s1")],
+              "count": 1, "next_cursor": None}
+    gateway = FakeGateway({("GET", "/v1/audit/events"): [httpx.Response(200, json=first),
+                                                         httpx.Response(200, json=second)]})
+    assert run_cli(["audit", "--principal", "alice", "--type", "tool_call", "--type", "tool_result",
+                    "--since", "2026-11-01T00:00:00Z", "--outcome", "error", "--limit", "5"], gateway) == 0
+    params = [r.url.params for r in gateway.requests]
+    assert params[0].get_list("type") == ["tool_call", "tool_result"] and params[0]["principal"] == "alice"
+    assert params[0]["since"] == "2026-11-01T00:00:00+00:00" and params[0]["outcome"] == "error"
+    assert "cursor" not in params[0] and params[1]["cursor"] == "c1" and params[1]["limit"] == "4"
+    assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_the_api_key_goes_in_the_authorization_header(monkeypatch) -> None:
+    monkeypatch.setenv("WAKELINE_API_KEY", "wkl_0123456789abcdef_" + "a" * 43)
+    seen = []
+
+    def gateway(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx.Response(200, json={"data": [], "count": 0, "next_cursor": None})
+
+    import wakeline_gateway.cli as cli
+    real = cli.GatewayClient
+    monkeypatch.setattr(cli, "GatewayClient", lambda *a, **k: real(*a, transport=httpx.MockTransport(gateway), **k))
+    assert main(["sessions"]) == 0
+    assert seen == ["Bearer wkl_0123456789abcdef_" + "a" * 43]
 
 
 def test_events_passes_the_window_and_types(capsys) -> None:

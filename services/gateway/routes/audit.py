@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
@@ -21,14 +21,14 @@ from wakeline_gateway.auth import Caller
 from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.shapes import (
-    AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditSessionPublic, AuditSessionsPublic,
+    AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditExportQuery, AuditSessionPublic,
+    AuditSessionsPublic,
 )
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
-ExportFormat = Annotated[Literal["jsonl", "csv"], Query(alias="format")]
 
 
-def audit_query(params: Annotated[AuditEventsQuery, Query()]) -> AuditQuery:
+def to_audit_query(params: AuditEventsQuery) -> AuditQuery:
     actors = list(params.actor)
     if params.principal is not None:
         actors += [f"{kind}:{params.principal}" for kind in ("user", "human", "service")]
@@ -41,7 +41,16 @@ def audit_query(params: Annotated[AuditEventsQuery, Query()]) -> AuditQuery:
                       outcome=params.outcome, limit=params.limit, after=after)
 
 
+def audit_query(params: Annotated[AuditEventsQuery, Query()]) -> AuditQuery:
+    return to_audit_query(params)
+
+
+def export_query(params: Annotated[AuditExportQuery, Query()]) -> tuple[AuditQuery, str]:
+    return to_audit_query(params), params.format
+
+
 QueryDep = Annotated[AuditQuery, Depends(audit_query)]
+ExportDep = Annotated[tuple[AuditQuery, str], Depends(export_query)]
 
 
 async def record(request: Request, caller: Caller, audit: AuditDep, asked: dict) -> None:
@@ -61,10 +70,11 @@ async def audit_events(request: Request, caller: Auditor, audit: AuditDep, query
 
 @router.get("/events/export", response_class=StreamingResponse,
             responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}}}})
-async def export_audit_events(request: Request, caller: Auditor, audit: AuditDep, query: QueryDep,
-                              fmt: ExportFormat = "jsonl") -> StreamingResponse:
+async def export_audit_events(request: Request, caller: Auditor, audit: AuditDep,
+                              export: ExportDep) -> StreamingResponse:
     """Every match, streamed: JSONL (one canonical event per line) or CSV (one row per
     event, payload as JSON; cells a spreadsheet would run as a formula get a leading ')."""
+    query, fmt = export
     await record(request, caller, audit, {**query.described(), "format": fmt})
 
     async def body() -> AsyncIterator[str]:
