@@ -16,7 +16,7 @@ from wakeline.pg import TenantPool
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.audit import AuditStore
-from wakeline_gateway.routes import audit, commands, health, reads, sessions, stream
+from wakeline_gateway.routes import audit, commands, health, reads, sessions, stream, tenant
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.store import SessionStore
 
@@ -41,6 +41,6 @@ def create_app(settings: GatewaySettings) -> FastAPI:
                   description="Commands go to wakeline.inbox; reads come from Postgres.")
     app.state.settings = settings
     install_error_handlers(app)
-    for module in (sessions, commands, reads, stream, audit, health):
+    for module in (sessions, commands, reads, stream, audit, tenant, health):
         app.include_router(module.router)
     return app

@@ -193,3 +193,25 @@ class AuditStore:
                 "AND ($3::text IS NULL OR principal = $3) AND ($4::bigint IS NULL OR id > $4) "
                 "ORDER BY id LIMIT $5", since, until, principal, after_id, limit)
         return [{**dict(row), "query": json.loads(row["query"])} for row in rows]
+
+    async def retention(self, tenant: str) -> dict[str, Any]:
+        """The tenant's window (None: only the operator's default applies) and its history."""
+        async with self._pool.transaction(tenant) as conn:
+            current = await conn.fetchrow(
+                "SELECT extract(epoch FROM keep) / 86400 AS keep_days, set_by, set_at "
+                "FROM retention_policies WHERE tenant = $1", tenant)
+            history = await conn.fetch(
+                "SELECT extract(epoch FROM keep) / 86400 AS keep_days, set_by, set_at "
+                "FROM retention_policy_changes ORDER BY id", )
+        return {"keep_days": float(current["keep_days"]) if current else None,
+                "set_by": current["set_by"] if current else None, "set_at": current["set_at"] if current else None,
+                "history": [{**dict(r), "keep_days": float(r["keep_days"])} for r in history]}
+
+    async def set_retention(self, tenant: str, keep_days: int, by: str) -> None:
+        """Upserts the window; the database appends the change to retention_policy_changes."""
+        async with self._pool.transaction(tenant) as conn:
+            await conn.execute(
+                "INSERT INTO retention_policies (tenant, keep, set_by, set_at) "
+                "VALUES ($1, make_interval(days => $2), $3, now()) ON CONFLICT (tenant) DO UPDATE "
+                "SET keep = EXCLUDED.keep, set_by = EXCLUDED.set_by, set_at = EXCLUDED.set_at",
+                tenant, keep_days, by)

@@ -23,6 +23,8 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "session.delete": frozenset({"user", "admin"}),
     "audit.read": frozenset({"auditor", "admin"}),
     "audit.access_log": frozenset({"admin"}),
+    "tenant.retention.read": frozenset({"auditor", "admin"}),
+    "tenant.retention.set": frozenset({"admin"}),
 }
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="wakeline"'}
 

@@ -106,6 +106,16 @@ def verify(client: GatewayClient, args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def retention_window(client: GatewayClient, args: argparse.Namespace) -> int:
+    """The tenant's window; with --keep-days, set it (admin)."""
+    if args.keep_days is not None:
+        answer = client.json("PUT", "/v1/tenant/retention", json={"keep_days": args.keep_days})
+    else:
+        answer = client.json("GET", "/v1/tenant/retention")
+    print(json.dumps(answer, indent=2))
+    return 0
+
+
 def when(text: str) -> str:
     """An ISO time, or an age such as 7d / 12h / 30m meaning that long ago."""
     try:
@@ -196,6 +206,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sessions", action="store_true", help="the sessions the matches touch")
     p.add_argument("--access-log", action="store_true", help="who queried the audit trail (admin)")
     p.set_defaults(handler=audit)
+    p = sub.add_parser("retention-window", help="the tenant's retention window; --keep-days N sets it (admin)")
+    p.add_argument("--keep-days", type=int)
+    p.set_defaults(handler=retention_window)
     p = sub.add_parser("keys", help="create, revoke or list API keys (as the schema owner)", add_help=False)
     p.set_defaults(direct=keys_admin.main)
     p = sub.add_parser("retention", help="drop months past every tenant's window (maintenance role)",

@@ -74,6 +74,8 @@ Writer = Annotated[Caller, Depends(permit("session.write"))]
 Deleter = Annotated[Caller, Depends(permit("session.delete"))]
 Auditor = Annotated[Caller, Depends(permit("audit.read"))]
 AccessLogReader = Annotated[Caller, Depends(permit("audit.access_log"))]
+RetentionReader = Annotated[Caller, Depends(permit("tenant.retention.read"))]
+RetentionSetter = Annotated[Caller, Depends(permit("tenant.retention.set"))]
 
 
 def get_dispatcher(inbox: InboxDep, store: StoreDep, settings: SettingsDep) -> CommandDispatcher:

@@ -70,19 +70,19 @@ async def world():
 def routes(app) -> list[tuple[str, str]]:
     found = []
     for path, item in app.openapi()["paths"].items():
-        found += [(method.upper(), path) for method in item if method in ("get", "post", "delete")]
+        found += [(method.upper(), path) for method in item if method in ("get", "post", "put", "delete")]
     return sorted(found)
 
 
 def request_for(method: str, path: str, session_id: str) -> dict[str, Any]:
     url = path.replace("{session_id}", session_id).replace("{tool_call_id}", "tc-1")
-    params: dict[str, Any] = {"wait": "false"} if method in ("POST", "DELETE") else {}
+    params: dict[str, Any] = {"wait": "false"} if method in ("POST", "DELETE") and "/sessions" in url else {}
     if url.endswith("/stream"):
         params["until_end"] = "true"
     body = {"/v1/sessions": {"message": "hello", "wait": False}, "/messages": {"text": "hi"},
-            "/tool-results/tc-1": {"output": "done"}}
+            "/tool-results/tc-1": {"output": "done"}, "/v1/tenant/retention": {"keep_days": 3650}}
     json_body = next((b for suffix, b in body.items() if url.endswith(suffix)), None)
-    return dict(method=method, url=url, params=params, json=json_body if method == "POST" else None)
+    return dict(method=method, url=url, params=params, json=json_body if method in ("POST", "PUT") else None)
 
 
 async def call(client: httpx.AsyncClient, headers: dict, method: str, path: str, session_id: str) -> httpx.Response:
@@ -94,7 +94,7 @@ def session_scoped(path: str) -> bool:
 
 
 def is_write(method: str, path: str) -> bool:
-    return method in ("POST", "DELETE") and path != "/v1/sessions"
+    return method in ("POST", "PUT", "DELETE") and path != "/v1/sessions"
 
 
 async def test_the_matrix_covers_every_route_the_app_serves(world) -> None:
@@ -155,7 +155,8 @@ async def test_a_user_on_another_users_session_gets_404_and_sees_only_its_own(wo
     assert len(inbox.sent) == sent_before
     listed = (await client.get("/v1/sessions", headers=world["keys"]["bob"])).json()["data"]
     assert [s["session_id"] for s in listed] == [ids["bob"]]
-    for path in ("/v1/audit/events", "/v1/audit/sessions", "/v1/audit/verify", "/v1/audit/access-log"):
+    for path in ("/v1/audit/events", "/v1/audit/sessions", "/v1/audit/verify", "/v1/audit/access-log",
+                 "/v1/tenant/retention"):
         refused = await client.get(path, headers=world["keys"]["bob"])
         assert refused.status_code == 403 and "role 'user'" in refused.json()["detail"]
 
@@ -392,3 +393,24 @@ async def test_postgres_itself_shows_a_viewer_only_its_own_sessions_and_their_ev
         everyone = {r["session_id"] for r in await conn.fetch("SELECT session_id FROM sessions")}
     assert sessions == events == {ids["bob"]}
     assert {ids["alice"], ids["bob"]} <= everyone and ids["eve"] not in everyone
+
+
+async def test_an_admin_sets_the_tenant_window_and_every_change_is_kept(world) -> None:
+    client, keys, tenant = world["client"], world["keys"], world["tenant"]
+    first = await client.put("/v1/tenant/retention", json={"keep_days": 400}, headers=keys["adam"])
+    second = await client.put("/v1/tenant/retention", json={"keep_days": 90}, headers=keys["adam"])
+    assert first.status_code == second.status_code == 200
+    seen = (await client.get("/v1/tenant/retention", headers=keys["audrey"])).json()
+    assert (seen["keep_days"], seen["set_by"]) == (90, "user:adam")
+    assert [(h["keep_days"], h["set_by"]) for h in seen["history"]][-2:] == [(400, "user:adam"), (90, "user:adam")]
+    for who in ("audrey", "alice", "svc"):
+        assert (await client.put("/v1/tenant/retention", json={"keep_days": 1}, headers=keys[who])).status_code == 403
+    bad = await client.put("/v1/tenant/retention", json={"keep_days": 0}, headers=keys["adam"])
+    assert bad.status_code == 422 and "keep_days" in bad.text
+    foreign = (await client.get("/v1/tenant/retention", headers=keys["eve"])).json()
+    # eve's own tenant: untouched by adam (the matrix gave it a window of its own, set by eve).
+    assert foreign["keep_days"] != 90 and {h["set_by"] for h in foreign["history"]} <= {"user:eve"}
+    async with owner_connection() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
+        with pytest.raises(Exception, match="append-only"):
+            await conn.execute("DELETE FROM retention_policy_changes WHERE tenant = $1", tenant)

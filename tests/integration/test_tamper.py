@@ -112,7 +112,9 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
 async def _always_triggers(conn: asyncpg.Connection, tables: list[str]) -> list[tuple[str, str]]:
     rows = await conn.fetch("SELECT tgrelid::regclass::text AS t, tgname FROM pg_trigger "
                             "WHERE tgrelid = ANY($1::regclass[]) AND NOT tgisinternal AND tgenabled = 'A' "
-                            "ORDER BY 1, 2", tables)
+                            # In the order given (partition before event_keys), the order an
+                            # insert locks them: by name, event_keys came first and could deadlock.
+                            "ORDER BY array_position($1::regclass[], tgrelid), 2", tables)
     return [(r["t"], r["tgname"]) for r in rows]
 
 

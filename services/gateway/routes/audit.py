@@ -18,7 +18,9 @@ from wakeline import verify
 from wakeline.checkpoints import load_key, read_anchor
 from wakeline_gateway.audit import AuditQuery, BadCursor, csv_header, csv_row, decode_cursor, encode_cursor
 from wakeline_gateway.auth import Caller
-from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep
+from wakeline_gateway.deps import (
+    AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep,
+)
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.shapes import (
     AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditExportQuery, AuditSessionPublic,
@@ -120,3 +122,4 @@ async def access_log(request: Request, caller: AccessLogReader, audit: AuditDep,
     entries = await audit.access_log(caller.tenant, since, until, principal, limit, after)
     return AccessLogPublic(data=entries, count=len(entries),
                            next_after=entries[-1]["id"] if len(entries) == limit else None)
+
