@@ -86,10 +86,17 @@ DispatcherDep = Annotated[CommandDispatcher, Depends(get_dispatcher)]
 SessionId = Annotated[str, Path(min_length=1, max_length=200, description="The session's id.")]
 
 
-async def find_session(session_id: SessionId, caller: Reader, store: StoreDep) -> SessionPublic:
+async def find_session(session_id: SessionId, caller: Reader, store: StoreDep, audit: AuditDep,
+                       request: Request) -> SessionPublic:
     """The live session, or 404: a deleted session is gone from every read, and a `user`
-    does not see another user's session at all (Postgres hides it), so it is 404 too."""
+    does not see another user's session at all (Postgres hides it), so it is 404 too.
+
+    An auditor or admin opening someone else's session is reading the audit trail: that
+    goes to the access log first, like an audit query."""
     row = await store.session(caller.scope, session_id)
+    if row is not None and caller.role in ("auditor", "admin") and row["owner"] != caller.actor:
+        await audit.record_access(caller.tenant, caller.principal, caller.role, caller.key_id,
+                                  request.method, request.url.path, {"session_id": session_id})
     # Postgres already hid another user's session from a `user` (viewer_owns); said again here.
     foreign = row is not None and caller.scope.viewer is not None and row["owner"] != caller.scope.viewer
     if row is None or foreign or row["deleted_at"] is not None or row["status"] == "deleted":

@@ -377,6 +377,13 @@ async def test_audit_reads_are_logged_append_only_and_only_an_admin_reads_the_lo
     assert len(mine) == 1 and mine[0]["principal"] == "audrey" and mine[0]["role"] == "auditor"
     assert mine[0]["path"] == "/v1/audit/events" and re.fullmatch(r"[0-9a-f]{16}", mine[0]["key_id"])
     assert log["data"][-1]["path"] == "/v1/audit/access-log" and log["data"][-1]["principal"] == "adam"
+    # Opening one session that is not its own is reading the trail too.
+    sid = audit_world["timeline"]["s1"][0].session_id
+    assert (await client.get(f"/v1/sessions/{sid}/transcript")).status_code == 200
+    log = (await client.get("/v1/audit/access-log", params={"principal": "audrey", "limit": 1000},
+                            headers=audit_world["admin"])).json()
+    assert log["data"][-1]["path"] == f"/v1/sessions/{sid}/transcript"
+    assert log["data"][-1]["query"] == {"session_id": sid}
     async with owner_connection() as conn, conn.transaction():
         await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
         with pytest.raises(Exception, match="append-only"):

@@ -16,7 +16,7 @@ from wakeline.commands import WakeSession
 from wakeline.events import SessionConfig
 from wakeline_gateway.app import create_app
 from wakeline_gateway.auth import Caller
-from wakeline_gateway.deps import authenticate, get_inbox, get_store
+from wakeline_gateway.deps import authenticate, get_audit, get_inbox, get_store
 from wakeline_gateway.dispatch import describe, rejection_status
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.inbox import command_id_for, session_id_for
@@ -54,6 +54,7 @@ def api():
     app.dependency_overrides[get_store] = lambda: FakeSessionStore({"s-1": ROW, "gone": ROW | {"status": "deleted"}})
     app.dependency_overrides[get_inbox] = lambda: inbox
     app.dependency_overrides[authenticate] = lambda: Caller("default", "local", "user", "0" * 16)
+    app.dependency_overrides[get_audit] = lambda: None  # a user's reads are not audit reads: never called
     return TestClient(app), inbox
 
 
