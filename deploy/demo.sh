@@ -53,20 +53,21 @@ echo "== transcript (markers skipped; tool output shown as data):"
 echo "   (self-contained HTML: .data/demo-transcript.html)"
 
 echo
-echo "== hash chain:"
+echo "== hash chain, against a signed checkpoint of every chain head (HMAC key in .data/keys, not in Postgres):"
+"$BIN/python" -m wakeline.checkpoints write --tenant default
 "$BIN/wakeline" verify "$SID"
 
 echo
 as_role() { local key="$1"; shift; WAKELINE_API_KEY="$(cat "$key")" "$BIN/wakeline" "$@"; }
 
-echo "== audit (as the auditor): every tool call and result of the last hour, across sessions"
-as_role "$AUDITOR_KEY" audit --type tool_call --type tool_result --since 1h --limit 12
+echo "== audit (as the auditor): every tool call and result of this session, and who ran it"
+as_role "$AUDITOR_KEY" audit --type tool_call --type tool_result --session "$SID" --since 1h
 echo "== audit: the sessions user:demo touched in the last hour"
 as_role "$AUDITOR_KEY" audit --principal demo --sessions --since 1h
 echo "== audit: an auditor may read but not write:"
 as_role "$AUDITOR_KEY" send "$SID" "let me in" || true
 echo "== tamper evidence, every session of the tenant (chains, key registry, signed checkpoints):"
-as_role "$AUDITOR_KEY" verify --all | tail -3 || true
+as_role "$AUDITOR_KEY" verify --all | tail -1 || true
 echo "== who read the audit trail (as the admin):"
 as_role "$ADMIN_KEY" audit --access-log --since 1h --limit 5
 

@@ -26,6 +26,12 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "tenant.retention.read": frozenset({"auditor", "admin"}),
     "tenant.retention.set": frozenset({"admin"}),
 }
+ACTIONS = {
+    "session.create": "create sessions", "session.read": "read sessions",
+    "session.write": "write to sessions", "session.delete": "delete sessions",
+    "audit.read": "run audit queries", "audit.access_log": "read the audit access log",
+    "tenant.retention.read": "read the retention window", "tenant.retention.set": "set the retention window",
+}
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="wakeline"'}
 
 
@@ -81,6 +87,6 @@ def caller_for(presented: keys.ParsedKey, stored: keys.StoredKey | None) -> Call
 def check_role(caller: Caller, action: str) -> Caller:
     allowed = PERMISSIONS[action]
     if caller.role not in allowed:
-        raise ApiError(403, f"role {caller.role!r} may not {action.replace('.', ' ')}; "
-                            f"allowed: {', '.join(sorted(allowed))}")
+        raise ApiError(403, f"role {caller.role!r} may not {ACTIONS[action]}; "
+                            f"roles that may: {', '.join(sorted(allowed))}")
     return caller

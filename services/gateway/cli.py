@@ -103,6 +103,10 @@ def verify(client: GatewayClient, args: argparse.Namespace) -> int:
             print(f"BROKEN: {report['session_id']}: first bad seq {report['first_bad_seq']}: "
                   f"{terminal.safe(report['reason'] or '')}")
     ok = all(r["ok"] for r in reports) and (not args.all or tenant["ok"])
+    if args.all:
+        broken = sum(not r["ok"] for r in reports)
+        print(f"{'ok' if ok else 'BROKEN'}: {len(reports)} sessions verified, {broken} broken, "
+              f"{len(tenant['checkpoint_problems'])} checkpoint problems")
     return 0 if ok else 1
 
 
