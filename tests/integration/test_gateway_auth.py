@@ -421,3 +421,15 @@ async def test_an_admin_sets_the_tenant_window_and_every_change_is_kept(world) -
         await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
         with pytest.raises(Exception, match="append-only"):
             await conn.execute("DELETE FROM retention_policy_changes WHERE tenant = $1", tenant)
+
+
+async def test_keys_never_reach_the_logs(world, caplog) -> None:
+    """Neither a good key nor a bad one is written to any log, at any level."""
+    client, keys = world["client"], world["keys"]
+    secrets = [keys[who]["Authorization"].split("_", 2)[2] for who in ("alice", "wrong-secret", "revoked")]
+    with caplog.at_level("DEBUG"):
+        answers = [await client.get("/v1/sessions", headers=keys[who]) for who in ("alice", "wrong-secret", "revoked")]
+    assert [a.status_code for a in answers] == [200, 401, 401]
+    assert caplog.records, "nothing was logged at all: the check below would prove nothing"
+    logged = caplog.text + "".join(a.text for a in answers)
+    assert not any(secret in logged for secret in secrets)
