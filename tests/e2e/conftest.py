@@ -65,6 +65,15 @@ def client(stack):
         yield client
 
 
+@pytest.fixture
+def auditor(stack):
+    """Reads every session of tenant default: sessions made by Kafka producers belong to their
+    own actor (user:kcat), which a user key rightly cannot see."""
+    with httpx.Client(base_url=stack.url, timeout=30,
+                      headers={"Authorization": f"Bearer {stack.api_key('e2e-auditor', 'auditor')}"}) as client:
+        yield client
+
+
 def create_session(client: httpx.Client, policy: str, message: str = "go", **config) -> str:
     response = client.post("/v1/sessions", json={"message": message,
                                                  "config": {"model": f"scripted:{policy}", **config}})

@@ -30,27 +30,29 @@ def create_command(session_id: str, policy: str = "tools3") -> str:
                        "config": {"model": f"scripted:{policy}"}})
 
 
-def test_command_from_a_plain_kafka_producer_is_served(stack, client):
+def test_command_from_a_plain_kafka_producer_is_served(stack, client, auditor):
     sid = str(uuid.uuid4())
     kcat_produce(create_command(sid), key=sid)
-    wait_for(lambda: client.get(f"/v1/sessions/{sid}").status_code == 200, 60, "the session to exist", stack)
-    assert wait_ended(client, stack, sid)["ended_reason"] == "completed"
+    wait_for(lambda: auditor.get(f"/v1/sessions/{sid}").status_code == 200, 60, "the session to exist", stack)
+    assert wait_ended(auditor, stack, sid)["ended_reason"] == "completed"
     assert assert_log_whole(sid)[0].actor == "user:kcat"
+    # Owned by user:kcat: the stack's user key (user:local) does not see it at all.
+    assert client.get(f"/v1/sessions/{sid}").status_code == 404
 
 
-def test_command_on_the_wrong_partition_is_rerouted_and_sequenced_once(stack, client):
+def test_command_on_the_wrong_partition_is_rerouted_and_sequenced_once(stack, auditor):
     sid = str(uuid.uuid4())
     right = partition_for(sid, CommonSettings().partitions)
     wrong = (right + 1) % CommonSettings().partitions
     command = create_command(sid)
     kcat_produce(command, key=sid, partition=wrong)
     kcat_produce(command, key=sid, partition=right)  # the same command again, correctly placed
-    assert wait_ended(client, stack, sid)["ended_reason"] == "completed"
+    assert wait_ended(auditor, stack, sid)["ended_reason"] == "completed"
     events = assert_log_whole(sid)
     assert [e.type for e in events].count("session_created") == 1
 
 
-def test_malformed_records_go_to_the_dead_letter_topic_and_services_keep_serving(stack, client):
+def test_malformed_records_go_to_the_dead_letter_topic_and_services_keep_serving(stack, auditor):
     marker = f"garbage-{uuid.uuid4()}"
     kcat_produce(f"not json at all {marker}", key=marker)
     kcat_produce(json.dumps({"type": "post_message", "session_id": marker}), key=marker)
@@ -61,6 +63,6 @@ def test_malformed_records_go_to_the_dead_letter_topic_and_services_keep_serving
     assert len(letters) == 2 and all(row["reason"] for row in letters)
     sid = str(uuid.uuid4())
     kcat_produce(create_command(sid), key=sid)
-    wait_for(lambda: client.get(f"/v1/sessions/{sid}").status_code == 200, 60, "the next session", stack)
-    assert wait_ended(client, stack, sid)["ended_reason"] == "completed"
+    wait_for(lambda: auditor.get(f"/v1/sessions/{sid}").status_code == 200, 60, "the next session", stack)
+    assert wait_ended(auditor, stack, sid)["ended_reason"] == "completed"
     assert all(s.alive for s in stack.services.values()), stack.report()
