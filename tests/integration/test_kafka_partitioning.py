@@ -32,7 +32,9 @@ public class Partition {
 
 
 def kafka_clients_jar() -> Path:
-    jars = sorted((ROOT / ".cache" / "kafka-libs").glob("*/kafka-clients-*.jar"))
+    # Where kafka.sh resolves the jars: $WAKELINE_CACHE, else the clone's .cache.
+    cache = Path(os.environ.get("WAKELINE_CACHE") or ROOT / ".cache")
+    jars = sorted((cache / "kafka-libs").glob("*/kafka-clients-*.jar"))
     if not jars:
         message = "kafka-clients jar not resolved; run `make up` (deploy/kafka/kafka.sh resolves it)"
         if os.environ.get("CI") == "true":
