@@ -164,36 +164,57 @@ def checkpoint_problems(session_id: str, stored: Sequence[Checkpoint], anchored:
     if not genuine:
         return problems, None
     newest = max(genuine, key=lambda c: c.created_at)
+    return problems + head_problems(session_id, newest, hash_at), newest.id
+
+
+def head_problems(session_id: str, newest: Checkpoint, hash_at: dict[int, str]) -> list[Problem]:
+    """The chain still holds, at the seq `newest` signed for the session, the hash it signed."""
     head = newest.heads[session_id]
     found = hash_at.get(head.seq)
     since = f"rewritten since checkpoint {newest.id}"
     if found is None:
-        problems.append(Problem(seq=head.seq, reason=f"{since}: seq {head.seq} it anchored is missing"))
-    elif found != head.hash:
-        problems.append(Problem(seq=head.seq, reason=f"{since}: hash at seq {head.seq} is {found[:16]}…, "
-                                                     f"the checkpoint signed {head.hash[:16]}…"))
-    return problems, newest.id
+        return [Problem(seq=head.seq, reason=f"{since}: seq {head.seq} it anchored is missing")]
+    if found != head.hash:
+        return [Problem(seq=head.seq, reason=f"{since}: hash at seq {head.seq} is {found[:16]}…, "
+                                             f"the checkpoint signed {head.hash[:16]}…")]
+    return []
+
+
+def newest_per_session(genuine: Sequence[Checkpoint]) -> dict[str, Checkpoint]:
+    newest: dict[str, Checkpoint] = {}
+    for cp in sorted(genuine, key=lambda c: c.created_at):
+        newest.update(dict.fromkeys(cp.heads, cp))
+    return newest
 
 
 async def verify_session(conn, session_id: str, *, key: bytes | None = None,
-                         anchored: Sequence[Checkpoint] = (), newest: int = RECENT_CHECKPOINTS) -> Report:
+                         anchored: Sequence[Checkpoint] = (), newest: int = RECENT_CHECKPOINTS,
+                         vetted: dict[str, Checkpoint] | None = None) -> Report:
     """Verifies one session of the tenant set on `conn` (a TenantPool transaction).
 
     `key` checks checkpoint signatures (None: not checked, said in the report); `anchored`
     are the tenant's checkpoints from the file outside the database. Only the `newest`
-    checkpoints naming the session are looked at; `verify_all` checks every one once.
+    checkpoints naming the session are looked at; `verify_all` checks every one once and
+    passes `vetted`, the newest genuine checkpoint per session, read before any rows.
     """
-    recent = sorted((c for c in anchored if session_id in c.heads), key=lambda c: c.created_at)[-newest:]
-    # Checkpoints before rows: every head a checkpoint read here names was committed
-    # before it, so the rows read next include it.
-    stored = await stored_checkpoints(conn, session_id, newest=newest, ids=[c.id for c in recent])
+    if vetted is None:
+        recent = sorted((c for c in anchored if session_id in c.heads), key=lambda c: c.created_at)[-newest:]
+        # Checkpoints before rows: every head a checkpoint read here names was committed
+        # before it, so the rows read next include it.
+        stored = await stored_checkpoints(conn, session_id, newest=newest, ids=[c.id for c in recent])
+    else:
+        recent, stored = [], [vetted[session_id]] if session_id in vetted else []
     rows = await conn.fetch(_ROWS, session_id)
     # Cuts after rows: reading events took a lock that a drop's DETACH waits for until this
     # transaction ends, so no cut commits in between; the other way round one could.
     retained, cut_found = retained_out(rows, await session_cuts(conn, session_id))
     hash_at = {r["at_seq"]: r["key_hash"] for r in rows if r["at_seq"] in retained}
     hash_at.update({r["seq"]: r["hash"] for r in reversed(rows) if r["seq"] is not None})
-    found, checkpoint_id = checkpoint_problems(session_id, stored, recent, key, hash_at)
+    if vetted is None:
+        found, checkpoint_id = checkpoint_problems(session_id, stored, recent, key, hash_at)
+    else:
+        found = head_problems(session_id, stored[0], hash_at) if stored else []
+        checkpoint_id = stored[0].id if stored else None
     # By seq; problems of a checkpoint as a whole (no seq) last.
     problems = sorted([*row_problems(rows, retained), *(Problem(seq=s, reason=r) for s, r in cut_found), *found],
                       key=lambda p: (p.seq is None, p.seq or 0))
@@ -214,14 +235,20 @@ async def session_ids(conn, anchored: Sequence[Checkpoint] = ()) -> list[str]:
 
 async def verify_all(pool: TenantPool, tenant: str, *, key: bytes | None = None,
                      anchored: Sequence[Checkpoint] = ()) -> TenantReport:
-    """Every checkpoint of `tenant` once, then every session, each in its own transaction."""
+    """Every checkpoint of `tenant` once, then every session, each in its own transaction.
+
+    Checkpoints are read and their signatures checked once, up front (a forged or missing
+    one is a tenant-level problem); each session is then compared with the newest genuine
+    checkpoint naming it. Checking them again per session made this quadratic.
+    """
     async with pool.transaction(tenant) as conn:
-        checkpoint_found, _ = checkpoint_integrity(await stored_checkpoints(conn), anchored, key)
+        checkpoint_found, genuine = checkpoint_integrity(await stored_checkpoints(conn), anchored, key)
         ids = await session_ids(conn, anchored)
+    vetted = newest_per_session(genuine)
     sessions = []
     for session_id in ids:
         async with pool.transaction(tenant) as conn:
-            sessions.append(await verify_session(conn, session_id, key=key, anchored=anchored))
+            sessions.append(await verify_session(conn, session_id, key=key, anchored=anchored, vetted=vetted))
     return TenantReport(tenant=tenant, ok=not checkpoint_found and all(r.ok for r in sessions),
                         sessions=tuple(sessions), checkpoint_problems=tuple(checkpoint_found))
 
