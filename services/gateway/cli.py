@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict

@@ -8,6 +8,7 @@ a 202 and a refused one is 401/403/404 with nothing sent.
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -20,8 +21,9 @@ import pytest
 
 from conftest_pg import fresh_tenant, owner_connection, service_connection
 from test_gateway_harness import (
-    FakeInbox, Seeder, answer_command, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
+    FakeInbox, Seeder, answer_command, api_key, bearer, draft, gateway_settings, running_gateway, sealed,
 )
+from wakeline.chain import seal
 from wakeline.commands import DeleteSession
 from wakeline.pg import TenantPool
 from wakeline_gateway.deps import get_inbox
@@ -218,7 +220,6 @@ async def test_deletion_owner_or_admin_only_rows_and_deleted_event_remain(world)
     assert inbox.commands_for(sid) == []
 
     respond = lambda cmd: [draft("deleted", by=cmd.actor, actor=cmd.actor)]  # noqa: E731
-    import asyncio
     answer, log = await asyncio.gather(client.delete(f"/v1/sessions/{sid}", headers=keys["adam"]),
                                        answer_command(inbox, seeder, sid, history, respond))
     [command] = inbox.commands_for(sid)
@@ -280,7 +281,6 @@ async def seed_timeline(pool: TenantPool, tenant: str) -> dict[str, list]:
         events = sealed(drafts, f"{tenant}-{name}", tenant)
         events = [e.model_copy(update={"ts": at(plan[i][0])}) for i, e in enumerate(events)]
         # Re-seal with the chosen times so the chain stays valid.
-        from wakeline.chain import seal
         prev, resealed = events[0].prev_hash, []
         for d, e in zip(drafts, events):
             fixed = seal(d, session_id=e.session_id, tenant=tenant, seq=e.seq, prev_hash=prev, ts=e.ts, event_id=e.event_id)
