@@ -46,7 +46,8 @@ AuditDep = Annotated[AuditStore, Depends(get_audit)]
 InboxDep = Annotated[Inbox, Depends(get_inbox)]
 
 
-# auto_error=False: a missing or odd header gets our 401 with a JSON body, not Starlette's 403.
+# Declared so /docs offers "Authorize"; authenticate reads the header itself. auto_error=False:
+# a missing or odd header gets our 401 with a JSON body, not Starlette's 403.
 BEARER = HTTPBearer(auto_error=False, scheme_name="ApiKey",
                     description="`Authorization: Bearer wkl_...`, from `wakeline keys create`.")
 
@@ -86,6 +87,12 @@ DispatcherDep = Annotated[CommandDispatcher, Depends(get_dispatcher)]
 SessionId = Annotated[str, Path(min_length=1, max_length=200, description="The session's id.")]
 
 
+async def record_audit_read(request: Request, caller: Caller, audit: AuditStore, asked: dict) -> None:
+    """Appends who read the audit trail, and what they asked, to the access log."""
+    await audit.record_access(caller.tenant, caller.principal, caller.role, caller.key_id,
+                              request.method, request.url.path, asked)
+
+
 async def find_session(session_id: SessionId, caller: Reader, store: StoreDep, audit: AuditDep,
                        request: Request) -> SessionPublic:
     """The live session, or 404: a deleted session is gone from every read, and a `user`
@@ -95,8 +102,7 @@ async def find_session(session_id: SessionId, caller: Reader, store: StoreDep, a
     goes to the access log first, like an audit query."""
     row = await store.session(caller.scope, session_id)
     if row is not None and caller.role in ("auditor", "admin") and row["owner"] != caller.actor:
-        await audit.record_access(caller.tenant, caller.principal, caller.role, caller.key_id,
-                                  request.method, request.url.path, {"session_id": session_id})
+        await record_audit_read(request, caller, audit, {"session_id": session_id})
     # Postgres already hid another user's session from a `user` (viewer_owns); said again here.
     foreign = row is not None and caller.scope.viewer is not None and row["owner"] != caller.scope.viewer
     if row is None or foreign or row["deleted_at"] is not None or row["status"] == "deleted":

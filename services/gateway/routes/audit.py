@@ -17,10 +17,7 @@ from fastapi.responses import StreamingResponse
 from wakeline import verify
 from wakeline.checkpoints import load_key, read_anchor
 from wakeline_gateway.audit import AuditQuery, BadCursor, csv_header, csv_row, decode_cursor, encode_cursor
-from wakeline_gateway.auth import Caller
-from wakeline_gateway.deps import (
-    AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep,
-)
+from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep, record_audit_read
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.shapes import (
     AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditExportQuery, AuditSessionPublic,
@@ -55,16 +52,11 @@ QueryDep = Annotated[AuditQuery, Depends(audit_query)]
 ExportDep = Annotated[tuple[AuditQuery, str], Depends(export_query)]
 
 
-async def record(request: Request, caller: Caller, audit: AuditDep, asked: dict) -> None:
-    await audit.record_access(caller.tenant, caller.principal, caller.role, caller.key_id,
-                              request.method, request.url.path, asked)
-
-
 @router.get("/events", response_model=AuditEventsPublic)
 async def audit_events(request: Request, caller: Auditor, audit: AuditDep, query: QueryDep) -> AuditEventsPublic:
     """Events of every session (deleted ones too) by actor, time, type, tool, session and
     outcome, in (ts, session_id, seq) order; page on with `cursor=next_cursor`."""
-    await record(request, caller, audit, query.described())
+    await record_audit_read(request, caller, audit, query.described())
     events = await audit.events(caller.tenant, query)
     cursor = encode_cursor(events[-1]) if len(events) == query.limit else None
     return AuditEventsPublic(data=events, count=len(events), next_cursor=cursor)
@@ -77,7 +69,7 @@ async def export_audit_events(request: Request, caller: Auditor, audit: AuditDep
     """Every match, streamed: JSONL (one canonical event per line) or CSV (one row per
     event, payload as JSON; cells a spreadsheet would run as a formula get a leading ')."""
     query, fmt = export
-    await record(request, caller, audit, {**query.described(), "format": fmt})
+    await record_audit_read(request, caller, audit, {**query.described(), "format": fmt})
 
     async def body() -> AsyncIterator[str]:
         if fmt == "csv":
@@ -94,7 +86,7 @@ async def export_audit_events(request: Request, caller: Auditor, audit: AuditDep
 async def audit_sessions(request: Request, caller: Auditor, audit: AuditDep, query: QueryDep) -> AuditSessionsPublic:
     """The sessions the matching events belong to (e.g. every session a principal
     touched in a window), each with its first and last matching event."""
-    await record(request, caller, audit, query.described())
+    await record_audit_read(request, caller, audit, query.described())
     rows = await audit.sessions(caller.tenant, query)
     data = [AuditSessionPublic.model_validate(dict(row)) for row in rows]
     return AuditSessionsPublic(data=data, count=len(data), truncated=len(data) == query.limit)
@@ -104,7 +96,7 @@ async def audit_sessions(request: Request, caller: Auditor, audit: AuditDep, que
 async def verify_tenant(request: Request, caller: Auditor, audit: AuditDep, store: StoreDep,
                         settings: SettingsDep) -> verify.TenantReport:
     """Every session of the tenant: hash chains, event_keys and signed checkpoints."""
-    await record(request, caller, audit, {})
+    await record_audit_read(request, caller, audit, {})
     key = load_key(settings.checkpoint_key_file, create=False)
     return await store.verify_tenant(caller.tenant, key, read_anchor(settings.checkpoint_dir, caller.tenant))
 
@@ -118,7 +110,7 @@ async def access_log(request: Request, caller: AccessLogReader, audit: AuditDep,
     """Who read the audit trail, with what query, when (this read included)."""
     asked = {k: v for k, v in (("since", since), ("until", until), ("principal", principal),
                                ("after", after)) if v is not None}
-    await record(request, caller, audit, {k: str(v) for k, v in asked.items()})
+    await record_audit_read(request, caller, audit, {k: str(v) for k, v in asked.items()})
     entries = await audit.access_log(caller.tenant, since, until, principal, limit, after)
     return AccessLogPublic(data=entries, count=len(entries),
                            next_after=entries[-1]["id"] if len(entries) == limit else None)
