@@ -13,15 +13,14 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, TypeAdapter
 
 from wakeline.events import Frozen, SessionConfig
-
-ID = Annotated[str, Field(min_length=1, max_length=200)]
+from wakeline.ids import ID, Actor
 
 
 class CommandBase(Frozen):
     command_id: ID
     session_id: ID
     tenant: ID = "default"
-    actor: str = Field(default="user:anonymous", min_length=1, pattern=r"^(user|human|service|system|agent|runner):.+")
+    actor: Actor = "user:anonymous"
     # Set by a caller that must not race another: the brain refuses the command when the
     # session's last seq differs (the gateway turns that into 409).
     expected_seq: int | None = Field(default=None, ge=0)
@@ -109,7 +108,7 @@ class ToolCallRequest(Frozen):
     session_id: ID
     tenant: ID
     tool_call_id: ID
-    name: str
+    name: str = Field(min_length=1, max_length=200)
     input: dict[str, Any]
     timeout_s: float = 30.0
     causation_seq: int
@@ -124,10 +123,10 @@ class ToolResultReport(Frozen):
     session_id: ID
     tenant: ID
     tool_call_id: ID
-    name: str
+    name: str = Field(min_length=1, max_length=200)
     output: str
     is_error: bool = False
     error_kind: str | None = None
     duration_ms: int = 0
-    runner: str
+    runner: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
     replayed: bool = False

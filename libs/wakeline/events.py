@@ -16,6 +16,22 @@ GENESIS_HASH = "0" * 64
 
 Trust = Literal["instruction", "data"]
 EndReason = Literal["completed", "max_turns", "error", "interrupted", "cancelled"]
+# Why the brain refused an input: machine-readable, so the gateway maps it to an HTTP
+# status and clients branch on it without reading the English `reason`.
+RejectionCode = Literal[
+    "conflict",              # expected_seq is stale
+    "wrong_tenant",          # the session belongs to another tenant
+    "deleted",               # the session is deleted
+    "already_exists",        # create_session for a session that exists
+    "already_ended",         # cancel of an ended session
+    "not_awaiting_approval", # approve/deny of a call that does not wait for one
+    "not_pending",           # a person's tool result for a call that is not pending
+    "unknown_session",       # a command for a session that was never created
+    "malformed",             # the record did not decode as an input
+    "too_large",             # the input's event would exceed max_record_bytes
+    "internal_error",        # handling the input raised: the session's input is parked here
+]
+REJECTION_CODES: tuple[str, ...] = RejectionCode.__args__  # type: ignore[attr-defined]
 MARKER_TYPES = frozenset(
     {"turn_started", "turn_ended", "woke", "title_generated", "file_reference", "message_queued"}
 )
@@ -136,6 +152,9 @@ class InputRejectedPayload(Frozen):
     command_id: str
     reason: str
     expected_seq: int | None = None
+    # Absent on events recorded before codes existed; left out of the dump when None so
+    # those events keep the canonical JSON (and hash) they were sealed with.
+    code: RejectionCode | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class DeletedPayload(Frozen):
@@ -149,7 +168,7 @@ class EventBase(Frozen):
     event_id: str
     causation_id: str | None = None
     tenant: str = Field(min_length=1, max_length=200)
-    actor: str = Field(min_length=1)
+    actor: str = Field(min_length=1, max_length=210)
     trust: Trust
     ts: datetime
     prev_hash: str

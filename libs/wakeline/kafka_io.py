@@ -13,13 +13,15 @@ from aiokafka.errors import TopicAlreadyExistsError
 from pydantic import BaseModel
 
 from wakeline.codec import encode
+from wakeline.limits import producer_max_request_size
 from wakeline.settings import CommonSettings
 from wakeline.topics import ALL_TOPICS, partition_for, record_key
 
 
 def make_producer(settings: CommonSettings, **overrides) -> AIOKafkaProducer:
     options = dict(bootstrap_servers=settings.kafka_bootstrap, acks="all",
-                   enable_idempotence=True, linger_ms=2, request_timeout_ms=30_000)
+                   enable_idempotence=True, linger_ms=2, request_timeout_ms=30_000,
+                   max_request_size=producer_max_request_size(settings.max_record_bytes))
     options.update(overrides)
     return AIOKafkaProducer(**options)
 

@@ -26,21 +26,21 @@ def handle_input(state: SessionState, item: c.CommandBase | c.ToolResultReport) 
         return _tool_result(state, item)
     if state.status == "new":
         return _create(item) if isinstance(item, c.CreateSession) else []
-    reason = _refusal(state, item)
-    if reason:
-        return [_rejected(item, reason)]
+    refusal = _refusal(state, item)
+    if refusal:
+        return [_rejected(item, *refusal)]
     return _HANDLERS[type(item)](state, item)
 
 
-def _refusal(state: SessionState, cmd: c.CommandBase) -> str | None:
+def _refusal(state: SessionState, cmd: c.CommandBase) -> tuple[e.RejectionCode, str] | None:
     if cmd.tenant != state.tenant:
-        return "session belongs to another tenant"
+        return "wrong_tenant", "session belongs to another tenant"
     if state.status == "deleted":
-        return "session is deleted"
+        return "deleted", "session is deleted"
     if cmd.expected_seq is not None and cmd.expected_seq != state.last_seq:
-        return f"conflict: expected_seq {cmd.expected_seq} but the session is at seq {state.last_seq}"
+        return "conflict", f"conflict: expected_seq {cmd.expected_seq} but the session is at seq {state.last_seq}"
     if isinstance(cmd, c.CreateSession):
-        return "session already exists"
+        return "already_exists", "session already exists"
     return None
 
 
@@ -49,8 +49,9 @@ def _draft(type_: str, payload: e.Frozen, actor: str, causation_id: str | None,
     return Draft(type=type_, payload=payload, actor=actor, trust=trust, causation_id=causation_id)
 
 
-def _rejected(cmd: c.CommandBase, reason: str) -> Draft:
-    payload = e.InputRejectedPayload(command_id=cmd.command_id, reason=reason, expected_seq=cmd.expected_seq)
+def _rejected(cmd: c.CommandBase, code: e.RejectionCode, reason: str) -> Draft:
+    payload = e.InputRejectedPayload(command_id=cmd.command_id, code=code, reason=reason,
+                                     expected_seq=cmd.expected_seq)
     return _draft("input_rejected", payload, "system:brain", cmd.command_id)
 
 
@@ -71,13 +72,13 @@ def _post(state: SessionState, cmd: c.PostMessage) -> list[Draft]:
 
 def _approve(state: SessionState, cmd: c.ApproveToolCall) -> list[Draft]:
     if cmd.tool_call_id not in state.awaiting_approval:
-        return [_rejected(cmd, f"tool call {cmd.tool_call_id} is not awaiting approval")]
+        return [_rejected(cmd, "not_awaiting_approval", f"tool call {cmd.tool_call_id} is not awaiting approval")]
     return [_draft("approval_granted", e.ApprovalPayload(tool_call_id=cmd.tool_call_id), cmd.actor, cmd.command_id)]
 
 
 def _deny(state: SessionState, cmd: c.DenyToolCall) -> list[Draft]:
     if cmd.tool_call_id not in state.awaiting_approval:
-        return [_rejected(cmd, f"tool call {cmd.tool_call_id} is not awaiting approval")]
+        return [_rejected(cmd, "not_awaiting_approval", f"tool call {cmd.tool_call_id} is not awaiting approval")]
     call = next(p for p in state.pending_tool_calls if p.tool_call_id == cmd.tool_call_id)
     denied = e.ApprovalPayload(tool_call_id=cmd.tool_call_id, reason=cmd.reason)
     result = e.ToolResultPayload(tool_call_id=call.tool_call_id, name=call.name, is_error=True,
@@ -88,7 +89,7 @@ def _deny(state: SessionState, cmd: c.DenyToolCall) -> list[Draft]:
 
 def _cancel(state: SessionState, cmd: c.CommandBase) -> list[Draft]:
     if state.status == "ended":
-        return [_rejected(cmd, "session has already ended")]
+        return [_rejected(cmd, "already_ended", "session has already ended")]
     return [_draft("session_ended", e.SessionEndedPayload(reason="cancelled"), cmd.actor, cmd.command_id)]
 
 
@@ -115,7 +116,7 @@ def _take_over(state: SessionState, cmd: c.CommandBase) -> list[Draft]:
 def _submit(state: SessionState, cmd: c.SubmitToolResult) -> list[Draft]:
     call = next((p for p in state.pending_tool_calls if p.tool_call_id == cmd.tool_call_id), None)
     if state.hands is None or call is None:
-        return [_rejected(cmd, "no person holds the hands, or the tool call is not pending")]
+        return [_rejected(cmd, "not_pending", "no person holds the hands, or the tool call is not pending")]
     result = e.ToolResultPayload(tool_call_id=call.tool_call_id, name=call.name, output=cmd.output,
                                  is_error=cmd.is_error)
     return [_draft("tool_result", result, cmd.actor, cmd.command_id, trust="data")]

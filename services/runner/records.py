@@ -16,16 +16,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wakeline.commands import ToolResultReport
+from wakeline.ids import SAFE_ID  # noqa: F401 (re-exported: the runner checks ids with it)
 from wakeline_runner.wrapper import write_json_atomic
-
-# Ids become file names: refuse anything that is not a plain, harmless name.
-SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$")
 
 
 @dataclass(frozen=True)
