@@ -1,11 +1,15 @@
 """`python -m wakeline.admin topics`: creates the wakeline topics (idempotent).
 
+Topics are created with the partition count, replication factor, min.insync.replicas,
+retention and max.message.bytes from the settings; an existing topic that contradicts
+them is reported as a warning (topic, key, found, wanted), see `kafka_io.ensure_topics`.
 Migrations are `python -m wakeline.migrate`; this module only knows Kafka.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 
 from wakeline.kafka_io import ensure_topics
@@ -14,12 +18,16 @@ from wakeline.settings import CommonSettings
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv != ["topics"]:
-        print("usage: python -m wakeline.admin topics", file=sys.stderr)
+    if argv not in (["topics"], ["topics", "--fix"]):
+        print("usage: python -m wakeline.admin topics [--fix]   (--fix: set retention.ms and "
+              "min.insync.replicas of existing topics to the settings)", file=sys.stderr)
         return 2
+    logging.basicConfig(level=logging.WARNING, format="topics: %(levelname)s %(message)s")
     settings = CommonSettings()
-    created = asyncio.run(ensure_topics(settings))
-    print(f"topics: {settings.partitions} partitions each; created {created or 'none (all present)'}")
+    created = asyncio.run(ensure_topics(settings, fix=argv[1:] == ["--fix"]))
+    print(f"topics: {settings.partitions} partitions, replication {settings.replication_factor}, "
+          f"min.insync.replicas {settings.min_insync_replicas}, retention.ms {settings.events_retention_ms}; "
+          f"created {created or 'none (all present)'}")
     return 0
 
 

@@ -7,15 +7,22 @@ Records are placed by `topics.partition_for`, never by a client's own partitione
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 from pydantic import BaseModel
 
 from wakeline.codec import encode
-from wakeline.limits import producer_max_request_size
+from wakeline.limits import producer_max_request_size, topic_max_message_bytes
 from wakeline.settings import CommonSettings
 from wakeline.topics import ALL_TOPICS, partition_for, record_key
+
+log = logging.getLogger(__name__)
+_DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source: set on the topic itself
 
 
 def make_producer(settings: CommonSettings, **overrides) -> AIOKafkaProducer:
@@ -35,6 +42,54 @@ def make_consumer(settings: CommonSettings, *topics: str, group_id: str | None, 
     return AIOKafkaConsumer(*topics, **options)
 
 
+def topic_settings(settings: CommonSettings) -> dict[str, str]:
+    """The configuration every wakeline topic is created with.
+
+    All five topics share one retention: events and tool topics are the log until the
+    archiver has stored them, and the dead-letter topic is the only copy of a rejected
+    record and its reason until the archiver has projected it.
+    """
+    return {"min.insync.replicas": str(settings.min_insync_replicas),
+            "retention.ms": str(settings.events_retention_ms),
+            "max.message.bytes": str(topic_max_message_bytes(settings.max_record_bytes))}
+
+
+@dataclass(frozen=True)
+class FoundTopic:
+    name: str
+    partitions: int
+    replication: int
+    configs: dict[str, str]  # every effective config, defaults included
+    dynamic: dict[str, str]  # only those set on the topic itself
+
+
+@dataclass(frozen=True)
+class TopicMismatch:
+    topic: str
+    key: str
+    found: str
+    wanted: str
+
+    def __str__(self) -> str:
+        return f"topic {self.topic}: {self.key} is {self.found}, wanted {self.wanted}"
+
+
+def topic_mismatches(topic: FoundTopic, settings: CommonSettings) -> list[TopicMismatch]:
+    """How an existing topic contradicts the settings (partition count aside: that is fatal)."""
+    wanted = topic_settings(settings)
+    found = {"replication.factor": str(topic.replication), **topic.configs}
+    out = [TopicMismatch(topic.name, "replication.factor", found["replication.factor"],
+                         str(settings.replication_factor))] if topic.replication != settings.replication_factor else []
+    for key in ("min.insync.replicas", "retention.ms"):
+        if found.get(key) != wanted[key]:
+            out.append(TopicMismatch(topic.name, key, found.get(key, "?"), wanted[key]))
+    # A larger max.message.bytes is harmless: the producers' max_request_size is the bound.
+    if int(found.get("max.message.bytes", "0")) < int(wanted["max.message.bytes"]):
+        out.append(TopicMismatch(topic.name, "max.message.bytes", found.get("max.message.bytes", "?"),
+                                 wanted["max.message.bytes"]))
+    return out
+
+
 async def send_keyed(producer: AIOKafkaProducer, topic: str, session_id: str, model: BaseModel,
                      partitions: int):
     """Sends one record keyed by session id to the session's partition; waits for the ack."""
@@ -42,30 +97,88 @@ async def send_keyed(producer: AIOKafkaProducer, topic: str, session_id: str, mo
                                         partition=partition_for(session_id, partitions))
 
 
-async def ensure_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_TOPICS) -> list[str]:
-    """Creates missing wakeline topics with the configured partition count; returns those created.
+async def ensure_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_TOPICS,
+                        fix: bool = False) -> list[str]:
+    """Creates missing wakeline topics as `topic_settings` says; returns those created.
 
     An existing topic with another partition count is an error: it would split a
-    session's records across brains.
+    session's records across brains. Any other contradiction (replication, min ISR,
+    retention, max.message.bytes) is logged as a warning naming topic, key, found and
+    wanted. A max.message.bytes below what the records need is always raised to it: a
+    record the gateway accepted and the broker refused would stall its partition, and
+    raising it loses nothing. Retention and min ISR are the operator's to change (they
+    may be deliberate): `fix=True` sets them. Replication is only reported.
     """
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
     await admin.start()
     try:
-        existing = await _partition_counts(admin, topics)
-        wrong = {t: n for t, n in existing.items() if n != settings.partitions}
+        existing = await _describe_topics(admin, topics)
+        wrong = {t: d.partitions for t, d in existing.items() if d.partitions != settings.partitions}
         if wrong:
             raise RuntimeError(f"topics exist with a partition count other than {settings.partitions}: {wrong}")
         missing = [t for t in topics if t not in existing]
         if missing:
             try:
-                await admin.create_topics([NewTopic(t, settings.partitions, 1) for t in missing])
+                await admin.create_topics([NewTopic(t, settings.partitions, settings.replication_factor,
+                                                    topic_configs=topic_settings(settings)) for t in missing])
             except TopicAlreadyExistsError:
                 pass  # another process created them between our look and our create
+        await _reconcile(admin, settings, [existing[t] for t in topics if t in existing], fix)
         return missing
     finally:
         await admin.close()
 
 
-async def _partition_counts(admin: AIOKafkaAdminClient, topics: tuple[str, ...]) -> dict[str, int]:
-    described = await admin.describe_topics(list(topics))
-    return {d["topic"]: len(d["partitions"]) for d in described if d.get("error_code", 0) == 0}
+async def check_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_TOPICS) -> list[TopicMismatch]:
+    """What `ensure_topics` would warn about, without changing anything."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    await admin.start()
+    try:
+        found = await _describe_topics(admin, topics)
+        return [m for d in found.values() for m in topic_mismatches(d, settings)]
+    finally:
+        await admin.close()
+
+
+async def _reconcile(admin: AIOKafkaAdminClient, settings: CommonSettings, found: list[FoundTopic],
+                     fix: bool) -> None:
+    wanted = topic_settings(settings)
+    alterable = {"max.message.bytes"} | ({"retention.ms", "min.insync.replicas"} if fix else set())
+    for topic in found:
+        mismatches = topic_mismatches(topic, settings)
+        for m in mismatches:
+            log.warning("%s; %s", m, _REMEDY[m.key] if m.key not in alterable else "setting it")
+        changes = {m.key: wanted[m.key] for m in mismatches if m.key in alterable}
+        if changes:
+            # Legacy AlterConfigs replaces a topic's whole dynamic config: keep what is set.
+            resource = ConfigResource(ConfigResourceType.TOPIC, topic.name, {**topic.dynamic, **changes})
+            for response in await admin.alter_configs([resource]):
+                for r in response.to_object()["resources"]:
+                    if r["error_code"]:
+                        raise RuntimeError(f"could not set {changes} on {topic.name}: "
+                                           f"{r['error_message'] or r['error_code']}")
+
+
+_REMEDY = {
+    "replication.factor": "changing it needs a partition reassignment (kafka-reassign-partitions.sh)",
+    "min.insync.replicas": "`python -m wakeline.admin topics --fix` sets it",
+    "retention.ms": "`python -m wakeline.admin topics --fix` sets it; until then records older than it are deleted",
+}
+
+
+async def _describe_topics(admin: AIOKafkaAdminClient, topics: tuple[str, ...]) -> dict[str, FoundTopic]:
+    described = [d for d in await admin.describe_topics(list(topics)) if d.get("error_code", 0) == 0]
+    if not described:
+        return {}
+    response = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, d["topic"], None)
+                                             for d in described])
+    configs = {r["resource_name"]: r["config_entries"] for resp in response for r in resp.to_object()["resources"]}
+    found = {}
+    for d in described:
+        entries = configs.get(d["topic"], [])
+        found[d["topic"]] = FoundTopic(
+            name=d["topic"], partitions=len(d["partitions"]),
+            replication=min((len(p["replicas"]) for p in d["partitions"]), default=0),
+            configs={e["config_names"]: e["config_value"] for e in entries},
+            dynamic={e["config_names"]: e["config_value"] for e in entries if e["config_source"] == _DYNAMIC_TOPIC_CONFIG})
+    return found
