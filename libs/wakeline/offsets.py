@@ -63,6 +63,11 @@ class OffsetTracker:
     def mark_committed(self, offsets: dict[Hashable, int]) -> None:
         self._committed.update(offsets)
 
+    def next_offset(self, partition: Hashable) -> int | None:
+        """One past the highest offset added: where a consumer that keeps the partition resumes."""
+        state = self._partitions.get(partition)
+        return state.next_offset if state is not None else None
+
     def in_flight(self) -> int:
         return sum(len(state.unfinished) for state in self._partitions.values())
 

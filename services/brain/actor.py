@@ -6,6 +6,12 @@ wakes by folding the log, appends by sealing drafts at the next seq and waiting 
 partition's transaction to commit, and exits when idle (eviction) or when its partition
 is revoked. An input's offset is released only once the session is waiting for someone
 else again, so a crash mid-turn redelivers it and the next owner resumes the turn.
+
+Failure stays with the session: an input whose handling raises is dead-lettered, what
+the session records about it comes from `parking.park_drafts`, and its offset is
+released at once, so it is never retried forever and never stops another session. A log
+that cannot be folded (`SessionUnwakeable`) refuses the session's inputs the same way; a
+database or broker that is restarting is waited out.
 """
 
 from __future__ import annotations
@@ -20,13 +26,16 @@ from wakeline import events as e
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
 from wakeline.fold import apply, fold
+from wakeline.limits import RecordTooLarge, check_record
 from wakeline.state import SessionState
 from wakeline.topics import EVENTS, TOOL_CALLS, record_key
 from wakeline_brain.context import build_request, plan_compaction
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.model import Model, ModelError, ModelReply
+from wakeline_brain.parking import park_drafts
 from wakeline_brain.steps import CALL_MODEL, failed_model_drafts, model_drafts, next_step
-from wakeline_brain.writer import PartitionWriter, Record
+from wakeline_brain.wake import TRANSIENT
+from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
 
 log = logging.getLogger(__name__)
 Token = Any  # opaque to the actor: handed back to `release` when the input is settled
@@ -43,6 +52,11 @@ class ActorDeps:
     dead_letter: Callable[[Any, str], Awaitable[None]]
     now: Callable[[], Any]
     new_id: Callable[[], str]
+    max_record_bytes: int = 1_000_000
+
+
+class SessionUnwakeable(RuntimeError):
+    """The session's log cannot be read or folded (e.g. retention dropped its start)."""
 
 
 @dataclass
@@ -67,8 +81,13 @@ class SessionActor:
 
     async def run(self, why: str) -> None:
         try:
-            await self._wake(why)
-            await self._advance()
+            try:
+                await self._wake(why)
+            except SessionUnwakeable as err:
+                log.error("session %s cannot be woken: %s", self.session_id, err)
+                await self._refuse_mailbox(f"the session cannot be woken: {err}")
+                return
+            await self._guarded(None)
             while True:
                 try:
                     item = await asyncio.wait_for(self.mailbox.get(), timeout=self.deps.idle_evict_s)
@@ -76,17 +95,71 @@ class SessionActor:
                     if self._quiet() and self.mailbox.empty():
                         return  # idle eviction: the log keeps everything
                     continue
-                await self._handle(item)
-                await self._advance()
+                await self._guarded(item)
         finally:
             if self._model_task:
                 self._model_task.cancel()
 
     async def _wake(self, why: str) -> None:
-        self.state = fold(await self.deps.load(self.session_id, self.tenant, self.partition))
+        self.state = await self._fold(await self._load())
+        self.tenant = self.state.tenant or self.tenant  # the log's owner, not the input's claim
         if self.state.last_seq:
             woke = e.WokePayload(host=self.deps.host, reason=why, from_seq=self.state.last_seq)
             await self._append([Draft(type="woke", payload=woke, actor="system:brain", trust="instruction")])
+
+    async def _load(self) -> list[e.EventBase]:
+        delay = 0.2
+        while True:
+            try:
+                return await self.deps.load(self.session_id, self.tenant, self.partition)
+            except TRANSIENT as err:  # weather: a restarting database or broker
+                log.warning("waking %s: %r; retrying in %.1f s", self.session_id, err, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            except Exception as err:
+                raise SessionUnwakeable(f"its log cannot be read: {type(err).__name__}: {err}") from err
+
+    async def _fold(self, events: list[e.EventBase]) -> SessionState:
+        try:
+            return fold(events)
+        except ValueError as err:  # FoldError: a gap, a foreign event, a start past seq 1
+            raise SessionUnwakeable(f"its log does not fold: {err}") from err
+
+    async def _guarded(self, item: Any) -> None:
+        """Handles one mailbox item (None: just advance); a failure parks it, never the brain."""
+        try:
+            if item is not None:
+                await self._handle(item)
+            await self._advance()
+        except (WriterClosed, asyncio.CancelledError):
+            raise
+        except Exception as err:
+            code: e.RejectionCode = "too_large" if isinstance(err, RecordTooLarge) else "internal_error"
+            if code == "internal_error":
+                log.exception("session %s: handling an input failed; parking it", self.session_id)
+            await self._park(item, code, f"{type(err).__name__}: {err}" if code == "internal_error" else str(err))
+
+    async def _park(self, item: Any, code: e.RejectionCode, reason: str) -> None:
+        payload, token = item if isinstance(item, tuple) else (None, None)
+        if payload is not None and not isinstance(payload, MalformedInput):
+            await self.deps.dead_letter(payload, f"{code}: {reason}")
+        drafts = park_drafts(self.state, payload, code, reason)
+        if payload is not None and code == "internal_error":
+            drafts += park_drafts(self.state, None, code, reason)  # a bug mid-turn: stop, never repeat
+        try:
+            await self._append(drafts)
+        finally:
+            if token is not None:
+                self.deps.release([token])  # dead-lettered and recorded: never handled again
+
+    async def _refuse_mailbox(self, reason: str) -> None:
+        while not self.mailbox.empty():
+            item = self.mailbox.get_nowait()
+            if isinstance(item, tuple):
+                payload, token = item
+                if not isinstance(payload, MalformedInput):
+                    await self.deps.dead_letter(payload, f"internal_error: {reason}")
+                self.deps.release([token])
 
     async def _handle(self, item: Any) -> None:
         if isinstance(item, _ModelDone):
@@ -100,14 +173,14 @@ class SessionActor:
         if isinstance(payload, MalformedInput):
             await self._reject_malformed(payload)
         elif self.state.status == "new" and not isinstance(payload, (c.CreateSession, c.ToolResultReport)):
-            await self.deps.dead_letter(payload, f"unknown session {self.session_id}")
+            await self.deps.dead_letter(payload, f"unknown_session: unknown session {self.session_id}")
         else:
             await self._append(handle_input(self.state, payload))
         self._held.append(token)
 
     async def _reject_malformed(self, bad: "MalformedInput") -> None:
         if self.state.status != "new" and bad.command_id not in self.state.seen_inputs:
-            rejected = e.InputRejectedPayload(command_id=bad.command_id, reason=bad.reason)
+            rejected = e.InputRejectedPayload(command_id=bad.command_id, code=bad.code, reason=bad.reason)
             await self._append([Draft(type="input_rejected", payload=rejected, actor="system:brain",
                                       trust="instruction", causation_id=bad.command_id)])
 
@@ -155,30 +228,38 @@ class SessionActor:
             event = seal(draft, session_id=self.session_id, tenant=self.tenant, seq=state.last_seq + 1,
                          prev_hash=state.last_hash, ts=self.deps.now(), event_id=self.deps.new_id())
             state = apply(state, event)
-            records.append(Record(EVENTS, record_key(self.session_id), encode(event)))
-        records += self._tool_calls_to_issue(state)
-        await self.writer.append(records)
+            value = encode(event)
+            check_record(value, self.deps.max_record_bytes, f"the {event.type} event at seq {event.seq}")
+            records.append(Record(EVENTS, record_key(self.session_id), value))
+        calls = self._tool_calls_to_issue(state)
+        await self.writer.append(records + list(calls.values()))
+        self._issued.update(calls)  # only once sent: a refused append issues nothing
         self.state = state
 
-    def _tool_calls_to_issue(self, state: SessionState) -> list[Record]:
+    def _tool_calls_to_issue(self, state: SessionState) -> dict[str, Record]:
         """Pending calls go to the runners in the same transaction as the events that made
         them issuable; on wake every pending call is issued again with the same id."""
         if state.hands is not None or state.status in ("ended", "deleted"):
-            return []
-        records = []
+            return {}
+        records = {}
         for call in state.pending_tool_calls:
             if call.tool_call_id in self._issued or call.tool_call_id in state.awaiting_approval:
                 continue
-            self._issued.add(call.tool_call_id)
             request = c.ToolCallRequest(session_id=self.session_id, tenant=self.tenant,
                                         tool_call_id=call.tool_call_id, name=call.name, input=call.input,
                                         timeout_s=state.config.tool_timeout_s, causation_seq=state.last_seq,
                                         issued_at=self.deps.now())
-            records.append(Record(TOOL_CALLS, record_key(self.session_id), encode(request)))
+            value = encode(request)
+            check_record(value, self.deps.max_record_bytes, f"tool call {call.tool_call_id}")
+            records[call.tool_call_id] = Record(TOOL_CALLS, record_key(self.session_id), value)
         return records
+
+    def held_tokens(self) -> list[Token]:
+        return list(self._held)
 
 
 @dataclass(frozen=True)
 class MalformedInput:
     command_id: str
     reason: str
+    code: e.RejectionCode = "malformed"

@@ -31,21 +31,26 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         brain = Brain(settings, loader.load, models.model_for, tool_schemas())
         # Range assignment gives a brain the same partition numbers of every input topic,
         # so the owner of inbox p also owns tool-results p and writes events p.
+        # A short session timeout is how fast a dead brain's partitions move on: every
+        # rebalance waits for it (see BrainSettings.session_timeout_ms).
         consumer = make_consumer(settings, group_id=settings.group_id,
-                                 partition_assignment_strategy=(RangePartitionAssignor,))
+                                 partition_assignment_strategy=(RangePartitionAssignor,),
+                                 session_timeout_ms=settings.session_timeout_ms,
+                                 heartbeat_interval_ms=max(200, settings.session_timeout_ms // 6))
+        brain.attach(consumer)
         consumer.subscribe(list(INPUT_TOPICS), listener=brain)
         await consumer.start()
         log.info("brain %s started", settings.host)
         try:
-            while not stop.is_set() and brain.failure is None:
+            while not stop.is_set():
                 batch = await consumer.getmany(timeout_ms=200, max_records=500)
                 for records in batch.values():
                     for record in records:
                         brain.dispatch(record)
         finally:
-            await brain.close()
+            # The consumer first: it leaves the group, so the partitions move at once,
+            # and no assignment can hand us a writer after the brain has closed.
             await consumer.stop()
+            await brain.close()
             await loader.stop()
             await models.close()
-    if brain.failure is not None:
-        raise SystemExit(f"brain stopped: {brain.failure!r}")

@@ -15,6 +15,10 @@ class BrainSettings(CommonSettings):
     archiver_group: str = "wakeline-archiver"
     host: str = Field(default_factory=socket.gethostname)
     idle_evict_s: float = 300.0
+    # Failure detection for the brain group: a killed brain's partitions are owned again
+    # about this long after it died. Lower means faster recovery but a brain whose event
+    # loop stalls this long is taken for dead.
+    session_timeout_ms: int = 6_000
     policy_dir: Path = Path("deploy/policies")
     anthropic_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("WAKELINE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"))

@@ -4,14 +4,21 @@ Postgres holds what the archiver has stored, and `archiver_offsets` says how far
 each events partition that is — both read in one snapshot, so the Kafka tail read from
 that offset to the partition's end covers exactly the rest. Together they are every
 committed event of the session; the fold of them is the state to continue from.
+
+A session id names one session across tenants: the owner comes from the log
+(`session_tenant`, migration 0009, or the tail), never from the input that woke it.
+Failures are sorted here: `TRANSIENT` ones (a restarting database or broker, a tail that
+did not reach the end in time) are retried by the caller; anything else is a fact
+about the session's log and parks it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+import asyncpg
 from aiokafka import AIOKafkaConsumer
+from aiokafka.errors import KafkaError
 from aiokafka.structs import TopicPartition
 
 from wakeline.event_rows import READ_COLUMNS, event_from_row  # noqa: F401 (re-exported)
@@ -23,14 +30,26 @@ from wakeline.topics import EVENTS
 EVENT_COLUMNS = READ_COLUMNS
 
 
+class WakeIncomplete(RuntimeError):
+    """The tail read did not reach the end offsets taken at its start within the deadline."""
+
+
+TRANSIENT = (OSError, asyncio.TimeoutError, KafkaError, WakeIncomplete, asyncpg.PostgresConnectionError,
+             asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
+
+
 class SessionLoader:
-    def __init__(self, settings: CommonSettings, pool: TenantPool, archiver_group: str):
+    def __init__(self, settings: CommonSettings, pool: TenantPool, archiver_group: str,
+                 tail_deadline_s: float = 30.0):
         self._settings = settings
         self._pool = pool
         self._archiver_group = archiver_group
+        self._tail_deadline_s = tail_deadline_s
+        # "none": an archive offset Kafka no longer has means events were lost before
+        # they were archived; that must fail loudly, never silently start elsewhere.
         self._tail = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
                                       enable_auto_commit=False, isolation_level="read_committed",
-                                      fetch_max_wait_ms=100)
+                                      fetch_max_wait_ms=100, auto_offset_reset="none")
         self._lock = asyncio.Lock()
 
     async def start(self) -> None:
@@ -40,21 +59,28 @@ class SessionLoader:
         await self._tail.stop()
 
     async def load(self, session_id: str, tenant: str, partition: int) -> list[EventBase]:
-        archived, offset = await self._archived(session_id, tenant, partition)
+        """Every committed event of the session, under the tenant that owns it (which may
+        not be `tenant`, the claim of the input that woke it)."""
+        owner, archived, offset = await self._archived(session_id, tenant, partition)
         last = archived[-1].seq if archived else 0
-        tail = await self._read_tail(session_id, partition, offset)
-        return archived + [e for e in tail if e.seq > last]
+        tail = [e for e in await self._read_tail(session_id, partition, offset) if e.seq > last]
+        if owner is None and tail:
+            owner = tail[0].tenant
+        return [e for e in archived + tail if e.tenant == (owner or tenant)]
 
-    async def _archived(self, session_id: str, tenant: str, partition: int) -> tuple[list[EventBase], int]:
+    async def _archived(self, session_id: str, tenant: str,
+                        partition: int) -> tuple[str | None, list[EventBase], int]:
         # Offset first, rows second: the rows then hold at least everything before the
         # offset, and the tail read from it overlaps rather than leaves a gap.
-        async with self._pool.transaction(tenant) as conn:
+        async with self._pool.system_transaction() as conn:
+            owner = await conn.fetchval("SELECT session_tenant($1)", session_id)
             offset = await conn.fetchval(
                 "SELECT next_offset FROM archiver_offsets WHERE consumer_group = $1 AND topic = $2"
                 " AND partition = $3", self._archiver_group, EVENTS, partition)
+            await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", owner or tenant)
             rows = await conn.fetch(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq", session_id)
-        return [event_from_row(r) for r in rows], offset or 0
+        return owner, [event_from_row(r) for r in rows], offset or 0
 
     async def _read_tail(self, session_id: str, partition: int, start: int) -> list[EventBase]:
         tp = TopicPartition(EVENTS, partition)
@@ -74,10 +100,18 @@ class SessionLoader:
                 return found
             self._tail.seek(tp, start)
             self._tail.resume(tp)
-            while await self._tail.position(tp) < last:
-                records = (await self._tail.getmany(tp, timeout_ms=1000, max_records=5000)).get(tp, [])
-                if not records:
-                    break  # nothing came within a second: only markers remain
-                found.extend(parse_event(r.value) for r in records if r.key == key)
-            self._tail.pause(tp)
+            try:
+                await asyncio.wait_for(self._read_until(tp, last, key, found), self._tail_deadline_s)
+            except asyncio.TimeoutError:
+                raise WakeIncomplete(f"{EVENTS}[{partition}]: the tail read did not reach offset {last}"
+                                     f" within {self._tail_deadline_s:g} s") from None
+            finally:
+                self._tail.pause(tp)
         return found
+
+    async def _read_until(self, tp: TopicPartition, last: int, key: bytes, found: list[EventBase]) -> None:
+        # An empty poll is not the end: after a fence or during a slow fetch the next
+        # records may still be on their way. Only the position says we are done.
+        while await self._tail.position(tp) < last:
+            records = (await self._tail.getmany(tp, timeout_ms=1000, max_records=5000)).get(tp, [])
+            found.extend(parse_event(r.value) for r in records if r.key == key)

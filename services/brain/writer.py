@@ -5,6 +5,11 @@ Each owned partition p gets a transactional producer whose id is fixed per parti
 ours and aborts whatever we had in flight, so a session never has two writers. Appends
 are group-committed: one transaction carries the events, the tool calls they issue, and
 the consumer offsets of p's inputs up to the lowest unfinished record.
+
+A writer whose transaction fails (fenced, the broker restarting, a leader change) is
+done: it fails what was pending and tells its owner through `on_lost`, which gives the
+partition back and takes it again with a fresh producer (see `service.Brain`). It never
+goes quiet while the brain keeps routing inputs to it.
 """
 
 from __future__ import annotations
@@ -12,10 +17,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Callable
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
+from wakeline.limits import producer_max_request_size
 from wakeline.offsets import OffsetTracker
 from wakeline.settings import CommonSettings
 
@@ -36,20 +43,26 @@ class WriterClosed(RuntimeError):
 
 class PartitionWriter:
     def __init__(self, settings: CommonSettings, partition: int, group_id: str, tracker: OffsetTracker,
-                 inputs: list[TopicPartition]):
+                 inputs: list[TopicPartition], on_lost: Callable[["PartitionWriter", BaseException], None] = lambda w, err: None):
         self.partition = partition
+        self._on_lost = on_lost
         self._group_id = group_id
         self._tracker = tracker
         self._inputs = inputs  # the input partitions whose offsets this writer commits
         self._producer = AIOKafkaProducer(
             bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
-            transactional_id=f"{group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1)
+            transactional_id=f"{group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1,
+            max_request_size=producer_max_request_size(settings.max_record_bytes))
         self._queue: asyncio.Queue[tuple[list[Record], asyncio.Future]] = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self._closed = False
 
     async def start(self) -> None:
-        await self._producer.start()  # InitProducerId: fences the previous owner of this partition
+        try:
+            await self._producer.start()  # InitProducerId: fences the previous owner of this partition
+        except BaseException:
+            await self._producer.stop()  # a failed start must not leave a producer behind
+            raise
         self._task = asyncio.create_task(self._loop(), name=f"writer-p{self.partition}")
 
     async def append(self, records: list[Record]) -> None:
@@ -75,10 +88,11 @@ class PartitionWriter:
                 await self._commit(batch)
         except asyncio.CancelledError:
             raise
-        except Exception as err:  # fenced, or the broker refused: this partition is lost to us
-            log.error("writer for partition %s stopped: %r", self.partition, err)
+        except Exception as err:  # fenced, or the broker refused: this producer is done
+            log.warning("writer for partition %s stopped: %r; handing the partition back", self.partition, err)
             self._closed = True
             self._fail_pending(WriterClosed(str(err)))
+            self._on_lost(self, err)
 
     async def _next_batch(self) -> list[tuple[list[Record], asyncio.Future]]:
         try:
