@@ -19,6 +19,7 @@ from wakeline_archiver.rows import next_offsets
 from wakeline_archiver.store import save_offsets
 
 UNPARSEABLE = "unparseable dead letter"
+MAX_NAME = 249  # Kafka's longest topic name
 LETTER_COLUMNS = ("topic", "partition", '"offset"', "key", "value", "reason", "service", "dl_topic",
                   "dl_partition", "dl_offset")
 _TYPES = ("text", "int", "bigint", "text", "text", "text", "text", "text", "int", "bigint")
@@ -36,8 +37,10 @@ def letter_row(record: RawRecord) -> tuple[Any, ...]:
         key = record.key.decode("utf-8", "replace") if record.key is not None else None
         letter = DeadLetter(topic=record.topic, partition=record.partition, offset=record.offset, key=key,
                             value=raw, reason=f"{UNPARSEABLE}: {bad.reason}", service="archiver")
-    return (letter.topic, letter.partition, letter.offset, without_nul(letter.key), without_nul(letter.value),
-            without_nul(letter.reason), without_nul(letter.service), record.topic, record.partition, record.offset)
+    # topic and service are indexed (dead_letters_source): a letter from any producer must fit a btree row.
+    return (without_nul(letter.topic[:MAX_NAME]), letter.partition, letter.offset, without_nul(letter.key),
+            without_nul(letter.value), without_nul(letter.reason), without_nul(letter.service[:MAX_NAME]),
+            record.topic, record.partition, record.offset)
 
 
 class DeadLetterArchiver:

@@ -1,7 +1,11 @@
 """`BatchGate`: how a projection failure stops the archiver, and how a stop lets a batch finish.
 
-Every batch passes through the gate. The first one that raises closes it: the failure
-is logged once, loudly, and kept for `service.run` to re-raise. Once the gate is closed
+Every batch passes through the gate. Weather (a database or broker restart, see
+`weather.py`) is ridden out: the same batch is retried with backoff until it goes
+through or the gate closes. Data failures never reach the gate from the events
+archiver, which quarantines per session; anything that still raises here is a bug or
+a broken deployment, and the first one closes the gate: the failure is logged once,
+loudly, and kept for `service.run` to re-raise. Once the gate is closed
 (failure or shutdown) no new batch starts; agents park until faust cancels them. A
 parked agent never acknowledges its batch, so nothing of a failed batch is committed
 anywhere, and faust's supervisor never gets to restart an agent past it.
@@ -13,6 +17,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
+
+from wakeline_archiver.weather import ride_out
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -32,9 +38,9 @@ class BatchGate:
             self._busy += 1
             self._quiet.clear()
             try:
-                await handle(batch)
-                return
-            except Exception as exc:  # noqa: BLE001 - every failure stops the service
+                if await ride_out(lambda: handle(batch), "archiving a batch", self.closed):
+                    return
+            except Exception as exc:  # noqa: BLE001 - every failure that is not weather stops the service
                 self._fail(exc)
             finally:
                 self._busy -= 1

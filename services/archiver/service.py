@@ -23,8 +23,10 @@ from wakeline_archiver.archiver import EventArchiver, SendDeadLetter
 from wakeline_archiver.dead_letters import DeadLetterArchiver
 from wakeline_archiver.gate import BatchGate
 from wakeline_archiver.lag import LagProbe
+from wakeline_archiver.quarantine import Quarantine
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.store import Archive
+from wakeline_archiver.weather import ride_out
 
 log = logging.getLogger(__name__)
 DRAIN_TIMEOUT_S = 30.0
@@ -42,10 +44,11 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         stack.push_async_callback(producer.stop)
         probe = await stack.enter_async_context(LagProbe(settings, topics.events))
         archive = Archive(pool, settings.archiver_group)
-        events = EventArchiver(archive, _dead_letter_sender(producer, topics.dead_letter))
+        events = EventArchiver(archive, Quarantine(pool, settings.archiver_group),
+                               _dead_letter_sender(producer, topics.dead_letter))
         app = build_app(settings, topics=topics, events=events.archive,
                         dead_letters=DeadLetterArchiver(pool, settings.archiver_group).archive, gate=gate,
-                        stored_positions=partial(archive.stored_positions, (topics.events, topics.dead_letter)))
+                        stored_positions=partial(_stored_positions, archive, topics, gate))
         reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
         try:
             await app.start()
@@ -61,6 +64,17 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
     if app.crashed:
         raise RuntimeError(f"faust stopped the archiver: {app.crash_reason!r}") from app.crash_reason
     log.info("archiver %s stopped", settings.archiver_group)
+
+
+async def _stored_positions(archive: Archive, topics: ArchivedTopics, gate: BatchGate) -> dict[tuple[str, int], int]:
+    # Read at every assignment: a rebalance during a database restart waits it out.
+    positions: dict[tuple[str, int], int] = {}
+
+    async def read() -> None:
+        positions.update(await archive.stored_positions((topics.events, topics.dead_letter)))
+    if not await ride_out(read, "reading the archive's offsets", gate.closed):
+        raise RuntimeError("stopped while waiting for the archive's offsets")
+    return positions
 
 
 def _dead_letter_sender(producer: AIOKafkaProducer, topic: str) -> SendDeadLetter:
@@ -117,9 +131,9 @@ async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantP
         except Exception as exc:  # noqa: BLE001 - a missed report is not a projection failure
             log.warning("could not measure archiver lag: %r", exc)
             continue
-        log.info("lag %s; events archived %d, redelivered %d, dead-lettered %d",
+        log.info("lag %s; events archived %d, redelivered %d, dead-lettered %d, sessions parked %d",
                  " ".join(f"p{p}={v['lag']}" for p, v in sorted(lag.items())),
-                 events.archived, events.redelivered, events.rejected)
+                 events.archived, events.redelivered, events.rejected, events.parked)
         waiting = sum(v["lag"] for v in lag.values())
         done = events.archived + events.redelivered + events.rejected
         if watch.stalled(done, waiting, asyncio.get_running_loop().time()):

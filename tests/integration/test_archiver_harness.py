@@ -230,3 +230,29 @@ async def eventually(probe: Callable[[], Awaitable[T]], what: str, timeout: floa
             raise AssertionError(f"timed out after {timeout}s waiting for {what}; last saw {value!r}")
         await asyncio.sleep(every)
 
+
+
+# -- what was set aside ------------------------------------------------------------------
+
+async def parked_row(pool: TenantPool, session: Session) -> dict[str, Any] | None:
+    """The session's row in archiver_quarantine (0010), if the archiver parked it."""
+    async with pool.system_transaction() as conn:
+        row = await conn.fetchrow("SELECT * FROM archiver_quarantine WHERE tenant = $1 AND session_id = $2",
+                                  session.tenant, session.session_id)
+    return dict(row) if row else None
+
+
+async def dead_letters_for(pool: TenantPool, dead_letter_topic: str, session_id: str) -> list[dict[str, Any]]:
+    """Letters archived from `dead_letter_topic` about records keyed by `session_id`, in source order."""
+    async with pool.system_transaction() as conn:
+        rows = await conn.fetch('SELECT topic, partition, "offset", reason, service, value FROM dead_letters '
+                                'WHERE dl_topic = $1 AND key = $2 ORDER BY "offset"', dead_letter_topic, session_id)
+    return [dict(r) for r in rows]
+
+
+async def archived_all(pool: TenantPool, sessions: Sequence[Session]) -> bool:
+    """Every session's archive equals its whole log, in order."""
+    for session in sessions:
+        if await stored_events(pool, session) != session.events:
+            return False
+    return True
