@@ -151,6 +151,7 @@ class SessionActor:
         finally:
             if token is not None:
                 self.deps.release([token])  # dead-lettered and recorded: never handled again
+        self._release_if_quiet()
 
     async def _refuse_mailbox(self, reason: str) -> None:
         while not self.mailbox.empty():
@@ -195,6 +196,9 @@ class SessionActor:
             if not step:
                 break
             await self._append(step)
+        self._release_if_quiet()
+
+    def _release_if_quiet(self) -> None:
         if self._quiet():
             self.deps.release(self._held)
             self._held = []
