@@ -1,0 +1,126 @@
+"""Bad or merely large input stays with its session: the partition, the brain and every
+other session keep going. Each test ends by counting sessions on the same partition that
+still complete."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+from aiokafka import AIOKafkaProducer
+
+from tests.e2e.conftest import assert_log_whole, pg_rows, stored_events, wait_ended, wait_for
+from wakeline import commands as c
+from wakeline.codec import encode
+from wakeline.settings import CommonSettings
+from wakeline.topics import INBOX, partition_for, record_key
+
+SETTINGS = CommonSettings()
+
+
+def produce(values: list[tuple[bytes, bytes]], partition: int) -> None:
+    """Raw records onto the inbox, as any Kafka client could send them (up to the broker's limit)."""
+    async def send():
+        producer = AIOKafkaProducer(bootstrap_servers=SETTINGS.kafka_bootstrap, acks="all",
+                                    max_request_size=2_000_000)
+        await producer.start()
+        try:
+            for key, value in values:
+                await producer.send_and_wait(INBOX, value, key=key, partition=partition)
+        finally:
+            await producer.stop()
+    asyncio.run(send())
+
+
+def ids_on(partition: int, count: int) -> list[str]:
+    found = []
+    while len(found) < count:
+        sid = str(uuid.uuid4())
+        if partition_for(sid, SETTINGS.partitions) == partition:
+            found.append(sid)
+    return found
+
+
+def create(sid: str, tenant: str = "default", policy: str = "tools3") -> c.CreateSession:
+    return c.CreateSession(command_id=str(uuid.uuid4()), session_id=sid, tenant=tenant, actor="user:e2e-kafka",
+                           message="go", config={"model": f"scripted:{policy}"})
+
+
+def assert_partition_serves(stack, auditor, partition: int, count: int = 3) -> None:
+    """Fresh sessions on `partition` are created and complete: the partition was not stalled."""
+    sids = ids_on(partition, count)
+    produce([(record_key(sid), encode(create(sid))) for sid in sids], partition)
+    for sid in sids:
+        wait_for(lambda: auditor.get(f"/v1/sessions/{sid}").status_code == 200, 60, f"{sid} to exist", stack)
+        assert wait_ended(auditor, stack, sid)["ended_reason"] == "completed"
+        assert_log_whole(sid)
+    assert all(s.alive for s in stack.services.values()), stack.report()
+
+
+def rejections(sid: str) -> list:
+    return [e.payload for e in stored_events(sid) if e.type == "input_rejected"]
+
+
+def test_an_oversized_multibyte_message_from_kafka_is_rejected_and_its_partition_keeps_serving(stack, auditor):
+    sid = str(uuid.uuid4())
+    partition = partition_for(sid, SETTINGS.partitions)
+    produce([(record_key(sid), encode(create(sid)))], partition)
+    wait_ended(auditor, stack, sid)
+    # Over max_record_bytes once the brain wraps it in an event, under the broker's limit.
+    text = "é" * 48_100 + "a" * (SETTINGS.max_record_bytes - 96_200 + 5_000)
+    big = c.PostMessage(command_id=str(uuid.uuid4()), session_id=sid, tenant="default", actor="user:e2e-kafka",
+                        text=text)
+    produce([(record_key(sid), encode(big))], partition)
+    rejected = wait_for(lambda: rejections(sid), 60, "the rejection", stack)
+    assert [(r.code, r.command_id) for r in rejected] == [("too_large", big.command_id)]
+    letters = wait_for(lambda: pg_rows("SELECT reason FROM dead_letters WHERE value LIKE $1",
+                                       f"%{big.command_id}%"), 60, "the dead letter", stack)
+    assert "too_large" in letters[0]["reason"]
+    assert_partition_serves(stack, auditor, partition)
+
+
+def test_ids_with_nul_control_characters_or_over_200_chars_are_dead_lettered(stack, auditor):
+    partition = 0
+    bad = [("nul\x00id", "default"), ("x" * 201, "default"), ("line\nbreak", "default"), ("ok-id", "ten\x00ant")]
+    markers = []
+    for sid, tenant in bad:
+        marker = str(uuid.uuid4())
+        markers.append(marker)
+        value = json.dumps({"type": "create_session", "command_id": marker, "session_id": sid, "tenant": tenant,
+                            "actor": "user:e2e-kafka", "message": "go"}).encode()
+        produce([(sid.encode(), value)], partition)
+    for marker in markers:
+        wait_for(lambda: pg_rows("SELECT 1 FROM dead_letters WHERE value LIKE $1", f"%{marker}%"), 60,
+                 f"the dead letter of {marker}", stack)
+    assert_partition_serves(stack, auditor, partition)
+
+
+def test_a_session_id_of_another_tenant_is_refused_never_sequenced_twice(stack, auditor):
+    sid = str(uuid.uuid4())
+    partition = partition_for(sid, SETTINGS.partitions)
+    produce([(record_key(sid), encode(create(sid)))], partition)
+    wait_ended(auditor, stack, sid)
+    intruder = create(sid, tenant="other-tenant")
+    produce([(record_key(sid), encode(intruder))], partition)
+    rejected = wait_for(lambda: rejections(sid), 60, "the rejection", stack)
+    assert [(r.code, r.command_id) for r in rejected] == [("wrong_tenant", intruder.command_id)]
+    assert pg_rows("SELECT 1 FROM events WHERE session_id = $1", sid, tenant="other-tenant") == []
+    events = assert_log_whole(sid)
+    assert [e.type for e in events].count("session_created") == 1
+    assert_partition_serves(stack, auditor, partition)
+
+
+def test_a_fenced_partition_writer_is_replaced_and_the_partition_keeps_serving(stack, auditor):
+    partition = 2
+    async def fence():
+        # The same transactional id as the brain's writer of this partition: starting it
+        # fences the brain's producer, as a zombie or a second brain would.
+        producer = AIOKafkaProducer(bootstrap_servers=SETTINGS.kafka_bootstrap, enable_idempotence=True,
+                                    transactional_id=f"wakeline-brain-p{partition}")
+        await producer.start()
+        await producer.stop()
+    asyncio.run(fence())
+    assert_partition_serves(stack, auditor, partition)
+    log = stack.services["brain"].log.read_text(errors="replace")
+    assert f"partition {partition}: writer lost; acquiring it again" in log
