@@ -4,7 +4,9 @@ A finished call's report is recorded in the session's `calls/` directory before 
 returned; a request whose call already has a record gets that record back (`replayed`)
 and runs nothing. Bash calls may also be mid-flight from an earlier runner: the sandbox
 adopts those. File tools run in-process and are re-run if a crash lost their result,
-which is harmless: reads have no effect and `write_file` writes whole files.
+which is harmless: reads have no effect and `write_file` writes whole files. Every
+report returned, replays included, is cut to fit one record (`fitting.py`), and any
+failure, a bug included, becomes this call's error report: one call never stops a runner.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from pathlib import Path
 from typing import Callable
 
 from wakeline.commands import ToolCallRequest, ToolResultReport
+from wakeline.limits import input_budget
 from wakeline_runner import files
-from wakeline_runner.records import SAFE_ID, SessionDirs, read_result, write_result
+from wakeline_runner.fitting import fit_report
+from wakeline_runner.records import SAFE_ID, SessionDirs, crashed, record_result, recorded_result
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
 from wakeline_runner.tools import (BashInput, ListFilesInput, ReadFileInput, ToolError, ToolFailure,
@@ -34,9 +38,20 @@ class Executor:
     def __init__(self, settings: RunnerSettings, sandbox: Sandbox):
         self.settings = settings
         self.sandbox = sandbox
+        self.budget = input_budget(settings.max_record_bytes)
 
     async def execute(self, request: ToolCallRequest) -> ToolResultReport:
         began = time.monotonic()
+        try:
+            report = await self._execute(request, began)
+        except Exception as err:  # a bug must become this call's result, never stop the runner
+            log.exception("tool call %s of session %s failed in the runner", request.tool_call_id,
+                          request.session_id)
+            report = self._report(request, crashed(f"the runner failed: {type(err).__name__}: {err}"), began)
+        # Replays too: a result recorded before results were cut to fit may be too large.
+        return await asyncio.to_thread(fit_report, report, self.budget)
+
+    async def _execute(self, request: ToolCallRequest, began: float) -> ToolResultReport:
         try:
             dirs = self.sandbox.open_session(request.tenant, request.session_id)
             if not SAFE_ID.match(request.tool_call_id):
@@ -45,24 +60,27 @@ class Executor:
             return self._report(request, _error(failure), began)  # nowhere to record it; nothing ran
         except OSError as err:
             log.exception("cannot prepare the sandbox of session %s", request.session_id)
-            return self._report(request, ToolError(error_kind="crashed", message=f"sandbox unavailable: {err}"),
-                                began)
+            return self._report(request, crashed(f"sandbox unavailable: {err}"), began)
         call = dirs.call(request.tool_call_id)
         digest = request_digest(request)
-        recorded = read_result(call)
+        recorded = recorded_result(call)
+        if isinstance(recorded, ToolError):
+            return self._report(request, recorded, began)
         if recorded is not None:
             if recorded[0] != digest:
                 return self._report(request, ToolError(error_kind="id_conflict", message=(
                     "this tool_call_id already ran with another name or input")), began)
             return recorded[1].model_copy(update={"replayed": True})
-        if self._stale(request):
-            # Not recorded: a fresh re-issue of the same id (after a wake) still runs.
+        # A call that started (its bash tool launched) is adopted however old it is; only a
+        # call that never started may be refused as expired. A fresh re-issue of the same
+        # id (after a wake) carries a new issued_at and still runs.
+        if self._stale(request) and not call.started.exists():
             return self._report(request, ToolError(error_kind="expired", message=(
                 f"issued at {request.issued_at.isoformat()}, more than {self.settings.stale_after_s:g} s ago;"
                 " not started")), began)
-        report = self._report(request, await self._dispatch(request, dirs), began)
-        # If this write fails the service stops: a result we cannot record could run twice.
-        write_result(call, digest, report)
+        report = await asyncio.to_thread(fit_report, self._report(request, await self._dispatch(request, dirs),
+                                                                  began), self.budget)
+        record_result(call, digest, report)
         return report
 
     async def _dispatch(self, request: ToolCallRequest, dirs: SessionDirs) -> ToolOutput:
@@ -82,7 +100,7 @@ class Executor:
             return ToolError(error_kind="timeout", message=f"{request.name} did not finish in time")
         except Exception as err:  # a bug must still become a result, or the call would hang forever
             log.exception("tool call %s (%s) crashed", request.tool_call_id, request.name)
-            return ToolError(error_kind="crashed", message=f"{type(err).__name__}: {err}")
+            return crashed(f"{type(err).__name__}: {err}")
 
     def _file_tool(self, tool_input: ToolInput, work: Path) -> Callable[[], ToolOutput]:
         owner = self.sandbox.isolation.drop_to
@@ -96,7 +114,10 @@ class Executor:
     def _stale(self, request: ToolCallRequest) -> bool:
         if request.issued_at is None:
             return False
-        age = (datetime.now(timezone.utc) - request.issued_at).total_seconds()
+        issued = request.issued_at
+        if issued.tzinfo is None:  # a producer's naive time: read it as UTC rather than fail on it
+            issued = issued.replace(tzinfo=timezone.utc)
+        age = (datetime.now(timezone.utc) - issued).total_seconds()
         return age > self.settings.stale_after_s
 
     def _timeout(self, request: ToolCallRequest) -> float:
@@ -105,10 +126,15 @@ class Executor:
         return min(request.timeout_s, self.settings.max_timeout_s)
 
     def _report(self, request: ToolCallRequest, output: ToolOutput, began: float) -> ToolResultReport:
+        try:
+            encoded = output.model_dump_json()
+        except ValueError as err:  # e.g. a file name that is not UTF-8; the output cannot travel
+            output = crashed(f"the tool's output could not be encoded: {err}")
+            encoded = output.model_dump_json()
         error = output if isinstance(output, ToolError) else None
         return ToolResultReport(
             session_id=request.session_id, tenant=request.tenant, tool_call_id=request.tool_call_id,
-            name=request.name, output=output.model_dump_json(), is_error=error is not None,
+            name=request.name, output=encoded, is_error=error is not None,
             error_kind=error.error_kind if error else None,
             duration_ms=int((time.monotonic() - began) * 1000), runner=self.settings.host)
 

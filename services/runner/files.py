@@ -95,7 +95,8 @@ def _walk(dir_fd: int, prefix: str, request: ListFilesInput, entries: list[FileE
         if len(entries) >= request.max_entries:
             return False
         st = child.stat(follow_symlinks=False)
-        path = f"{prefix}/{child.name}" if prefix else child.name
+        name = _shown(child.name)
+        path = f"{prefix}/{name}" if prefix else name
         entries.append(FileEntry(path=path, type=_kind(st.st_mode), size=st.st_size))
         if request.recursive and stat.S_ISDIR(st.st_mode):
             sub = open_subdir(dir_fd, child.name)
@@ -105,6 +106,12 @@ def _walk(dir_fd: int, prefix: str, request: ListFilesInput, entries: list[FileE
             finally:
                 os.close(sub)
     return True
+
+
+def _shown(name: str) -> str:
+    """A file name a tool made may not be UTF-8 (surrogate-escaped here): show it, replaced,
+    rather than fail to encode the whole listing."""
+    return os.fsencode(name).decode("utf-8", "replace")
 
 
 def _kind(mode: int) -> str:

@@ -15,6 +15,7 @@ Every JSON record is written atomically, so a reader sees it whole or not at all
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,10 @@ from typing import Any
 
 from wakeline.commands import ToolResultReport
 from wakeline.ids import SAFE_ID  # noqa: F401 (re-exported: the runner checks ids with it)
+from wakeline_runner.tools import ToolError
 from wakeline_runner.wrapper import write_json_atomic
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -82,3 +86,32 @@ def read_result(files: CallFiles) -> tuple[str, ToolResultReport] | None:
 
 def write_result(files: CallFiles, request_digest: str, report: ToolResultReport) -> None:
     write_json(files.result, {"request_digest": request_digest, "report": report.model_dump(mode="json")})
+
+
+def recorded_result(call: CallFiles) -> tuple[str, ToolResultReport] | ToolError | None:
+    """The call's record; an unreadable one is an error result, since the call may have run."""
+    try:
+        return read_result(call)
+    except Exception as err:  # noqa: BLE001 - corrupt JSON, an old shape, an unreadable file
+        log.error("the result record of call %s is unreadable: %r", call.call_id, err)
+        return crashed(f"this call's recorded result is unreadable ({type(err).__name__}); it is not "
+                       "re-run because it may already have had side effects")
+
+
+def record_result(call: CallFiles, digest: str, report: ToolResultReport) -> None:
+    """Records the result; if that fails, the result is published anyway.
+
+    Stopping instead would hand the call to the next runner, which fails the same way:
+    one session's call would take down every runner. Running twice is still prevented
+    where it matters: a bash call's `started` record, written before its tool launches,
+    makes any later delivery adopt it or read its outcome, never launch it again; the
+    file tools are safe to re-run. What is lost is only a byte-identical replay.
+    """
+    try:
+        write_result(call, digest, report)
+    except Exception:  # noqa: BLE001 - disk full, read-only, quota: all the same to the session
+        log.exception("could not record the result of call %s; publishing it unrecorded", call.call_id)
+
+
+def crashed(message: str) -> ToolError:
+    return ToolError(error_kind="crashed", message=message)

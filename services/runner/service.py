@@ -4,7 +4,9 @@ Per record: decode (malformed -> dead-letter topic, carry on), execute under the
 `KeyedScheduler` (sessions in parallel, each session in order), publish the result keyed
 by session id and acked by all replicas, and only then let the `OffsetTracker` count it
 done. A runner that dies before committing gets its calls redelivered; the executor's
-records and the sandbox's adoption make that a replay, not a second run.
+records and the sandbox's adoption make that a replay, not a second run. Nothing one
+record does stops the loop: the executor turns every failure into that call's result,
+and `Publisher` retries the broker's weather and replaces what Kafka refuses.
 """
 
 from __future__ import annotations
@@ -13,45 +15,48 @@ import asyncio
 import logging
 from functools import partial
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError
 
 from wakeline.codec import MalformedRecord, decode, dead_letter_for
 from wakeline.commands import ToolCallRequest
-from wakeline.kafka_io import make_consumer, make_producer, send_keyed
-from wakeline.topics import DEAD_LETTER, TOOL_CALLS, TOOL_RESULTS
+from wakeline.kafka_io import make_consumer, make_producer
+from wakeline.offsets import OffsetTracker
+from wakeline.topics import TOOL_CALLS
 from wakeline_runner.executor import Executor
 from wakeline_runner.isolation import probe
 from wakeline_runner.keyed import KeyedScheduler
-from wakeline.offsets import OffsetTracker
+from wakeline_runner.publish import Publisher
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
+# The scheduler key dead letters share: not a session id (those start with a letter or digit),
+# so a letter never waits behind a session's calls.
+DEAD_LETTERS = "\x00dead-letters"
 
 
 async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
     executor = Executor(settings, Sandbox(settings, await asyncio.to_thread(probe, settings)))
     consumer = make_consumer(settings, group_id=settings.group_id)
-    producer = make_producer(settings)
-    await producer.start()
+    publisher = Publisher(partial(make_producer, settings), settings.partitions)
+    await publisher.start()
     try:
         await consumer.start()
         try:
-            await ToolCallLoop(settings, consumer, producer, executor).run(stop)
+            await ToolCallLoop(settings, consumer, publisher, executor).run(stop)
         finally:
             await consumer.stop()
     finally:
-        await producer.stop()
+        await publisher.stop()
 
 
 class ToolCallLoop:
-    def __init__(self, settings: RunnerSettings, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer,
+    def __init__(self, settings: RunnerSettings, consumer: AIOKafkaConsumer, publisher: Publisher,
                  executor: Executor):
-        self.settings, self.consumer, self.producer, self.executor = settings, consumer, producer, executor
+        self.settings, self.consumer, self.publisher, self.executor = settings, consumer, publisher, executor
         self.tracker = OffsetTracker()
         self.scheduler = KeyedScheduler(settings.max_concurrent_calls)
-        self.failure: BaseException | None = None
         # Stop fetching while this many records are in flight, so a backlog waits in Kafka, not here.
         self.max_in_flight = settings.max_concurrent_calls * 32
 
@@ -59,45 +64,50 @@ class ToolCallLoop:
         self.consumer.subscribe([TOOL_CALLS], listener=_CommitOnRevoke(self))
         log.info("runner host=%s consuming %s in group %s", self.settings.host, TOOL_CALLS, self.settings.group_id)
         try:
-            while not stop.is_set() and self.failure is None:
+            while not stop.is_set():
                 self._throttle()
                 batches = await self.consumer.getmany(timeout_ms=200, max_records=100)
                 for records in batches.values():
                     for record in records:
-                        await self._accept(record)
+                        self._accept(record)
                 await self._commit_unless_rebalancing()
-            if self.failure is not None:
-                raise RuntimeError("a tool result could not be recorded or published; stopping") from self.failure
         finally:
             await self._shut_down()
 
-    async def _accept(self, record) -> None:
+    def _accept(self, record) -> None:
         partition = (record.topic, record.partition)
         self.tracker.add(partition, record.offset)
         try:
             request = decode(record.value, ToolCallRequest.model_validate_json)
         except MalformedRecord as bad:
-            letter = dead_letter_for(record.topic, record.partition, record.offset, record.key, record.value,
-                                     bad.reason, service="runner")
-            await send_keyed(self.producer, DEAD_LETTER, letter.key or "", letter, self.settings.partitions)
-            log.warning("dead-lettered %s[%d]@%d: %s", record.topic, record.partition, record.offset, bad.reason)
-            self.tracker.finish(partition, record.offset)
-            return
-        task = self.scheduler.submit(request.session_id, partial(self._execute_and_publish, request))
+            work, key = partial(self._dead_letter, record, bad.reason), DEAD_LETTERS
+        else:
+            work, key = partial(self._execute_and_publish, request), request.session_id
+        # A task either way: a dead letter waits for the broker as a result does, and is
+        # committed past only once sent (or given up on), without holding up the loop.
+        task = self.scheduler.submit(key, work)
         task.add_done_callback(partial(self._finished, partition, record.offset))
+
+    async def _dead_letter(self, record, reason: str) -> None:
+        key = record.key[:1000] if record.key is not None else None  # a letter must fit where the record did
+        letter = dead_letter_for(record.topic, record.partition, record.offset, key, record.value, reason,
+                                 service="runner")
+        log.warning("dead-lettering %s[%d]@%d: %s", record.topic, record.partition, record.offset, reason)
+        await self.publisher.dead_letter(letter, f"{record.topic}[{record.partition}]@{record.offset}")
 
     async def _execute_and_publish(self, request: ToolCallRequest) -> None:
         report = await self.executor.execute(request)
         # Acked by all replicas before the offset may move: a commit never outruns a result.
-        await send_keyed(self.producer, TOOL_RESULTS, request.session_id, report, self.settings.partitions)
+        await self.publisher.publish_result(report)
 
     def _finished(self, partition, offset: int, task: asyncio.Task) -> None:
         if task.cancelled():
             return  # shutting down: uncommitted, so it is redelivered and adopted or replayed
         if task.exception() is not None:
-            log.error("tool call at %s@%d: no durable result", partition, offset, exc_info=task.exception())
-            self.failure = task.exception()
-            return
+            # Not expected (execute and publish turn failures into results); if it happens,
+            # the call is logged and passed, not retried forever: the brain re-issues it on wake.
+            log.error("tool call at %s@%d failed without a result; moving past it", partition, offset,
+                      exc_info=task.exception())
         self.tracker.finish(partition, offset)
 
     async def commit(self, partitions=None) -> None:
@@ -112,6 +122,9 @@ class ToolCallLoop:
         except CommitFailedError as err:
             # The group moved on; the new owners get these records again and replay them.
             log.warning("commit refused during a rebalance: %s", err)
+        except KafkaError as err:
+            # The broker's weather (restart, coordinator move): the same offsets are tried next round.
+            log.warning("commit failed (%r); retrying on the next round", err)
 
     def _throttle(self) -> None:
         if self.tracker.in_flight() >= self.max_in_flight:
