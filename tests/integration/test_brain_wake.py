@@ -1,0 +1,33 @@
+"""Waking a session reads its log under the tenant that owns it, whoever's input woke it."""
+
+from __future__ import annotations
+
+import uuid
+
+from conftest_pg import fresh_session_id, fresh_tenant, insert_event_as, new_event, require_kafka, \
+    require_postgres, service_connection
+from wakeline.pg import TenantPool
+from wakeline.settings import CommonSettings
+from wakeline.topics import partition_for
+from wakeline_brain.wake import SessionLoader
+
+
+async def test_a_session_woken_by_another_tenants_input_loads_its_owners_log():
+    settings = CommonSettings()
+    await require_postgres()
+    await require_kafka(settings)
+    owner, intruder, sid = fresh_tenant(), fresh_tenant(), fresh_session_id()
+    async with service_connection() as conn:
+        await insert_event_as(conn, owner, new_event(owner, sid, 1, type="user_message", payload={"text": "mine"}))
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+        # A private archiver group: no stored offset, so the whole events partition is the tail.
+        loader = SessionLoader(settings, pool, f"test-wake-{uuid.uuid4().hex[:8]}")
+        await loader.start()
+        try:
+            partition = partition_for(sid, settings.partitions)
+            events = await loader.load(sid, intruder, partition)
+            unknown = await loader.load(fresh_session_id(), intruder, partition)
+        finally:
+            await loader.stop()
+    assert [(e.tenant, e.seq, e.payload.text) for e in events] == [(owner, 1, "mine")]
+    assert unknown == []
