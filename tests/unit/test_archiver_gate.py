@@ -1,9 +1,10 @@
-"""`BatchGate`: a failing batch closes the gate, parks its agent and is kept for the service to raise."""
+"""`BatchGate`: weather is retried; any other failing batch closes the gate, parks its agent and is kept."""
 
 from __future__ import annotations
 
 import asyncio
 
+import asyncpg
 import pytest
 
 from wakeline_archiver.gate import BatchGate
@@ -54,3 +55,15 @@ async def test_closed_gate_lets_the_batch_in_flight_finish_and_no_new_one_start(
     await asyncio.wait_for(drained, 1)
     assert started == ["a"] and not later.done()
     later.cancel()
+
+
+async def test_weather_is_retried_with_the_same_batch_and_never_closes_the_gate() -> None:
+    gate, seen = BatchGate(), []
+
+    async def handle(batch):
+        seen.append(batch)
+        if len(seen) < 3:
+            raise asyncpg.CannotConnectNowError("the database system is shutting down")
+
+    await asyncio.wait_for(gate.pass_batch(handle, [7]), 5)
+    assert seen == [[7]] * 3 and not gate.closed.is_set() and gate.failure is None
