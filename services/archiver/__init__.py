@@ -2,5 +2,8 @@
 
 Every event is stored exactly once (idempotent on `(session_id, seq)`), the `sessions`
 projection moves forward with it, and the Kafka offsets are stored in the same
-transaction. faust-streaming consumes; `service.run` is the entry point.
+transaction. A session whose events cannot be stored is parked (`archiver_quarantine`)
+and its records dead-lettered; every other session carries on. A database or broker
+restart is retried, never a reason to stop. faust-streaming consumes; `service.run` is
+the entry point.
 """

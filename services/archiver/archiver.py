@@ -22,7 +22,7 @@ from wakeline_archiver.quarantine import Parked, Quarantine
 from wakeline_archiver.records import RawRecord
 from wakeline_archiver.rows import next_offsets
 from wakeline_archiver.store import Archive
-from wakeline_archiver.triage import SetAside, Triage, decode_all, held_reason, sessions_named, triage
+from wakeline_archiver.triage import HELD, SetAside, Triage, decode_all, held_reason, sessions_named, triage
 
 log = logging.getLogger(__name__)
 SendDeadLetter = Callable[[DeadLetter, bytes | None, int], Awaitable[None]]
@@ -55,6 +55,7 @@ class EventArchiver:
         aside = sorted_.set_aside + [a for f in outcome.failures for a in _set_aside_by(f)]
         for item in aside:
             await self._dead_letter(item)
+        _log_held([item for item in aside if item.reason.startswith(HELD)])
         await self._quarantine.park(parked, offsets)
         for p in parked:
             log.critical("ALERT session %s of tenant %s parked from seq %s: %s; its events from there on go to "
@@ -64,8 +65,9 @@ class EventArchiver:
 
     async def _dead_letter(self, item: SetAside) -> None:
         record = item.record
-        log.error("record %s[%s]@%s set aside, sent to the dead-letter topic: %s",
-                  record.topic, record.partition, record.offset, item.reason[:500])
+        if not item.reason.startswith(HELD):  # held ones: one line per batch, see _log_held
+            log.error("record %s[%s]@%s set aside, sent to the dead-letter topic: %s",
+                      record.topic, record.partition, record.offset, item.reason[:500])
         letter = dead_letter_for(record.topic, record.partition, record.offset, record.key, record.value,
                                  item.reason, "archiver")
         await self._send_dead_letter(letter, record.key, record.partition)
@@ -81,3 +83,11 @@ def _set_aside_by(failure: SessionFailure) -> list[SetAside]:
     first = SetAside(failure.pairs[0][0], failure.reason)
     later = held_reason(_parked_by(failure))
     return [first] + [SetAside(record, later) for record, _ in failure.pairs[1:]]
+
+
+def _log_held(held: list[SetAside]) -> None:
+    """A parked session that keeps talking costs one line per batch, not one per event."""
+    if held:
+        keys = sorted({(r.record.key or b"").decode("utf-8", "replace")[:80] for r in held})
+        log.warning("%d later records of parked sessions sent to the dead-letter topic (sessions %s%s)",
+                    len(held), ", ".join(keys[:5]), ", ..." if len(keys) > 5 else "")

@@ -4,12 +4,13 @@ A `(session_id, seq)` already stored with the same hash is a redelivery and a no
 same key with a different hash means two histories claim one position in the log
 (`ConflictingEvent`). A new event must also link to the archive: seq 1 to the genesis
 hash, seq n to the stored (or same-batch) hash of seq n-1; anything else is a gap or a
-fork (`BrokenChain`). Nothing may be stored on top of either, so both stop the archiver.
+fork (`BrokenChain`). Nothing may be stored on top of either: the archiver parks the
+session from that event (`archiver.py`), loudly, and keeps archiving every other one.
 
 A month that retention dropped keeps its events only as event_keys tombstones: an old
 event replayed into it is a redelivery like any other (same hash: a no-op; another hash:
-a conflict), but a new one would resurrect the month (`RetainedOutEvent`), so it stops
-the archiver too.
+a conflict), but a new one would resurrect the month (`RetainedOutEvent`), so it parks
+its session too.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Opens the Postgres pool, a producer for dead letters and a lag probe, starts the faust
 app, and waits for SIGTERM (`stop`), a projection failure (the gate closed) or faust
 itself stopping. On the way out the batch in flight may finish; then faust stops. A
-projection failure is re-raised, so the process exits non-zero and says why.
+projection failure is re-raised, so the process exits non-zero and says why; bad data
+and infrastructure weather are not projection failures (see `archiver`, `weather`).
 """
 
 from __future__ import annotations

@@ -59,9 +59,12 @@ def session_key(event: EventBase) -> SessionKey:
     return SessionKey(event.tenant, event.session_id)
 
 
+HELD = "session parked from "
+
+
 def held_reason(parked: Parked) -> str:
     start = f"seq {parked.from_seq}" if parked.from_seq is not None else "its first unreadable record"
-    return f"session parked from {start}: {parked.reason}"
+    return f"{HELD}{start}: {parked.reason}"
 
 
 def triage(decoded: Sequence[Decoded], parked: Mapping[SessionKey, Parked]) -> Triage:
