@@ -117,3 +117,31 @@ async def test_two_tenants_with_one_session_id_park_the_second_and_archive_the_f
         letters = await eventually(lambda: _letters(pool, topics.dead_letter, second.session_id, 7),
                                    "all seven of the second tenant's events dead-lettered")
         assert len(letters) == 7 and not archiver.task.done()
+
+
+async def test_a_parked_session_stays_parked_across_a_restart_without_retrying_its_poison(tmp_path) -> None:
+    settings = archiver_settings(tmp_path)
+    await require_stack(settings)
+    session, bystander = Session(), Session()
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool, \
+            private_topics(settings) as topics, brain_producer(settings) as producer:
+        async with running_archiver(settings, topics) as archiver:
+            await produce(producer, settings, topics.events, session.seal([created(), draft("user_message", text="a")]))
+            bad = poison(session, draft("turn_started", turn=1), actor="user:" + "x" * 5_000)
+            await produce_raw(producer, settings, topics.events, session.session_id, [bad])
+            await eventually(lambda: parked_row(pool, session), "the poisoned session parked")
+            await archiver.stopped()
+
+        async with running_archiver(settings, topics) as archiver:
+            await produce(producer, settings, topics.events, session.seal([draft("turn_ended", turn=1)]))
+            await produce(producer, settings, topics.events, bystander.seal([created(), *turn(1)]))
+            await eventually(lambda: archived_all(pool, [bystander]), "the bystander, after the restart",
+                             failed=lambda: archiver.task.done() and archiver.task.exception())
+            # The restart read past the poison (offsets moved), and held seq 4 by the parked row,
+            # not by a fresh chain failure: its letter carries the original reason.
+            letters = await eventually(lambda: _letters(pool, topics.dead_letter, session.session_id, 2),
+                                       "seq 4 dead-lettered after the restart")
+            assert len(letters) == 2 and letters[1]["reason"].startswith("session parked from seq 3: ")
+            assert "actor:" in letters[1]["reason"]
+            assert await stored_events(pool, session) == session.events[:2]
+            assert len(bystander.events) == 7 and not archiver.task.done()
