@@ -2,9 +2,11 @@
 
 Each record is a `codec.DeadLetter` naming the rejected record, why and by whom. A
 letter that is itself unreadable is still stored, with its own position as the source
-and the reason "unparseable dead letter: ...": nothing on this topic is dropped. Rows
-are identified by the letter's own position (see migration 0002), and the batch's
-offsets are stored in the same transaction.
+and the reason "unparseable dead letter: ...": nothing on this topic is dropped, and
+nothing any producer writes here can fail the batch (positions are range-checked,
+indexed names cut to fit, NUL escaped). Rows are identified by the letter's own
+position (see migration 0002), and the batch's offsets are stored in the same
+transaction.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ INSERT_LETTERS = (
 def letter_row(record: RawRecord) -> tuple[Any, ...]:
     """The `dead_letters` row for one record of the dead-letter topic, in LETTER_COLUMNS order."""
     try:
-        letter = decode(record.value, DeadLetter.model_validate_json)
+        letter = _in_range(decode(record.value, DeadLetter.model_validate_json))
     except MalformedRecord as bad:
         raw = (record.value or b"").decode("utf-8", "replace")[:100_000]
         key = record.key.decode("utf-8", "replace") if record.key is not None else None
@@ -41,6 +43,13 @@ def letter_row(record: RawRecord) -> tuple[Any, ...]:
     return (without_nul(letter.topic[:MAX_NAME]), letter.partition, letter.offset, without_nul(letter.key),
             without_nul(letter.value), without_nul(letter.reason), without_nul(letter.service[:MAX_NAME]),
             record.topic, record.partition, record.offset)
+
+
+def _in_range(letter: DeadLetter) -> DeadLetter:
+    """The reported position must fit its int and bigint columns, or the whole batch would fail."""
+    if not (-2**31 <= letter.partition < 2**31 and -2**63 <= letter.offset < 2**63):
+        raise MalformedRecord(f"position out of range: partition {letter.partition}, offset {letter.offset}")
+    return letter
 
 
 class DeadLetterArchiver:

@@ -123,3 +123,13 @@ def test_unparseable_letter_is_kept_with_its_own_position_as_the_source() -> Non
     assert row[:4] == ("wakeline.dead-letter", 2, 5, None)
     assert row[4] == "\ufffdnot json" and row[5].startswith(f"{UNPARSEABLE}: ")
     assert row[6:] == ("archiver", "wakeline.dead-letter", 2, 5)
+
+
+def test_a_letter_that_would_not_fit_its_columns_is_kept_as_unparseable_or_cut_to_fit() -> None:
+    huge = DeadLetter(topic="t", partition=2**40, offset=0, key=None, value="v", reason="r", service="s")
+    row = letter_row(Record("wakeline.dead-letter", 3, 9, None, encode(huge)))
+    assert row[:3] == ("wakeline.dead-letter", 3, 9) and "position out of range" in row[5]
+    long_names = DeadLetter(topic="t" * 5000, partition=1, offset=2, key=None, value="v", reason="r",
+                            service="s" * 5000)
+    row = letter_row(Record("wakeline.dead-letter", 3, 10, None, encode(long_names)))
+    assert len(row[0]) == 249 and len(row[6]) == 249
