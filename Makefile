@@ -6,13 +6,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export WAKELINE_ROOT := $(CURDIR)
 
-.PHONY: help deps venv up down status topics migrate test unit integration e2e demo bench
+.PHONY: help deps venv up down status topics migrate test unit integration e2e demo bench chaos
 
 help:
 	@echo "make demo   run an agent session end to end on the local stack"
 	@echo "make test   install, start the stack, run the whole suite"
 	@echo "make up / make down / make status   the local stack (Kafka + Postgres)"
 	@echo "make bench  print measured figures as JSON lines"
+	@echo "make chaos  ~100 random kill -9 of brains, runners and the archiver under load; prints the figures"
 
 deps:
 	@bash deploy/system-deps.sh
@@ -38,6 +39,7 @@ down:
 status:
 	@bash deploy/kafka/kafka.sh status || true
 	@bash deploy/postgres/pg.sh status || true
+	@bash deploy/services.sh status || true
 
 # The suite runs its own services; demo ones would join the same consumer groups.
 test: up
@@ -58,3 +60,8 @@ demo: up
 bench: up
 	@bash deploy/services.sh down >/dev/null
 	$(PY) -m bench
+
+# Runs its own services (2 brains, 2 runners, archiver, gateway); demo ones would join their groups.
+chaos: up
+	@bash deploy/services.sh down >/dev/null
+	$(PY) -m bench.chaos

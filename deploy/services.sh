@@ -1,56 +1,118 @@
 #!/usr/bin/env bash
 # Starts or stops the four Wakeline services as separate processes on the local stack:
 #   deploy/services.sh up|down|status
-# Each writes its log to .data/logs/<service>.log and its pid to .data/run/<service>.pid.
+# Each service runs under deploy/supervise.sh, which restarts it when it exits (with
+# backoff, as docker-compose's `restart: unless-stopped`) and writes the pids itself:
+#   .data/run/<service>.supervisor.pid, .data/run/<service>.pid, .data/run/<service>.restarts
+# and the log to .data/logs/<service>.log. `down` stops only what these pid files name
+# (supervisors first, so nothing is restarted, then the services): never another
+# clone's processes, nor the test suite's own service processes.
 set -euo pipefail
-ROOT="${WAKELINE_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}"
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="${WAKELINE_ROOT:-$(cd "$SCRIPT_DIR/.." && pwd)}"
 PY="$ROOT/.venv/bin/python"
-RUN="$ROOT/.data/run"
-LOGS="$ROOT/.data/logs"
+RUN="${WAKELINE_RUN_DIR:-$ROOT/.data/run}"
+LOGS="${WAKELINE_LOG_DIR:-$ROOT/.data/logs}"
+READY_TIMEOUT="${WAKELINE_READY_TIMEOUT:-60}"
 SERVICES=(archiver runner brain gateway)
+# What each service logs once it is consuming; the gateway is ready when /healthz answers.
+declare -A READY=([archiver]='archiver .*started' [runner]='runner .*(consuming|started)' [brain]='brain .*started')
 mkdir -p "$RUN" "$LOGS"
 
-alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+# The pid in $RUN/<file> if that process is alive and its command line has <what> in it
+# (a pid file left by a dead process may name an unrelated process now).
+pid_of() {
+  local file="$RUN/$1" what=$2 pid
+  [ -f "$file" ] || return 1
+  pid=$(cat "$file" 2>/dev/null) && [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -qF -- "$what" || return 1
+  echo "$pid"
+}
+supervisor() { pid_of "$1.supervisor.pid" "supervise.sh $1 "; }
+service() { pid_of "$1.pid" "wakeline_$1"; }
+
+# Readiness: the line that marks readiness, logged after this start's "supervise ... starting" line.
+ready() {
+  local s=$1
+  if [ "$s" = gateway ]; then
+    curl -fsS "http://127.0.0.1:${WAKELINE_HTTP_PORT:-18080}/healthz" >/dev/null 2>&1
+  else
+    tac "$LOGS/$s.log" 2>/dev/null | grep -m1 -E "supervise $s: starting|${READY[$s]}" | grep -qE "${READY[$s]}"
+  fi
+}
+
+start_one() {
+  local s=$1
+  if supervisor "$s" >/dev/null; then echo "$s: already supervised (pid $(service "$s" || echo '-'))"; return 0; fi
+  rm -f "$RUN/$s.supervisor.pid" "$RUN/$s.pid"
+  # setsid: the supervisor outlives this shell; it writes its own pid and its service's.
+  (cd "$ROOT" && exec setsid "$SCRIPT_DIR/supervise.sh" "$s" "$RUN" "$LOGS/$s.log" "$PY" -m "wakeline_$s" \
+     </dev/null >/dev/null 2>&1) &
+  for _ in $(seq 1 50); do service "$s" >/dev/null && break; sleep 0.1; done
+  service "$s" >/dev/null || { echo "$s: supervisor did not start it; see $LOGS/$s.log" >&2; return 1; }
+}
 
 up() {
-  for s in "${SERVICES[@]}"; do
-    if alive "$s"; then echo "$s: already running (pid $(cat "$RUN/$s.pid"))"; continue; fi
-    (cd "$ROOT" && exec setsid --fork "$PY" -m "wakeline_$s" >>"$LOGS/$s.log" 2>&1 </dev/null)
-    pgrep -n -f "^$PY -m wakeline_$s\$" >"$RUN/$s.pid"
-    echo "$s: started (pid $(cat "$RUN/$s.pid"), log $LOGS/$s.log)"
-  done
-  # The gateway answering is the sign the others had time to join their groups too.
-  for _ in $(seq 1 100); do
-    curl -fsS "http://127.0.0.1:${WAKELINE_HTTP_PORT:-18080}/healthz" >/dev/null 2>&1 && return 0
-    for s in "${SERVICES[@]}"; do
-      alive "$s" || { echo "$s exited; last lines of $LOGS/$s.log:" >&2; tail -20 "$LOGS/$s.log" >&2; exit 1; }
+  for s in "${SERVICES[@]}"; do start_one "$s"; done
+  local deadline=$((SECONDS + READY_TIMEOUT)) waiting=("${SERVICES[@]}") left
+  while ((${#waiting[@]})); do
+    left=()
+    for s in "${waiting[@]}"; do
+      if ready "$s"; then
+        echo "$s: ready (pid $(service "$s"), restarts $(cat "$RUN/$s.restarts"), log $LOGS/$s.log)"
+      else
+        left+=("$s")
+      fi
     done
-    sleep 0.2
+    waiting=("${left[@]}")
+    ((${#waiting[@]})) || break
+    if ((SECONDS >= deadline)); then
+      for s in "${waiting[@]}"; do
+        echo "$s: not ready within ${READY_TIMEOUT} s (restarts $(cat "$RUN/$s.restarts" 2>/dev/null || echo ?)); last lines of $LOGS/$s.log:" >&2
+        tail -20 "$LOGS/$s.log" >&2
+      done
+      exit 1
+    fi
+    sleep 0.3
   done
-  echo "gateway did not answer on /healthz within 20 s; see $LOGS/gateway.log" >&2
-  exit 1
+}
+
+# SIGTERM, up to 15 s, then SIGKILL.
+terminate() {
+  local pid=$1
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for _ in $(seq 1 75); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
+  kill -KILL "$pid" 2>/dev/null || true
 }
 
 down() {
+  local s pid
+  # Supervisors first, all at once: each passes SIGTERM to its service and does not restart it.
   for s in "${SERVICES[@]}"; do
-    if alive "$s"; then
-      pid=$(cat "$RUN/$s.pid")
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      kill -KILL "$pid" 2>/dev/null || true
-      echo "$s: stopped"
-    fi
-    rm -f "$RUN/$s.pid"
-    # setsid may fork, so the pid file can name a parent: also stop this clone's service by name
-    pkill -TERM -f "^$PY -m wakeline_$s\$" 2>/dev/null || true
+    if pid=$(supervisor "$s"); then kill -TERM "$pid" 2>/dev/null || true; fi
   done
-  sleep 0.5
-  for s in "${SERVICES[@]}"; do pkill -KILL -f "^$PY -m wakeline_$s\$" 2>/dev/null || true; done
+  for s in "${SERVICES[@]}"; do
+    if pid=$(supervisor "$s"); then terminate "$pid"; fi
+    # A service whose supervisor is gone (killed, or an older services.sh) is stopped by its pid file.
+    if pid=$(service "$s"); then terminate "$pid"; echo "$s: stopped"; else echo "$s: stopped"; fi
+    rm -f "$RUN/$s.pid" "$RUN/$s.supervisor.pid"
+  done
 }
 
 status() {
+  local s spid pid
   for s in "${SERVICES[@]}"; do
-    if alive "$s"; then echo "$s: running (pid $(cat "$RUN/$s.pid"), log $LOGS/$s.log)"; else echo "$s: stopped"; fi
+    spid=$(supervisor "$s" || true) pid=$(service "$s" || true)
+    restarts=$(cat "$RUN/$s.restarts" 2>/dev/null || echo 0)
+    if [ -n "$pid" ] && [ -n "$spid" ]; then
+      echo "$s: running (pid $pid, supervisor $spid, restarts $restarts, log $LOGS/$s.log)"
+    elif [ -n "$spid" ]; then
+      echo "$s: restarting (supervisor $spid, restarts $restarts, log $LOGS/$s.log)"
+    elif [ -n "$pid" ]; then
+      echo "$s: running unsupervised (pid $pid, log $LOGS/$s.log)"
+    else
+      echo "$s: stopped (restarts $restarts)"
+    fi
   done
 }
 

@@ -1,0 +1,50 @@
+"""`make chaos` / `python -m bench.chaos [--kills N] [--interval S] [--in-flight N]`.
+
+Prints progress lines, then one JSON line of figures; exits 1 if a correctness figure
+is not 0 or a session did not complete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.chaos.run import Plan, new_run_dir, run
+
+MUST_BE_ZERO = ("seq_gaps", "duplicate_seqs", "unpaired_tool_calls", "tools_run_twice", "tools_never_run",
+                "archive_faults")
+
+
+def failures(result: dict) -> list[str]:
+    bad = [f"{k} = {result[k]}" for k in MUST_BE_ZERO if result[k]]
+    if result["sessions_completed"] != result["sessions_started"]:
+        bad.append(f"sessions completed {result['sessions_completed']} of {result['sessions_started']}")
+    return bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.chaos")
+    parser.add_argument("--kills", type=int, default=100)
+    parser.add_argument("--interval", type=float, default=4.0, help="mean seconds between kills")
+    parser.add_argument("--in-flight", type=int, default=20)
+    parser.add_argument("--drain", type=float, default=300.0)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
+    args = parser.parse_args(argv)
+    plan = Plan(kills=args.kills, interval_s=args.interval, in_flight=args.in_flight, drain_s=args.drain,
+                seed=args.seed)
+    run_dir = new_run_dir(args.dir)
+    print(f"chaos: run dir {run_dir} (service logs under logs/)", flush=True)
+    result = asyncio.run(run(plan, run_dir, say=lambda line: print(line, flush=True)))
+    print(json.dumps(result), flush=True)
+    bad = failures(result)
+    print("chaos: " + ("FAILED: " + "; ".join(bad) if bad else "all correctness figures 0, every session completed"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

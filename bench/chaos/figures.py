@@ -1,0 +1,80 @@
+"""The figures `make chaos` prints, from the committed log, the archive and the side effects.
+
+Correctness: sessions completed (of started), seq gaps, duplicate seqs, unpaired tool
+calls, tools run twice, archive faults — all 0 except the first, which must equal the
+sessions started. Recovery: from each brain kill to the next event of every in-flight
+session on a partition that brain owned. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from typing import Iterable
+
+from bench.chaos.ownership import Change, held_at
+from wakeline.chain import first_broken_seq
+from wakeline.events import EventBase
+from wakeline.topics import partition_for
+
+
+def by_session(events: Iterable[EventBase]) -> dict[str, list[EventBase]]:
+    out: dict[str, list[EventBase]] = defaultdict(list)
+    for event in events:
+        out[event.session_id].append(event)
+    return out
+
+
+def correctness(started: list[str], logged: dict[str, list[EventBase]], stored: dict[str, list[EventBase]],
+                runs: dict[str, list[str]]) -> dict[str, int]:
+    completed = [s for s in started if _ended_reason(logged.get(s, [])) == "completed"]
+    figures = Counter(sessions_started=len(started), sessions_completed=len(completed))
+    for sid in started:
+        seqs = [e.seq for e in logged.get(sid, [])]
+        figures["seq_gaps"] += (max(seqs) - len(set(seqs))) if seqs else 0
+        figures["duplicate_seqs"] += len(seqs) - len(set(seqs))
+    for sid in completed:
+        events = logged[sid]
+        calls = [e.payload.tool_call_id for e in events if e.type == "tool_call"]
+        results = Counter(e.payload.tool_call_id for e in events if e.type == "tool_result")
+        figures["unpaired_tool_calls"] += sum(1 for c in calls if results[c] != 1) + len(set(results) - set(calls))
+        lines = Counter(runs.get(sid, []))
+        figures["tools_run_twice"] += sum(1 for n in lines.values() if n > 1)
+        figures["tools_never_run"] += len(calls) - len(lines)
+        archived = stored.get(sid, [])
+        if [e.event_id for e in archived] != [e.event_id for e in events] or first_broken_seq(archived) is not None:
+            figures["archive_faults"] += 1
+    for key in ("seq_gaps", "duplicate_seqs", "unpaired_tool_calls", "tools_run_twice", "tools_never_run",
+                "archive_faults"):
+        figures.setdefault(key, 0)
+    return dict(figures)
+
+
+def recovery_after_brain_kills(kills: list[tuple[float, str]], changes: list[Change],
+                               logged: dict[str, list[EventBase]], partitions: int) -> dict[str, float | int | None]:
+    """Seconds from a brain kill to the next event of each affected in-flight session."""
+    delays: list[float] = []
+    never = 0
+    for killed_at, holder in kills:
+        owned = held_at(changes, holder, killed_at - 1e-3)
+        for sid, events in logged.items():
+            if partition_for(sid, partitions) not in owned or not _in_flight(events, killed_at):
+                continue
+            after = [e.ts.timestamp() for e in events if e.ts.timestamp() > killed_at]
+            if after:
+                delays.append(min(after) - killed_at)
+            else:
+                never += 1
+    return {"affected": len(delays) + never, "never_resumed": never,
+            "median_s": round(statistics.median(delays), 2) if delays else None,
+            "max_s": round(max(delays), 2) if delays else None}
+
+
+def _in_flight(events: list[EventBase], at: float) -> bool:
+    before = [e for e in events if e.ts.timestamp() <= at]
+    return bool(before) and not any(e.type == "session_ended" for e in before)
+
+
+def _ended_reason(events: list[EventBase]) -> str | None:
+    ended = [e for e in events if e.type == "session_ended"]
+    return ended[-1].payload.reason if ended else None
