@@ -13,7 +13,9 @@ from fastapi import FastAPI
 
 from wakeline.kafka_io import make_producer
 from wakeline.pg import TenantPool
+from wakeline_gateway.bodylimit import BodyLimit, body_cap
 from wakeline_gateway.errors import install_error_handlers
+from wakeline_gateway.openapi import problem_openapi
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.audit import AuditStore
 from wakeline_gateway.routes import audit, commands, health, reads, sessions, stream, tenant
@@ -36,11 +38,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             await producer.stop()
 
 
+DESCRIPTION = ("Commands go to wakeline.inbox; reads come from Postgres. Every error is an RFC 9457 "
+               "problem (`application/problem+json`) with a machine-readable `code`.")
+
+
 def create_app(settings: GatewaySettings) -> FastAPI:
-    app = FastAPI(title="Wakeline gateway", version="0.1.0", lifespan=lifespan,
-                  description="Commands go to wakeline.inbox; reads come from Postgres.")
+    app = FastAPI(title="Wakeline gateway", version="0.1.0", lifespan=lifespan, description=DESCRIPTION)
     app.state.settings = settings
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, cap=body_cap(settings.max_record_bytes))
     for module in (sessions, commands, reads, stream, audit, tenant, health):
         app.include_router(module.router)
+    app.openapi = lambda: problem_openapi(app)  # type: ignore[method-assign]
     return app

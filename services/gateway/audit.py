@@ -28,6 +28,7 @@ import asyncpg
 
 from wakeline.events import EventBase
 from wakeline.pg import TenantPool
+from wakeline_gateway.bounds import is_plain_id, is_position, utc_convertible
 from wakeline_gateway.store import EVENT_COLUMNS, event_from_row
 
 EXPORT_PAGE = 1000
@@ -118,7 +119,9 @@ def encode_cursor(event: EventBase) -> str:
 def decode_cursor(cursor: str) -> tuple[datetime, str, int]:
     try:
         ts, session_id, seq = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        return datetime.fromisoformat(ts), str(session_id), int(seq)
+        if not (is_plain_id(session_id) and is_position(seq)):  # never raw text or a huge int to Postgres
+            raise ValueError("not a position this API issued")
+        return utc_convertible(datetime.fromisoformat(ts)), session_id, seq
     except (ValueError, TypeError, binascii.Error) as err:
         raise BadCursor("cursor is not one this API issued; pass next_cursor from a previous page") from err
 

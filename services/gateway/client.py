@@ -115,6 +115,7 @@ def _detail(response: httpx.Response) -> str:
     except ValueError:
         return response.text[:500]
     if isinstance(body, dict) and "detail" in body:
-        extra = {k: v for k, v in body.items() if k not in ("detail", "errors")}
+        # A problem's type/title/status only restate the status line already printed.
+        extra = {k: v for k, v in body.items() if k not in ("detail", "errors", "type", "title", "status")}
         return f"{body['detail']}" + (f" {json.dumps(extra)}" if extra else "")
     return json.dumps(body)[:500]

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from wakeline_gateway.audit import AuditStore
 from wakeline_gateway.auth import Caller, caller_for, check_role, presented_key
+from wakeline_gateway.bounds import SessionIdPath
 from wakeline_gateway.dispatch import CommandDispatcher
 from wakeline_gateway.errors import ApiError
-from wakeline_gateway.inbox import Inbox, command_id_for
+from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.shapes import SessionPublic
 from wakeline_gateway.store import SessionStore
@@ -80,11 +81,12 @@ RetentionSetter = Annotated[Caller, Depends(permit("tenant.retention.set"))]
 
 
 def get_dispatcher(inbox: InboxDep, store: StoreDep, settings: SettingsDep) -> CommandDispatcher:
-    return CommandDispatcher(inbox, store, settings.wait_timeout_s, settings.outcome_poll_s)
+    return CommandDispatcher(inbox, store, settings.wait_timeout_s, settings.outcome_poll_s,
+                             settings.max_record_bytes)
 
 
 DispatcherDep = Annotated[CommandDispatcher, Depends(get_dispatcher)]
-SessionId = Annotated[str, Path(min_length=1, max_length=200, description="The session's id.")]
+SessionId = SessionIdPath
 
 
 async def record_audit_read(request: Request, caller: Caller, audit: AuditStore, asked: dict) -> None:
@@ -139,11 +141,8 @@ async def deletable_session(session: SessionDep, caller: Deleter, settings: Sett
 DeletableSessionDep = Annotated[SessionPublic, Depends(deletable_session)]
 
 
-IdempotencyKey = Annotated[str | None, Header(max_length=200, description="Retries with the same key are one command.")]
-
-
-def derive_command_id(session_id: SessionId, caller: Authenticated, idempotency_key: IdempotencyKey = None) -> str:
-    return command_id_for(caller.tenant, session_id, idempotency_key)
-
-
-CommandId = Annotated[str, Depends(derive_command_id)]
+# The alias names the header whatever a route calls its parameter.
+IdempotencyKey = Annotated[str | None, Header(
+    alias="Idempotency-Key", min_length=1, max_length=200,
+    description="Retries with the same key and the same request are one command (the first outcome is "
+                "returned); the same key with a different request is 422 `idempotency_key_reused`.")]

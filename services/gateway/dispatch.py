@@ -3,35 +3,30 @@
 The brain answers every command it sequences with an event whose `causation_id` is the
 command id: the effect (`user_message`, `approval_granted`, ...) or `input_rejected`. The
 gateway polls Postgres for that event; when the wait runs out it says the command is
-pending rather than guessing. A rejection becomes an HTTP error naming the brain's reason.
+pending rather than guessing. A rejection becomes an HTTP error whose status comes from
+the rejection's `code` (REJECTION_STATUS) and whose body carries that code unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError
+from pydantic import BaseModel
 
 from wakeline.commands import CommandBase
-from wakeline.events import EventBase
+from wakeline.events import EventBase, InputRejected
+from wakeline.limits import RecordTooLarge, encoded_size
+from wakeline_gateway.admission import admit, admit_command
 from wakeline_gateway.errors import ApiError
+from wakeline_gateway.idempotency import key_id_of, keyed
 from wakeline_gateway.inbox import Inbox
+from wakeline_gateway.rejections import rejection_code, rejection_status
 from wakeline_gateway.shapes import CommandPublic
 from wakeline_gateway.store import SessionStore
 
 PENDING_NOTE = ("the command is on wakeline.inbox but no outcome was recorded within {:g} s; "
                 "GET /v1/sessions/{}/events shows it when the brain has sequenced it")
-
-
-def rejection_status(reason: str) -> int:
-    """The HTTP status for a brain's `input_rejected` reason."""
-    if reason.startswith("conflict"):
-        return 409
-    if "deleted" in reason or "another tenant" in reason:
-        return 404
-    if "already" in reason or "not awaiting" in reason or "not pending" in reason:
-        return 409
-    return 422
 
 
 def describe(command: CommandBase, event: EventBase | None, wait_s: float) -> CommandPublic:
@@ -45,18 +40,29 @@ def describe(command: CommandBase, event: EventBase | None, wait_s: float) -> Co
 
 
 class CommandDispatcher:
-    def __init__(self, inbox: Inbox, store: SessionStore, wait_s: float, poll_s: float):
+    def __init__(self, inbox: Inbox, store: SessionStore, wait_s: float, poll_s: float, max_record_bytes: int):
         self._inbox, self._store = inbox, store
         self._wait_s, self._poll_s = wait_s, poll_s
+        self._max_record_bytes = max_record_bytes
 
-    async def dispatch(self, command: CommandBase, wait: bool = True) -> CommandPublic:
-        """Sends the command unless its outcome is already recorded (a retry); raises on rejection."""
-        outcome = await self._store.outcome(command.tenant, command.session_id, command.command_id)
+    def admit(self, request_body: BaseModel | None) -> None:
+        """413 for a body that could not fit in one event, before a command is built from it."""
+        admit(request_body, self._max_record_bytes)
+
+    async def dispatch(self, command: CommandBase, wait: bool = True,
+                       idempotency_key: str | None = None) -> CommandPublic:
+        """Sends the command unless its outcome is already recorded (a retry); raises on
+        rejection (by code), on a key reused for another request (422) and on size (413)."""
+        admit_command(command, self._max_record_bytes)
+        outcome = None
+        if idempotency_key is not None:
+            command = keyed(command, idempotency_key)
+            outcome = await self._first_outcome_of_key(command, idempotency_key)
         if outcome is None:
             await self._submit(command)
             if wait:
                 outcome = await self.await_outcome(command)
-        if outcome is not None and outcome.type == "input_rejected":
+        if isinstance(outcome, InputRejected):
             await self._raise_rejection(command, outcome)
         return describe(command, outcome, self._wait_s)
 
@@ -70,20 +76,34 @@ class CommandDispatcher:
                 return event
             await asyncio.sleep(min(self._poll_s, remaining))
 
+    async def _first_outcome_of_key(self, command: CommandBase, idempotency_key: str) -> EventBase | None:
+        key_id = key_id_of(command.command_id)
+        first = await self._store.outcome_for_key(command.tenant, command.session_id, key_id)
+        # A first attempt from before digests (causation == key id) cannot be compared: it stands.
+        if first is None or first.causation_id in (command.command_id, key_id):
+            return first
+        raise ApiError(422, f"Idempotency-Key {idempotency_key[:50]!r} was already used in this session for "
+                            f"a different request (command {first.causation_id}, seq {first.seq}); a new "
+                            "request needs a new key", code="idempotency_key_reused",
+                       command_id=first.causation_id, seq=first.seq, session_id=command.session_id)
+
     async def _submit(self, command: CommandBase) -> None:
         try:
             await self._inbox.submit(command)
+        except MessageSizeTooLargeError as err:  # only if the producer's limit disagrees with ours
+            raise RecordTooLarge("the command", encoded_size(command), self._max_record_bytes) from err
         except KafkaError as err:
-            raise ApiError(503, f"could not put the command on wakeline.inbox: {type(err).__name__}: {err}",
+            raise ApiError(503, f"could not put the command on wakeline.inbox: {type(err).__name__}",
+                           code="unavailable", headers={"Retry-After": "5"},
                            command_id=command.command_id) from err
 
-    async def _raise_rejection(self, command: CommandBase, event: EventBase) -> None:
-        reason = event.payload.reason  # type: ignore[attr-defined]
-        status = rejection_status(reason)
+    async def _raise_rejection(self, command: CommandBase, event: InputRejected) -> None:
+        code = rejection_code(event.payload)
         extra: dict[str, object] = {"command_id": command.command_id, "seq": event.seq}
-        if reason.startswith("conflict"):
+        if code == "conflict":
             # The rejection is itself an event, so the session has moved past it: a retry
             # must use the seq as it is now, never the one the brain compared against.
-            extra.update(expected_seq=event.payload.expected_seq,  # type: ignore[attr-defined]
+            extra.update(expected_seq=event.payload.expected_seq,
                          current_seq=await self._store.last_seq(command.tenant, command.session_id))
-        raise ApiError(status, f"the brain rejected the command: {reason}", **extra)
+        raise ApiError(rejection_status(code), f"the brain rejected the command: {event.payload.reason}",
+                       code=code, **extra)

@@ -7,41 +7,55 @@ documents each event type exactly as it is stored.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from wakeline.events import EVENT_CLASSES, EndReason, Event, SessionConfig
+from wakeline.ids import ACTOR_PATTERN
+from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment, QueryId, query_text
+
+ActorQuery = Annotated[str, Field(max_length=210, pattern=ACTOR_PATTERN)]
+Principal = query_text(100)
+ToolName = query_text(200)
 
 EventType = Literal[tuple(EVENT_CLASSES)]  # type: ignore[valid-type]
-Text = Field(min_length=1, max_length=1_000_000)
+# Free text has no length bound of its own: what bounds it is the event it becomes, measured
+# in encoded bytes against max_record_bytes (413, admission.py).
+Text = Field(min_length=1)
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class SessionCreate(Strict):
+class Body(BaseModel):
+    """A JSON request body: no unknown fields, and no coercion (`"wait": 0` is not a bool)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SessionCreate(Body):
     config: SessionConfig | None = Field(
         default=None, description="Bound once for the session's lifetime; model defaults to the gateway's.")
-    message: str | None = Field(default=None, min_length=1, max_length=1_000_000, description="The task.")
+    message: str | None = Field(default=None, min_length=1, description="The task.")
     title: str | None = Field(default=None, max_length=500)
     wait: bool = Field(default=True, description="Wait (bounded) until the session exists.")
 
 
-class MessageCreate(Strict):
+class MessageCreate(Body):
     text: str = Text
     expected_seq: int | None = Field(
-        default=None, ge=0, description="Refused with 409 unless the session is still at this seq.")
+        default=None, ge=0, le=PG_BIGINT_MAX, description="Refused with 409 unless the session is still at this seq.")
 
 
-class ToolResultCreate(Strict):
-    output: str = Field(max_length=1_000_000)
+class ToolResultCreate(Body):
+    output: str
     is_error: bool = False
 
 
-class DenialCreate(Strict):
-    reason: str | None = Field(default=None, max_length=10_000)
+class DenialCreate(Body):
+    reason: str | None = None
 
 
 class SessionPublic(BaseModel):
@@ -78,8 +92,8 @@ class CommandPublic(BaseModel):
 
 
 class EventsQuery(Strict):
-    after: int | None = Field(default=None, ge=0, description="Only events with seq > after.")
-    before: int | None = Field(default=None, ge=1, description="The `limit` events right before this seq.")
+    after: int | None = Field(default=None, ge=0, le=PG_BIGINT_MAX, description="Only events with seq > after.")
+    before: int | None = Field(default=None, ge=1, le=PG_BIGINT_MAX, description="The `limit` events right before this seq.")
     limit: int = Field(default=100, ge=1, le=1000)
     type: list[EventType] = Field(default_factory=list, description="Only these types (repeatable).")
 
@@ -109,15 +123,15 @@ class ReplayPublic(BaseModel):
 
 
 class AuditEventsQuery(Strict):
-    actor: list[str] = Field(default_factory=list, max_length=20,
-                             description="Exact actors, e.g. user:alice, human:alice (repeatable).")
-    principal: str | None = Field(default=None, min_length=1, max_length=100,
-                                  description="Every actor of this principal: user:, human: and service:.")
-    since: datetime | None = Field(default=None, description="Events at or after (ISO 8601, with offset).")
-    until: datetime | None = Field(default=None, description="Events before.")
+    actor: list[ActorQuery] = Field(default_factory=list, max_length=20,
+                                    description="Exact actors, e.g. user:alice, human:alice (repeatable).")
+    principal: Principal | None = Field(default=None,
+                                        description="Every actor of this principal: user:, human: and service:.")
+    since: Moment | None = Field(default=None, description="Events at or after (ISO 8601, with offset).")
+    until: Moment | None = Field(default=None, description="Events before.")
     type: list[EventType] = Field(default_factory=list, description="Only these types (repeatable).")
-    tool: str | None = Field(default=None, max_length=200, description="Tool calls and results of this tool.")
-    session_id: str | None = Field(default=None, max_length=200)
+    tool: ToolName | None = Field(default=None, description="Tool calls and results of this tool.")
+    session_id: QueryId | None = None
     outcome: Literal["error", "ok"] | None = Field(default=None, description="Tool results that failed, or not.")
     limit: int = Field(default=100, ge=1, le=1000)
     cursor: str | None = Field(default=None, max_length=500, description="next_cursor of the previous page.")
@@ -178,7 +192,7 @@ class AccessLogPublic(BaseModel):
     next_after: int | None
 
 
-class RetentionSet(Strict):
+class RetentionSet(Body):
     keep_days: int = Field(ge=1, le=36_500, description="Months older than this may be dropped by retention.")
 
 

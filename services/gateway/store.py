@@ -120,6 +120,15 @@ class SessionStore:
                 "ORDER BY seq LIMIT 1", session_id, command_id)
         return event_from_row(row) if row is not None else None
 
+    async def outcome_for_key(self, tenant: str, session_id: str, key_id: str) -> EventBase | None:
+        """The first event caused by any command under an idempotency key id (idempotency.py)."""
+        async with self._pool.transaction(tenant) as conn:
+            row = await conn.fetchrow(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 "
+                "AND (causation_id = $2 OR starts_with(causation_id, $2 || '.')) ORDER BY seq LIMIT 1",
+                session_id, key_id)
+        return event_from_row(row) if row is not None else None
+
     async def last_seq(self, tenant: str, session_id: str) -> int:
         async with self._pool.transaction(tenant) as conn:
             return await conn.fetchval(

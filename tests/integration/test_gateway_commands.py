@@ -24,7 +24,8 @@ from wakeline.commands import (
 from wakeline.pg import TenantPool
 from wakeline.topics import INBOX, partition_for
 from wakeline_gateway.deps import get_inbox
-from wakeline_gateway.inbox import command_id_for, session_id_for
+from wakeline.events import REJECTION_CODES
+from wakeline_gateway.idempotency import key_id_for, key_id_of, session_id_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 
@@ -98,7 +99,8 @@ async def test_idempotency_key_makes_a_retried_message_the_same_command(gw) -> N
                                json={"text": "hi"}, headers={"Idempotency-Key": "k-1"})
     first, second = (await post()).json(), (await post()).json()
     commands = await watcher.commands_for(sid, count=2)
-    assert first["command_id"] == second["command_id"] == command_id_for(settings.tenant, sid, "k-1")
+    assert first["command_id"] == second["command_id"]
+    assert key_id_of(first["command_id"]) == key_id_for(settings.tenant, sid, "k-1")
     assert [c.command_id for c in commands] == [first["command_id"]] * 2
     assert all(isinstance(c, PostMessage) and c.text == "hi" for c in commands)
 
@@ -130,30 +132,48 @@ async def test_message_during_a_turn_answers_that_it_was_queued(played) -> None:
 
 
 async def test_stale_expected_seq_answers_409_with_both_seqs(played) -> None:
-    settings, client, seeder, _ = played
+    _, client, seeder, inbox = played
     history = await seeder.session([created(), draft("user_message", "c0", text="first")])
     sid = history[0].session_id
-    command_id = command_id_for(settings.tenant, sid, "k-409")
-
-    async def brain_refuses() -> None:
-        await asyncio.sleep(0.3)
-        reason = "conflict: expected_seq 1 but the session is at seq 2"
-        await seeder.append(sid, [draft("input_rejected", command_id, command_id=command_id, reason=reason,
-                                        expected_seq=1)], history)
-
+    respond = lambda cmd: [draft("input_rejected", command_id=cmd.command_id, expected_seq=1,  # noqa: E731
+                                 reason="expected_seq 1 but the session is at seq 2", code="conflict")]
     answer, _ = await asyncio.gather(
         client.post(f"/v1/sessions/{sid}/messages", json={"text": "me too", "expected_seq": 1},
                     headers={"Idempotency-Key": "k-409"}),
-        brain_refuses())
+        answer_command(inbox, seeder, sid, history, respond))
     body = answer.json()
-    assert answer.status_code == 409
-    assert body["detail"].startswith("the brain rejected the command: conflict")
-    assert (body["expected_seq"], body["current_seq"], body["command_id"]) == (1, 3, command_id)
+    [command] = inbox.commands_for(sid)
+    assert (answer.status_code, body["code"], body["status"]) == (409, "conflict", 409)
+    assert (body["expected_seq"], body["current_seq"], body["command_id"]) == (1, 3, command.command_id)
+
+
+# The status each rejection code answers, stated here apart from the gateway's own table.
+STATUS_OF_CODE = {"conflict": 409, "wrong_tenant": 404, "deleted": 404, "unknown_session": 404,
+                  "already_exists": 409, "already_ended": 409, "not_awaiting_approval": 409, "not_pending": 409,
+                  "internal_error": 409, "too_large": 413, "malformed": 422}
+
+
+def test_every_rejection_code_is_covered_here() -> None:
+    assert set(STATUS_OF_CODE) == set(REJECTION_CODES)
+
+
+@pytest.mark.parametrize("code", REJECTION_CODES)
+async def test_a_rejection_answers_the_status_of_its_code_and_carries_the_code(played, code) -> None:
+    _, client, seeder, inbox = played
+    history = await seeder.session([created()])
+    sid = history[0].session_id
+    respond = lambda cmd: [draft("input_rejected", command_id=cmd.command_id,  # noqa: E731
+                                 reason="words that do not decide the status", code=code)]
+    answer, _ = await asyncio.gather(client.post(f"/v1/sessions/{sid}/approvals/tc-9"),
+                                     answer_command(inbox, seeder, sid, history, respond))
+    body = answer.json()
+    assert (answer.status_code, body["status"], body["code"]) == (STATUS_OF_CODE[code], STATUS_OF_CODE[code], code)
+    assert answer.headers["content-type"] == "application/problem+json" and body["seq"] == 2
 
 
 @pytest.mark.parametrize("reason, status", [("tool call tc-9 is not awaiting approval", 409),
                                             ("session is deleted", 404), ("something else", 422)])
-async def test_other_rejections_map_to_a_status_that_fits_the_reason(played, reason, status) -> None:
+async def test_a_rejection_recorded_before_codes_maps_by_its_reason(played, reason, status) -> None:
     _, client, seeder, inbox = played
     history = await seeder.session([created()])
     sid = history[0].session_id

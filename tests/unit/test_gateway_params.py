@@ -17,9 +17,9 @@ from wakeline.events import SessionConfig
 from wakeline_gateway.app import create_app
 from wakeline_gateway.auth import Caller
 from wakeline_gateway.deps import authenticate, get_audit, get_inbox, get_store
-from wakeline_gateway.dispatch import describe, rejection_status
+from wakeline_gateway.dispatch import describe
 from wakeline_gateway.errors import ApiError
-from wakeline_gateway.inbox import command_id_for, session_id_for
+from wakeline_gateway.idempotency import key_id_for, session_id_for
 from wakeline_gateway.routes.sessions import decode_cursor, encode_cursor, with_model
 from wakeline_gateway.routes.stream import resume_after
 from wakeline_gateway.settings import GatewaySettings
@@ -95,9 +95,12 @@ def test_a_body_with_a_tenant_is_refused_because_the_tenant_comes_from_the_calle
     assert answer.status_code == 422 and "body.tenant" in answer.json()["detail"] and inbox.sent == []
 
 
-def test_unknown_route_is_json_too(api) -> None:
+def test_unknown_route_is_a_problem_too(api) -> None:
     client, _ = api
-    assert client.get("/v2/nothing").json() == {"detail": "Not Found"}
+    answer = client.get("/v2/nothing")
+    assert answer.headers["content-type"] == "application/problem+json"
+    assert answer.json() == {"type": "urn:wakeline:problem:not_found", "title": "Not Found", "status": 404,
+                             "detail": "Not Found", "code": "not_found"}
 
 
 def test_openapi_documents_the_api(api) -> None:
@@ -108,10 +111,10 @@ def test_openapi_documents_the_api(api) -> None:
     assert client.get("/docs").status_code == 200
 
 
-def test_command_ids_from_an_idempotency_key_are_stable_and_scoped() -> None:
-    same = command_id_for("t", "s", "k") == command_id_for("t", "s", "k")
-    scoped = len({command_id_for("t", "s", "k"), command_id_for("t2", "s", "k"), command_id_for("t", "s2", "k")})
-    assert same and scoped == 3 and command_id_for("t", "s", None) != command_id_for("t", "s", None)
+def test_key_ids_from_an_idempotency_key_are_stable_and_scoped() -> None:
+    same = key_id_for("t", "s", "k") == key_id_for("t", "s", "k")
+    scoped = len({key_id_for("t", "s", "k"), key_id_for("t2", "s", "k"), key_id_for("t", "s2", "k")})
+    assert same and scoped == 3
     assert session_id_for("t", "user:a", "k") == session_id_for("t", "user:a", "k") != session_id_for("t2", "user:a", "k")
     assert session_id_for("t", "user:a", "k") != session_id_for("t", "user:b", "k")
 
@@ -133,16 +136,6 @@ def test_last_event_id_wins_over_after_and_must_be_a_seq() -> None:
     assert (resume_after(None, None), resume_after(None, 4), resume_after("7", 4)) == (0, 4, 7)
     with pytest.raises(ApiError):
         resume_after("seven", None)
-
-
-@pytest.mark.parametrize("reason, status", [
-    ("conflict: expected_seq 1 but the session is at seq 2", 409), ("session is deleted", 404),
-    ("session belongs to another tenant", 404), ("session has already ended", 409),
-    ("tool call tc-1 is not awaiting approval", 409), ("no person holds the hands, or the tool call is not pending", 409),
-    ("anything else", 422),
-])
-def test_rejection_reasons_map_to_statuses(reason, status) -> None:
-    assert rejection_status(reason) == status
 
 
 def test_a_command_without_an_outcome_is_described_as_pending() -> None:

@@ -8,7 +8,6 @@ which key, what they asked, when) before it is answered; admins read that log at
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -18,13 +17,15 @@ from wakeline import verify
 from wakeline.checkpoints import load_key, read_anchor
 from wakeline_gateway.audit import AuditQuery, BadCursor, csv_header, csv_row, decode_cursor, encode_cursor
 from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep, record_audit_read
+from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment
 from wakeline_gateway.errors import ApiError
+from wakeline_gateway.problem import responses
 from wakeline_gateway.shapes import (
     AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditExportQuery, AuditSessionPublic,
-    AuditSessionsPublic,
+    AuditSessionsPublic, Principal,
 )
 
-router = APIRouter(prefix="/v1/audit", tags=["audit"])
+router = APIRouter(prefix="/v1/audit", tags=["audit"], responses=responses(401, 403, 422, 500, 503))
 
 
 def to_audit_query(params: AuditEventsQuery) -> AuditQuery:
@@ -103,9 +104,9 @@ async def verify_tenant(request: Request, caller: Auditor, audit: AuditDep, stor
 
 @router.get("/access-log", response_model=AccessLogPublic)
 async def access_log(request: Request, caller: AccessLogReader, audit: AuditDep,
-                     since: datetime | None = None, until: datetime | None = None,
-                     principal: Annotated[str | None, Query(max_length=100)] = None,
-                     after: Annotated[int | None, Query(ge=0)] = None,
+                     since: Moment | None = None, until: Moment | None = None,
+                     principal: Annotated[Principal | None, Query()] = None,
+                     after: Annotated[int | None, Query(ge=0, le=PG_BIGINT_MAX)] = None,
                      limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> AccessLogPublic:
     """Who read the audit trail, with what query, when (this read included)."""
     asked = {k: v for k, v in (("since", since), ("until", until), ("principal", principal),

@@ -16,11 +16,13 @@ from wakeline.fold import FoldError
 from wakeline_gateway import transcript
 from wakeline_gateway.deps import Reader, SessionDep, SettingsDep, StoreDep
 from wakeline_gateway.errors import ApiError
+from wakeline_gateway.problem import responses
 from wakeline_gateway.replay import replay_steps
 from wakeline_gateway.shapes import EventsPublic, EventsQuery, ReplayPublic
 from wakeline_gateway.store import EventQuery, Scope, SessionStore
 
-router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"])
+router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"],
+                   responses=responses(401, 403, 404, 422, 500, 503))
 TranscriptFormat = Annotated[Literal["json", "markdown", "html"], Query(alias="format")]
 HTML_HEADERS = {"Content-Security-Policy": transcript.CSP, "X-Content-Type-Options": "nosniff",
                 "Referrer-Policy": "no-referrer"}

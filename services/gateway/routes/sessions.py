@@ -16,11 +16,13 @@ from wakeline_gateway.deps import (
     Creator, DeletableSessionDep, Deleter, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep,
     StoreDep,
 )
+from wakeline_gateway.bounds import is_plain_id, utc_convertible
 from wakeline_gateway.errors import ApiError
-from wakeline_gateway.inbox import command_id_for, session_id_for
+from wakeline_gateway.idempotency import new_command_id, session_id_for
+from wakeline_gateway.problem import responses
 from wakeline_gateway.shapes import CommandPublic, SessionCreate, SessionPublic, SessionsPublic
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=responses(401, 403, 422, 500, 503))
 DELETE_NOTE = ("The session is marked deleted (by whom, when) and disappears from every API read "
                "(list, get, events, transcript, replay, stream). Its events are NOT erased: they stay "
                "in Postgres, where the events table refuses DELETE by trigger, and remain visible to "
@@ -35,16 +37,17 @@ def with_model(config: SessionConfig | None, default_model: str) -> SessionConfi
     return config.model_copy(update={"model": default_model})
 
 
-@router.post("", status_code=201, response_model=CommandPublic, responses=PENDING)
+@router.post("", status_code=201, response_model=CommandPublic,
+             responses={**PENDING, **responses(404, 409, 413)})
 async def create_session(body: SessionCreate, caller: Creator, settings: SettingsDep, store: StoreDep,
                          dispatcher: DispatcherDep, response: Response,
                          idempotency_key: IdempotencyKey = None) -> CommandPublic:
+    dispatcher.admit(body)
     session_id = session_id_for(caller.tenant, caller.actor, idempotency_key)
     command = CreateSession(
-        command_id=command_id_for(caller.tenant, session_id, idempotency_key), session_id=session_id,
-        tenant=caller.tenant, actor=caller.actor, config=with_model(body.config, settings.default_model),
-        message=body.message, title=body.title)
-    answer = await dispatcher.dispatch(command, body.wait)
+        command_id=new_command_id(), session_id=session_id, tenant=caller.tenant, actor=caller.actor,
+        config=with_model(body.config, settings.default_model), message=body.message, title=body.title)
+    answer = await dispatcher.dispatch(command, body.wait, idempotency_key)
     if answer.status == "pending":
         response.status_code = 202
         return answer
@@ -63,21 +66,20 @@ async def list_sessions(caller: Reader, store: StoreDep,
     return SessionsPublic(data=data, count=len(data), next_cursor=next_cursor)
 
 
-@router.get("/{session_id}", response_model=SessionPublic)
+@router.get("/{session_id}", response_model=SessionPublic, responses=responses(404))
 async def get_session(session: SessionDep) -> SessionPublic:
     return session
 
 
 @router.delete("/{session_id}", response_model=CommandPublic,
-               responses={**PENDING, 501: {"description": "This store is built without deletion."}})
+               responses={**PENDING, **responses(404, 409, 413, 501)})
 async def delete_session(session: DeletableSessionDep, caller: Deleter, dispatcher: DispatcherDep,
                          response: Response, idempotency_key: IdempotencyKey = None,
                          reason: Annotated[str | None, Query(max_length=10_000)] = None,
                          wait: bool = True) -> CommandPublic:
-    command = DeleteSession(
-        command_id=command_id_for(caller.tenant, session.session_id, idempotency_key),
-        session_id=session.session_id, tenant=caller.tenant, actor=caller.actor, reason=reason)
-    answer = await dispatcher.dispatch(command, wait)
+    command = DeleteSession(command_id=new_command_id(), session_id=session.session_id, tenant=caller.tenant,
+                            actor=caller.actor, reason=reason)
+    answer = await dispatcher.dispatch(command, wait, idempotency_key)
     response.status_code = 200 if answer.status == "done" else 202
     answer.note = DELETE_NOTE if answer.status == "done" else f"{answer.note}. {DELETE_NOTE}"
     return answer
@@ -91,7 +93,9 @@ def encode_cursor(created_at: datetime, session_id: str) -> str:
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         created_at, session_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        return datetime.fromisoformat(created_at), str(session_id)
+        if not is_plain_id(session_id):  # only ever an id this API issued; never raw text to Postgres
+            raise ValueError("not a session id")
+        return utc_convertible(datetime.fromisoformat(created_at)), session_id
     except (ValueError, TypeError, binascii.Error) as err:
         raise ApiError(422, "cursor is not one this API issued; pass next_cursor from a previous page",
                        errors=[{"where": "query.cursor", "problem": "unrecognized cursor"}]) from err

@@ -8,26 +8,31 @@ from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 
 from wakeline_gateway.deps import Reader, SessionDep, SettingsDep, StoreDep
+from wakeline_gateway.bounds import PG_BIGINT_MAX, is_position
 from wakeline_gateway.errors import ApiError
+from wakeline_gateway.problem import responses
 from wakeline_gateway.sse import Tail
 
-router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"])
+router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"],
+                   responses=responses(401, 403, 404, 422, 500, 503))
 
 
 def resume_after(last_event_id: str | None, after: int | None) -> int:
     """`Last-Event-ID` (a reconnecting EventSource) wins over `after`; both mean seq > N."""
     if last_event_id is None:
         return after or 0
-    if not last_event_id.strip().isdigit():
-        raise ApiError(422, f"Last-Event-ID must be the seq of an event, got {last_event_id[:50]!r}")
-    return int(last_event_id)
+    seq = int(last_event_id) if last_event_id.strip().isdigit() else None
+    if not is_position(seq):
+        raise ApiError(422, f"Last-Event-ID must be the seq of an event, got {last_event_id[:50]!r}",
+                       errors=[{"where": "header.last-event-id", "problem": "not a seq"}])
+    return seq
 
 
 @router.get("/stream", response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {}},
                              "description": "`id: <seq>`, `event: <type>`, `data: <event json>` frames."}})
 async def stream_events(session: SessionDep, caller: Reader, store: StoreDep, settings: SettingsDep,
-                        after: Annotated[int | None, Query(ge=0)] = None,
+                        after: Annotated[int | None, Query(ge=0, le=PG_BIGINT_MAX)] = None,
                         until_end: bool = False,
                         last_event_id: Annotated[str | None, Header(max_length=50)] = None) -> StreamingResponse:
     tail = Tail(store, caller.scope, session.session_id, settings.stream_poll_s, settings.stream_heartbeat_s)
