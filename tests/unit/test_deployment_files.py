@@ -24,13 +24,29 @@ def test_compose_names_every_service_in_services_dir():
         assert f"wakeline_{name}" in " ".join(defined[name]["command"])
 
 
-def test_compose_runs_kafka_in_kraft_mode_from_the_official_image_and_scales_runners():
+def test_compose_runs_a_three_node_kraft_cluster_from_the_official_image_and_scales_runners():
     services = compose()["services"]
-    kafka = services["kafka"]
-    assert kafka["image"].startswith("apache/kafka:")
-    assert kafka["environment"]["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    nodes = [services[f"kafka-{n}"] for n in (1, 2, 3)]
+    assert all(node["image"].startswith("apache/kafka:") for node in nodes)
+    assert {node["environment"]["KAFKA_NODE_ID"] for node in nodes} == {1, 2, 3}
+    for node in nodes:
+        env = node["environment"]
+        assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
+        assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093"
+        assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == 3
+        assert env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == 2
+        assert env["KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE"] == "false"
     assert services["postgres"]["image"].startswith("postgres:")
     assert services["runner"]["deploy"]["replicas"] >= 2
+
+
+def test_every_wakeline_container_creates_and_checks_topics_with_replication_3_and_min_isr_2():
+    services = compose()["services"]
+    for name in ("migrate", "brain", "runner", "archiver", "gateway"):
+        env = services[name]["environment"]
+        assert env["WAKELINE_REPLICATION_FACTOR"] == "3", name
+        assert env["WAKELINE_MIN_INSYNC_REPLICAS"] == "2", name
+        assert env["WAKELINE_KAFKA_BOOTSTRAP"].count("kafka-") == 3, name
 
 
 def test_docker_compose_config_accepts_the_file_where_the_plugin_exists():
