@@ -9,6 +9,7 @@ nothing internal. The body-size cap is in `bodylimit.py`.
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import asyncpg
@@ -17,7 +18,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
-from starlette.routing import BaseRoute, Match
 
 from wakeline.limits import RecordTooLarge
 from wakeline_gateway.bodylimit import BodyTooLarge
@@ -81,13 +81,12 @@ async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
 
 
 def allowed_methods(request: Request) -> list[str]:
-    """Every method some route serves at this path: FastAPI makes one route per method, so
-    Starlette's 405 would name only the first route's."""
+    """Every method some operation serves at this path, read from the OpenAPI document:
+    FastAPI makes one route per method, so Starlette's own 405 names only one of them."""
     methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "GET"})
-        if match != Match.NONE and isinstance(route, BaseRoute) and getattr(route, "methods", None):
-            methods |= route.methods
+    for template, operations in request.app.openapi()["paths"].items():
+        if re.fullmatch(re.sub(r"\{[^}/]+\}", "[^/]+", template), request.url.path):
+            methods |= {method.upper() for method in operations}
     return sorted(methods)
 
 

@@ -131,6 +131,25 @@ async def test_message_during_a_turn_answers_that_it_was_queued(played) -> None:
     assert (answer.status_code, answer.json()["outcome"], answer.json()["queued"]) == (202, "message_queued", True)
 
 
+async def test_the_same_key_with_another_body_or_route_is_422_and_sends_nothing(played) -> None:
+    _, client, seeder, inbox = played
+    history = await seeder.session([created()])
+    sid = history[0].session_id
+    key = {"Idempotency-Key": f"k-{uuid.uuid4()}"}
+    respond = lambda cmd: [draft("user_message", text=cmd.text)]  # noqa: E731
+    first, _ = await asyncio.gather(client.post(f"/v1/sessions/{sid}/messages", json={"text": "go"}, headers=key),
+                                    answer_command(inbox, seeder, sid, history, respond))
+    other_body = await client.post(f"/v1/sessions/{sid}/messages", json={"text": "stop"}, headers=key)
+    other_route = await client.post(f"/v1/sessions/{sid}/cancel", headers=key)
+    retry = await client.post(f"/v1/sessions/{sid}/messages", json={"text": "go"}, headers=key)
+    for answer in (other_body, other_route):
+        body = answer.json()
+        assert (answer.status_code, body["code"]) == (422, "idempotency_key_reused"), body
+        assert (body["command_id"], body["seq"]) == (first.json()["command_id"], 2)
+    assert (retry.status_code, retry.json()["seq"], retry.json()["command_id"]) == (202, 2, first.json()["command_id"])
+    assert len(inbox.commands_for(sid)) == 1
+
+
 async def test_stale_expected_seq_answers_409_with_both_seqs(played) -> None:
     _, client, seeder, inbox = played
     history = await seeder.session([created(), draft("user_message", "c0", text="first")])
