@@ -119,14 +119,25 @@ async def ensure_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_
         missing = [t for t in topics if t not in existing]
         if missing:
             try:
-                await admin.create_topics([NewTopic(t, settings.partitions, settings.replication_factor,
-                                                    topic_configs=topic_settings(settings)) for t in missing])
+                response = await admin.create_topics([NewTopic(t, settings.partitions, settings.replication_factor,
+                                                               topic_configs=topic_settings(settings))
+                                                      for t in missing])
             except TopicAlreadyExistsError:
-                pass  # another process created them between our look and our create
+                response = None  # another process created them between our look and our create
+            _raise_creation_errors(response)
         await _reconcile(admin, settings, [existing[t] for t in topics if t in existing], fix)
         return missing
     finally:
         await admin.close()
+
+
+def _raise_creation_errors(response) -> None:
+    """The broker answers per topic; a refusal (say replication 3 on one broker) is an error."""
+    errors = response.to_object()["topic_errors"] if response is not None else []
+    refused = {e["topic"]: e.get("error_message") or f"error code {e['error_code']}" for e in errors
+               if e["error_code"] not in (0, TopicAlreadyExistsError.errno)}
+    if refused:
+        raise RuntimeError(f"the broker refused to create topics: {refused}")
 
 
 async def check_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_TOPICS) -> list[TopicMismatch]:

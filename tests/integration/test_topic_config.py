@@ -5,8 +5,11 @@ Each test works on topics under a fresh name, so the wakeline topics are never t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
+
+import pytest
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
@@ -30,6 +33,15 @@ async def topic_configs(settings: CommonSettings, topic: str) -> dict[str, str]:
         return {e["config_names"]: e["config_value"] for e in resource["config_entries"]}
     finally:
         await admin.close()
+
+
+async def settled_configs(settings: CommonSettings, topic: str, key: str, value: str, timeout: float = 15) -> dict:
+    """A config change reaches the broker through the metadata log: read until it shows."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (configs := await topic_configs(settings, topic))[key] != value and loop.time() < deadline:
+        await asyncio.sleep(0.2)
+    return configs
 
 
 async def create_contradicting(settings: CommonSettings, topic: str, **configs: str) -> None:
@@ -64,7 +76,7 @@ async def test_an_existing_contradicting_topic_is_reported_and_a_too_small_max_m
     assert any(f"topic {topic}: retention.ms is 3600000, wanted -1" in w for w in warnings), warnings
     wanted_size = str(topic_max_message_bytes(settings.max_record_bytes))
     assert any(f"topic {topic}: max.message.bytes is 200000, wanted {wanted_size}" in w for w in warnings), warnings
-    configs = await topic_configs(settings, topic)
+    configs = await settled_configs(settings, topic, "max.message.bytes", wanted_size)
     # raised, and the legacy AlterConfigs did not reset the retention the operator set
     assert configs["max.message.bytes"] == wanted_size
     assert configs["retention.ms"] == "3600000"
@@ -77,7 +89,7 @@ async def test_fix_sets_retention_and_min_isr_of_an_existing_topic():
     topic = fresh_topic()
     await create_contradicting(settings, topic, **{"retention.ms": "3600000"})
     await ensure_topics(settings, (topic,), fix=True)
-    assert (await topic_configs(settings, topic))["retention.ms"] == "-1"
+    assert (await settled_configs(settings, topic, "retention.ms", "-1"))["retention.ms"] == "-1"
     assert await check_topics(settings, (topic,)) == []
 
 
@@ -91,3 +103,11 @@ async def test_a_replication_factor_below_the_setting_is_reported_not_changed(ca
         await ensure_topics(cluster, (topic,), fix=True)
     assert any(f"topic {topic}: replication.factor is 1, wanted 3" in r.getMessage() for r in caplog.records)
     assert [(m.key, m.found) for m in await check_topics(cluster, (topic,))] == [("replication.factor", "1")]
+
+
+async def test_a_topic_the_broker_refuses_to_create_is_an_error_not_reported_as_created():
+    local = CommonSettings()
+    await require_kafka(local)
+    topic = fresh_topic()
+    with pytest.raises(RuntimeError, match=f"refused to create topics: .*{topic}"):
+        await ensure_topics(CommonSettings(replication_factor=100), (topic,))  # more than any test cluster has
