@@ -132,9 +132,10 @@ class Executor:
             output = crashed(f"the tool's output could not be encoded: {err}")
             encoded = output.model_dump_json()
         error = output if isinstance(output, ToolError) else None
+        # The name becomes part of a tool_result event stored as jsonb, which cannot hold NUL.
         return ToolResultReport(
             session_id=request.session_id, tenant=request.tenant, tool_call_id=request.tool_call_id,
-            name=request.name, output=encoded, is_error=error is not None,
+            name=request.name.replace("\x00", "\ufffd"), output=encoded, is_error=error is not None,
             error_kind=error.error_kind if error else None,
             duration_ms=int((time.monotonic() - began) * 1000), runner=self.settings.host)
 

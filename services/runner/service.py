@@ -79,8 +79,9 @@ class ToolCallLoop:
         self.tracker.add(partition, record.offset)
         try:
             request = decode(record.value, ToolCallRequest.model_validate_json)
-        except MalformedRecord as bad:
-            work, key = partial(self._dead_letter, record, bad.reason), DEAD_LETTERS
+        except Exception as bad:  # noqa: BLE001 - malformed, or a decoder bug: this record's problem only
+            reason = bad.reason if isinstance(bad, MalformedRecord) else f"cannot be decoded: {bad!r}"
+            work, key = partial(self._dead_letter, record, reason), DEAD_LETTERS
         else:
             work, key = partial(self._execute_and_publish, request), request.session_id
         # A task either way: a dead letter waits for the broker as a result does, and is

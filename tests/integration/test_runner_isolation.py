@@ -154,6 +154,7 @@ async def test_inputs_that_used_to_stop_the_runner_each_get_a_result(harness: Ha
     paths = {e["path"] for e in json.loads(reports[0].output)["entries"]}
     assert paths == {"d/ok", "d/\ufffd\ufffd"}
     assert [r.error_kind for r in reports[1:]] == ["unknown_tool", "invalid_input", None, "crashed"]
+    assert "\x00" not in reports[1].name
     assert stdout_of(reports[3]) == "naive\n"
     assert not (harness.work(session_id) / "ran").exists()
 
