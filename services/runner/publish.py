@@ -100,7 +100,12 @@ class Publisher:
             if generation != self._generation:
                 return
             fresh = self._make()
-            await fresh.start()
+            try:
+                await fresh.start()
+            except Exception as err:  # noqa: BLE001 - the broker is away: keep the old one, retry later
+                log.warning("could not start a replacement Kafka producer (%r); will try again", err)
+                await _retire(fresh)
+                return
             old, self.producer, self._generation = self.producer, fresh, generation + 1
             log.warning("replaced the Kafka producer after a refused send")
         retiring = asyncio.create_task(_retire(old))  # flushing may take a while; sends go on meanwhile

@@ -66,13 +66,21 @@ class ToolCallLoop:
         try:
             while not stop.is_set():
                 self._throttle()
-                batches = await self.consumer.getmany(timeout_ms=200, max_records=100)
-                for records in batches.values():
+                for records in (await self._fetch()).values():
                     for record in records:
                         self._accept(record)
                 await self._commit_unless_rebalancing()
         finally:
             await self._shut_down()
+
+    async def _fetch(self) -> dict:
+        try:
+            return await self.consumer.getmany(timeout_ms=200, max_records=100)
+        except KafkaError as err:
+            # Weather, or a batch the client cannot read: loud, and never an exit for every session.
+            log.warning("fetching tool calls failed (%r); trying again in 1 s", err)
+            await asyncio.sleep(1)
+            return {}
 
     def _accept(self, record) -> None:
         partition = (record.topic, record.partition)

@@ -32,7 +32,8 @@ class RunnerSettings(CommonSettings):
     nproc: int = Field(default=512, ge=8)
     use_bwrap: Literal["auto", "on", "off"] = "auto"
     # A call issued longer ago than this is answered `expired` instead of run: its brain
-    # has moved on or will issue it again when it wakes the session.
+    # has moved on or will issue it again when it wakes the session. A call that already
+    # started (its bash tool launched) is adopted however old it is, never reported expired.
     stale_after_s: float = Field(default=300.0, gt=0)
 
     @field_validator("sandbox_root")
