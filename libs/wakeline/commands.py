@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field, TypeAdapter
 
 from wakeline.events import Frozen, SessionConfig
-from wakeline.ids import ID, Actor
+from wakeline.ids import ID, PRINTABLE, Actor
 
 
 class CommandBase(Frozen):
@@ -108,7 +108,7 @@ class ToolCallRequest(Frozen):
     session_id: ID
     tenant: ID
     tool_call_id: ID
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)  # any text: an unknown tool gets an error result
     input: dict[str, Any]
     timeout_s: float = 30.0
     causation_seq: int
@@ -123,10 +123,10 @@ class ToolResultReport(Frozen):
     session_id: ID
     tenant: ID
     tool_call_id: ID
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)  # any text: an unknown tool gets an error result
     output: str
     is_error: bool = False
     error_kind: str | None = None
     duration_ms: int = 0
-    runner: str = Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$")
+    runner: str = Field(min_length=1, max_length=200, pattern=PRINTABLE)
     replayed: bool = False

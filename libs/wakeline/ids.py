@@ -19,6 +19,9 @@ ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
 SAFE_ID = re.compile(ID_PATTERN)
 ID = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
 
+# Names that are shown and indexed but are not ids (a tool's name, a runner's host).
+PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
+
 ACTOR_KINDS = ("user", "human", "service", "system", "agent", "runner")
 ACTOR_PATTERN = r"^(user|human|service|system|agent|runner):[^\x00-\x1f\x7f]{1,200}$"
 Actor = Annotated[str, Field(min_length=3, max_length=210, pattern=ACTOR_PATTERN)]

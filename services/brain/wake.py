@@ -34,6 +34,11 @@ class WakeIncomplete(RuntimeError):
     """The tail read did not reach the end offsets taken at its start within the deadline."""
 
 
+class SessionParked(RuntimeError):
+    """The archiver parked the session (0010): its archive stops at a gap, so a fold of
+    archive + tail would miss events and the brain would seal seqs that already exist."""
+
+
 TRANSIENT = (OSError, asyncio.TimeoutError, KafkaError, WakeIncomplete, asyncpg.PostgresConnectionError,
              asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
 
@@ -77,6 +82,11 @@ class SessionLoader:
             offset = await conn.fetchval(
                 "SELECT next_offset FROM archiver_offsets WHERE consumer_group = $1 AND topic = $2"
                 " AND partition = $3", self._archiver_group, EVENTS, partition)
+            parked = await conn.fetchrow(
+                "SELECT from_seq, reason FROM archiver_quarantine WHERE tenant = $1 AND session_id = $2"
+                " AND consumer_group = $3", owner or tenant, session_id, self._archiver_group)
+            if parked:
+                raise SessionParked(f"the archiver parked it from seq {parked['from_seq']}: {parked['reason']}")
             await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", owner or tenant)
             rows = await conn.fetch(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq", session_id)

@@ -38,14 +38,16 @@ def stack(tmp_path_factory):
             pytest.fail(message)
         pytest.skip(message)
     stack = Stack(tmp_path_factory.mktemp("e2e"))
-    for name in SERVICES:
-        stack.start(name)
-    stack.wait_gateway()
-    stack.headers = {"Authorization": f"Bearer {stack.api_key()}"}  # user:local in tenant default
-    _warm_up(stack)
-    yield stack
-    stack.stop_all()
-    print(stack.report())
+    try:  # a failed start or warm-up must not leave processes in the consumer groups
+        for name in SERVICES:
+            stack.start(name)
+        stack.wait_gateway()
+        stack.headers = {"Authorization": f"Bearer {stack.api_key()}"}  # user:local in tenant default
+        _warm_up(stack)
+        yield stack
+    finally:
+        stack.stop_all()
+        print(stack.report())
 
 
 def _warm_up(stack: Stack, timeout: float = 120) -> None:
