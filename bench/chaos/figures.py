@@ -51,23 +51,28 @@ def correctness(started: list[str], logged: dict[str, list[EventBase]], stored: 
 
 
 def recovery_after_brain_kills(kills: list[tuple[float, str]], changes: list[Change],
-                               logged: dict[str, list[EventBase]], partitions: int) -> dict[str, float | int | None]:
-    """Seconds from a brain kill to the next event of each affected in-flight session."""
-    delays: list[float] = []
-    never = 0
+                               logged: dict[str, list[EventBase]], partitions: int) -> dict[str, dict]:
+    """Seconds from a brain kill to the next event of each in-flight session: those on the
+    killed brain's partitions (affected) and, apart, those on the survivors' (which an
+    eager rebalance pauses too). A session's own pace (a 1 s tool) is part of both."""
+    delays: dict[str, list[float]] = {"affected": [], "survivors": []}
+    never = {"affected": 0, "survivors": 0}
     for killed_at, holder in kills:
         owned = held_at(changes, holder, killed_at - 1e-3)
         for sid, events in logged.items():
-            if partition_for(sid, partitions) not in owned or not _in_flight(events, killed_at):
+            if not _in_flight(events, killed_at):
                 continue
+            kind = "affected" if partition_for(sid, partitions) in owned else "survivors"
             after = [e.ts.timestamp() for e in events if e.ts.timestamp() > killed_at]
             if after:
-                delays.append(min(after) - killed_at)
+                delays[kind].append(min(after) - killed_at)
             else:
-                never += 1
-    return {"affected": len(delays) + never, "never_resumed": never,
-            "median_s": round(statistics.median(delays), 2) if delays else None,
-            "max_s": round(max(delays), 2) if delays else None}
+                never[kind] += 1
+    return {kind: {"sessions": len(d) + never[kind], "never_resumed": never[kind],
+                   "median_s": round(statistics.median(d), 2) if d else None,
+                   "p90_s": round(statistics.quantiles(d, n=10)[-1], 2) if len(d) >= 2 else None,
+                   "max_s": round(max(d), 2) if d else None}
+            for kind, d in delays.items()}
 
 
 def _in_flight(events: list[EventBase], at: float) -> bool:

@@ -127,7 +127,7 @@ async def run(plan: Plan, run_dir: Path, say=print) -> dict:
         "chaos": "kill -9 loop", "kills": plan.kills, "brain_kills": len(brain_kills),
         "kill_phase_s": round(last_kill - began, 1), "drain_s": round(drained - last_kill, 1),
         **figures.correctness(sessions.started, logged, stored, runs),
-        "recovery_after_brain_kill": figures.recovery_after_brain_kills(brain_kills, changes, logged,
+        "next_event_after_brain_kill": figures.recovery_after_brain_kills(brain_kills, changes, logged,
                                                                          settings.partitions),
         "longest_partition_unowned_s": round(max(unowned.values()), 2) if unowned else None,
         "unowned_s_by_partition": {p: round(s, 2) for p, s in unowned.items()},

@@ -1,0 +1,38 @@
+"""make chaos counts what went wrong: gaps, duplicates, unpaired calls, tools run twice."""
+
+from __future__ import annotations
+
+from tests.unit.session_log import created, draft, new_session_id, seal_all
+
+from bench.chaos.figures import correctness
+
+
+def completed_session(sid: str):
+    return seal_all([created(),
+                     draft("tool_call", "c1", tool_call_id="t1", name="bash", input={"command": "x"}),
+                     draft("tool_result", "t1", tool_call_id="t1", name="bash", output="ok"),
+                     draft("session_ended", "c2", reason="completed")], sid)
+
+
+def test_a_clean_run_counts_every_session_completed_and_nothing_else():
+    sid = new_session_id()
+    log = completed_session(sid)
+    figures = correctness([sid], {sid: log}, {sid: log}, {sid: ["step-1"]})
+    assert figures == {"sessions_started": 1, "sessions_completed": 1, "seq_gaps": 0, "duplicate_seqs": 0,
+                       "unpaired_tool_calls": 0, "tools_run_twice": 0, "tools_never_run": 0, "archive_faults": 0}
+
+
+def test_gaps_duplicates_double_runs_and_archive_differences_are_each_counted():
+    sid = new_session_id()
+    log = completed_session(sid)
+    broken = [log[0], log[1], log[1], log[3]]  # seq 2 twice, seq 3 missing: the result is lost
+    figures = correctness([sid], {sid: broken}, {sid: log[:2]}, {sid: ["step-1", "step-1"]})
+    assert figures["seq_gaps"] == 1 and figures["duplicate_seqs"] == 1
+    assert figures["unpaired_tool_calls"] == 2  # one call seen twice, neither answered
+    assert figures["tools_run_twice"] == 1 and figures["archive_faults"] == 1
+
+
+def test_a_session_that_never_ended_is_started_but_not_completed():
+    sid = new_session_id()
+    figures = correctness([sid], {sid: completed_session(sid)[:2]}, {}, {})
+    assert (figures["sessions_started"], figures["sessions_completed"]) == (1, 0)
