@@ -1,13 +1,16 @@
 """The figures `make chaos` prints, from the committed log, the archive and the side effects.
 
 Correctness: sessions completed (of started), seq gaps, duplicate seqs, unpaired tool
-calls, tools run twice, archive faults — all 0 except the first, which must equal the
-sessions started. Recovery: from each brain kill to the next event of every in-flight
-session on a partition that brain owned. Pure: no I/O.
+calls, tools run twice, tools reported done but never run, archive faults — all 0 except
+the first, which must equal the sessions started. `tools_interrupted` is reported, not a
+fault: a call whose runner died after recording its start is answered "crashed" and
+never re-run (at most once). Recovery: from each brain kill to the next event of every
+in-flight session, on the killed brain's partitions and on the survivors'. Pure: no I/O.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections import Counter, defaultdict
 from typing import Iterable
@@ -16,6 +19,8 @@ from bench.chaos.ownership import Change, held_at
 from wakeline.chain import first_broken_seq
 from wakeline.events import EventBase
 from wakeline.topics import partition_for
+
+_STEP = re.compile(r"step-\d+")
 
 
 def by_session(events: Iterable[EventBase]) -> dict[str, list[EventBase]]:
@@ -35,17 +40,26 @@ def correctness(started: list[str], logged: dict[str, list[EventBase]], stored: 
         figures["duplicate_seqs"] += len(seqs) - len(set(seqs))
     for sid in completed:
         events = logged[sid]
-        calls = [e.payload.tool_call_id for e in events if e.type == "tool_call"]
-        results = Counter(e.payload.tool_call_id for e in events if e.type == "tool_result")
-        figures["unpaired_tool_calls"] += sum(1 for c in calls if results[c] != 1) + len(set(results) - set(calls))
+        calls = {e.payload.tool_call_id: e.payload for e in events if e.type == "tool_call"}
+        results = [e.payload for e in events if e.type == "tool_result"]
+        answered = Counter(r.tool_call_id for r in results)
+        figures["unpaired_tool_calls"] += (sum(1 for c in calls if answered[c] != 1) + len(set(answered) - set(calls))
+                                           + len([e for e in events if e.type == "tool_call"]) - len(calls))
         lines = Counter(runs.get(sid, []))
         figures["tools_run_twice"] += sum(1 for n in lines.values() if n > 1)
-        figures["tools_never_run"] += len(calls) - len(lines)
+        for result in results:
+            ran = lines[_marker(calls.get(result.tool_call_id))]
+            # at most once: a call whose start was recorded but whose end was not is answered
+            # "crashed", never re-run; fine if said so, a fault if a success is reported unrun
+            if result.is_error and result.error_kind == "crashed":
+                figures["tools_interrupted"] += 1
+            elif not ran:
+                figures["tools_never_run"] += 1
         archived = stored.get(sid, [])
         if [e.event_id for e in archived] != [e.event_id for e in events] or first_broken_seq(archived) is not None:
             figures["archive_faults"] += 1
     for key in ("seq_gaps", "duplicate_seqs", "unpaired_tool_calls", "tools_run_twice", "tools_never_run",
-                "archive_faults"):
+                "tools_interrupted", "archive_faults"):
         figures.setdefault(key, 0)
     return dict(figures)
 
@@ -73,6 +87,12 @@ def recovery_after_brain_kills(kills: list[tuple[float, str]], changes: list[Cha
                    "p90_s": round(statistics.quantiles(d, n=10)[-1], 2) if len(d) >= 2 else None,
                    "max_s": round(max(d), 2) if d else None}
             for kind, d in delays.items()}
+
+
+def _marker(call) -> str | None:
+    """The `step-N` line a chaos tool call appends to runs.txt."""
+    match = _STEP.search(call.input.get("command", "")) if call is not None else None
+    return match.group(0) if match else None
 
 
 def _in_flight(events: list[EventBase], at: float) -> bool:

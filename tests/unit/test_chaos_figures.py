@@ -7,10 +7,11 @@ from tests.unit.session_log import created, draft, new_session_id, seal_all
 from bench.chaos.figures import correctness
 
 
-def completed_session(sid: str):
+def completed_session(sid: str, **result):
     return seal_all([created(),
-                     draft("tool_call", "c1", tool_call_id="t1", name="bash", input={"command": "x"}),
-                     draft("tool_result", "t1", tool_call_id="t1", name="bash", output="ok"),
+                     draft("tool_call", "c1", tool_call_id="t1", name="bash",
+                           input={"command": "echo step-1 >> runs.txt"}),
+                     draft("tool_result", "t1", tool_call_id="t1", name="bash", output="ok", **result),
                      draft("session_ended", "c2", reason="completed")], sid)
 
 
@@ -19,7 +20,8 @@ def test_a_clean_run_counts_every_session_completed_and_nothing_else():
     log = completed_session(sid)
     figures = correctness([sid], {sid: log}, {sid: log}, {sid: ["step-1"]})
     assert figures == {"sessions_started": 1, "sessions_completed": 1, "seq_gaps": 0, "duplicate_seqs": 0,
-                       "unpaired_tool_calls": 0, "tools_run_twice": 0, "tools_never_run": 0, "archive_faults": 0}
+                       "unpaired_tool_calls": 0, "tools_run_twice": 0, "tools_never_run": 0, "tools_interrupted": 0,
+                       "archive_faults": 0}
 
 
 def test_gaps_duplicates_double_runs_and_archive_differences_are_each_counted():
@@ -36,3 +38,12 @@ def test_a_session_that_never_ended_is_started_but_not_completed():
     sid = new_session_id()
     figures = correctness([sid], {sid: completed_session(sid)[:2]}, {}, {})
     assert (figures["sessions_started"], figures["sessions_completed"]) == (1, 0)
+
+
+def test_a_success_without_its_side_effect_is_a_fault_but_an_honest_crashed_answer_is_not():
+    sid = new_session_id()
+    lied = completed_session(sid)
+    assert correctness([sid], {sid: lied}, {sid: lied}, {sid: []})["tools_never_run"] == 1
+    honest = completed_session(sid, is_error=True, error_kind="crashed")
+    figures = correctness([sid], {sid: honest}, {sid: honest}, {sid: []})
+    assert (figures["tools_never_run"], figures["tools_interrupted"]) == (0, 1)
