@@ -26,6 +26,20 @@ def failures(result: dict) -> list[str]:
     return bad
 
 
+def summary(r: dict) -> list[str]:
+    after = r["next_event_after_brain_kill"]
+    return [
+        f"chaos: {r['kills']} kills ({r['brain_kills']} of brains) in {r['kill_phase_s']} s; "
+        f"sessions completed {r['sessions_completed']} of {r['sessions_started']}",
+        "chaos: " + ", ".join(f"{k.replace('_', ' ')} {r[k]}" for k in MUST_BE_ZERO)
+        + f" (tools interrupted, answered 'crashed': {r['tools_interrupted']})",
+        f"chaos: next event after a brain kill: its sessions median {after['affected']['median_s']} s,"
+        f" max {after['affected']['max_s']} s; survivors' sessions median {after['survivors']['median_s']} s,"
+        f" max {after['survivors']['max_s']} s; longest a brain partition had no owner:"
+        f" {r['longest_partition_unowned_s']} s",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.chaos")
     parser.add_argument("--kills", type=int, default=100)
@@ -41,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"chaos: run dir {run_dir} (service logs under logs/)", flush=True)
     result = asyncio.run(run(plan, run_dir, say=lambda line: print(line, flush=True)))
     print(json.dumps(result), flush=True)
+    print("\n".join(summary(result)))
     bad = failures(result)
     print("chaos: " + ("FAILED: " + "; ".join(bad) if bad else "all correctness figures 0, every session completed"))
     return 1 if bad else 0
