@@ -9,6 +9,7 @@ from aiokafka.coordinator.assignors.range import RangePartitionAssignor
 
 from wakeline.kafka_io import make_consumer
 from wakeline.pg import TenantPool
+from wakeline_brain.assignor import StickyCoPartitionedAssignor
 from wakeline_brain.models import ModelRegistry
 from wakeline_brain.service import INPUT_TOPICS, Brain
 from wakeline_brain.settings import BrainSettings
@@ -29,12 +30,13 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         loader = SessionLoader(settings, pool, settings.archiver_group)
         await loader.start()
         brain = Brain(settings, loader.load, models.model_for, tool_schemas())
-        # Range assignment gives a brain the same partition numbers of every input topic,
-        # so the owner of inbox p also owns tool-results p and writes events p.
-        # A short session timeout is how fast a dead brain's partitions move on: every
-        # rebalance waits for it (see BrainSettings.session_timeout_ms).
+        # The assignor gives a brain the same partition numbers of every input topic, so
+        # the owner of inbox p also owns tool-results p and writes events p, and keeps a
+        # brain's partitions when another joins or dies; range (also co-partitioned) is
+        # the fallback while older brains are in the group. A short session timeout is
+        # how fast a dead brain's partitions move on (BrainSettings.session_timeout_ms).
         consumer = make_consumer(settings, group_id=settings.group_id,
-                                 partition_assignment_strategy=(RangePartitionAssignor,),
+                                 partition_assignment_strategy=(StickyCoPartitionedAssignor, RangePartitionAssignor),
                                  session_timeout_ms=settings.session_timeout_ms,
                                  heartbeat_interval_ms=max(200, settings.session_timeout_ms // 6))
         brain.attach(consumer)
