@@ -82,7 +82,7 @@ RetentionSetter = Annotated[Caller, Depends(permit("tenant.retention.set"))]
 
 def get_dispatcher(inbox: InboxDep, store: StoreDep, settings: SettingsDep) -> CommandDispatcher:
     return CommandDispatcher(inbox, store, settings.wait_timeout_s, settings.outcome_poll_s,
-                             settings.max_record_bytes)
+                             settings.max_record_bytes, settings.submit_timeout_s)
 
 
 DispatcherDep = Annotated[CommandDispatcher, Depends(get_dispatcher)]

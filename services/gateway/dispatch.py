@@ -40,10 +40,11 @@ def describe(command: CommandBase, event: EventBase | None, wait_s: float) -> Co
 
 
 class CommandDispatcher:
-    def __init__(self, inbox: Inbox, store: SessionStore, wait_s: float, poll_s: float, max_record_bytes: int):
+    def __init__(self, inbox: Inbox, store: SessionStore, wait_s: float, poll_s: float, max_record_bytes: int,
+                 submit_timeout_s: float = 10.0):
         self._inbox, self._store = inbox, store
         self._wait_s, self._poll_s = wait_s, poll_s
-        self._max_record_bytes = max_record_bytes
+        self._max_record_bytes, self._submit_timeout_s = max_record_bytes, submit_timeout_s
 
     def admit(self, request_body: BaseModel | None) -> None:
         """413 for a body that could not fit in one event, before a command is built from it."""
@@ -89,12 +90,14 @@ class CommandDispatcher:
 
     async def _submit(self, command: CommandBase) -> None:
         try:
-            await self._inbox.submit(command)
+            await asyncio.wait_for(self._inbox.submit(command), self._submit_timeout_s)
         except MessageSizeTooLargeError as err:  # only if the producer's limit disagrees with ours
             raise RecordTooLarge("the command", encoded_size(command), self._max_record_bytes) from err
-        except KafkaError as err:
-            raise ApiError(503, f"could not put the command on wakeline.inbox: {type(err).__name__}",
-                           code="unavailable", headers={"Retry-After": "5"},
+        except (KafkaError, TimeoutError) as err:
+            # It may still land: a retry with the same Idempotency-Key is then the same command.
+            what = type(err).__name__ if isinstance(err, KafkaError) else f"no ack in {self._submit_timeout_s:g} s"
+            raise ApiError(503, f"could not put the command on wakeline.inbox ({what}); retry with the same "
+                                "Idempotency-Key", code="unavailable", headers={"Retry-After": "5"},
                            command_id=command.command_id) from err
 
     async def _raise_rejection(self, command: CommandBase, event: InputRejected) -> None:

@@ -19,6 +19,9 @@ class GatewaySettings(CheckpointSettings):
     # How long a request waits for the event that answers its command before a 202.
     wait_timeout_s: float = Field(default=15.0, ge=0, le=300)
     outcome_poll_s: float = Field(default=0.1, gt=0)
+    # How long Kafka may take to acknowledge a command before the caller gets a 503 (a
+    # producer that lost its broker would otherwise hold the request forever).
+    submit_timeout_s: float = Field(default=10.0, gt=0, le=300)
     stream_poll_s: float = Field(default=0.2, gt=0)
     stream_heartbeat_s: float = Field(default=15.0, gt=0)
     # False for a store built without deletion: DELETE answers 501 instead of pretending.
