@@ -80,6 +80,21 @@ async def test_a_body_over_four_times_the_limit_is_refused_unread(gw) -> None:
     assert_too_large(answer, limit=4 * LIMIT)
 
 
+async def test_a_chunked_body_without_a_length_is_counted_and_cut_off_at_the_cap(gw) -> None:
+    client, seeder, _ = gw
+    sid = (await seeder.session([created()]))[0].session_id
+
+    async def chunks():
+        yield b'{"text": "'
+        for _ in range(5):
+            yield b"a" * LIMIT
+        yield b'"}'
+
+    answer = await client.post(f"/v1/sessions/{sid}/messages", content=chunks(),
+                               headers={"Content-Type": "application/json"})
+    assert_too_large(answer, limit=4 * LIMIT)
+
+
 async def test_after_refusing_large_commands_the_gateway_still_serves_small_ones(gw) -> None:
     client, seeder, watcher = gw
     sid = (await seeder.session([created()]))[0].session_id
