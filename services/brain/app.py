@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from aiokafka.coordinator.assignors.range import RangePartitionAssignor
-
 from wakeline.kafka_io import make_consumer
 from wakeline.pg import TenantPool
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
@@ -32,11 +30,14 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         brain = Brain(settings, loader.load, models.model_for, tool_schemas())
         # The assignor gives a brain the same partition numbers of every input topic, so
         # the owner of inbox p also owns tool-results p and writes events p, and keeps a
-        # brain's partitions when another joins or dies; range (also co-partitioned) is
-        # the fallback while older brains are in the group. A short session timeout is
-        # how fast a dead brain's partitions move on (BrainSettings.session_timeout_ms).
+        # brain's partitions when another joins or dies. Only one assignor: aiokafka 0.14
+        # sends a JoinGroup per configured assignor (inside its loop over them), and the
+        # second join restarts the rebalance the first began — forever, seen in make chaos.
+        # So a group still running range-assigned brains must be stopped, not rolled.
+        # A short session timeout is how fast a dead brain's partitions move on
+        # (BrainSettings.session_timeout_ms).
         consumer = make_consumer(settings, group_id=settings.group_id,
-                                 partition_assignment_strategy=(StickyCoPartitionedAssignor, RangePartitionAssignor),
+                                 partition_assignment_strategy=(StickyCoPartitionedAssignor,),
                                  session_timeout_ms=settings.session_timeout_ms,
                                  heartbeat_interval_ms=max(200, settings.session_timeout_ms // 6))
         brain.attach(consumer)
