@@ -19,6 +19,16 @@ class BrainSettings(CommonSettings):
     # about this long after it died. Lower means faster recovery but a brain whose event
     # loop stalls this long is taken for dead.
     session_timeout_ms: int = 6_000
+    # Static group membership (KIP-345) as `<group_id>-<host>`: a brain restarted under
+    # the same host name takes its partitions back at once instead of waiting out the
+    # dead incarnation's session timeout. The price: two live brains must never share a
+    # host name (the broker fences one), and a stopped brain's partitions wait for the
+    # session timeout before they move (a static member does not leave the group).
+    static_membership: bool = True
+
+    @property
+    def group_instance_id(self) -> str | None:
+        return f"{self.group_id}-{self.host}" if self.static_membership else None
     policy_dir: Path = Path("deploy/policies")
     anthropic_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("WAKELINE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"))

@@ -34,3 +34,9 @@ def test_every_partition_is_owned_once_and_sizes_differ_by_at_most_one(n, claims
         earlier = {p for other, cs in claims.items() if other < member for p in cs}
         own = {p for p in claims[member] if p < n} - earlier
         assert len(own & set(ps)) == min(len(own), len(ps))
+
+
+def test_a_brain_is_a_static_member_named_by_its_host_unless_told_otherwise():
+    from wakeline_brain.settings import BrainSettings
+    assert BrainSettings(host="brain-7").group_instance_id == "wakeline-brain-brain-7"
+    assert BrainSettings(host="brain-7", static_membership=False).group_instance_id is None
