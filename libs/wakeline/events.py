@@ -48,8 +48,9 @@ class SessionConfig(Frozen):
     tools: tuple[str, ...] = ("bash", "read_file", "write_file", "list_files")
     model: str = "scripted:default"
     max_turns: int = Field(default=20, ge=1, le=10_000)
-    max_tokens: int = Field(default=4096, ge=1)
-    context_window: int = Field(default=200_000, ge=1024)
+    # Bounded so a request can never carry a number no model or column can take.
+    max_tokens: int = Field(default=4096, ge=1, le=1_000_000)
+    context_window: int = Field(default=200_000, ge=1024, le=100_000_000)
     tool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     require_approval: tuple[str, ...] = ()
 
