@@ -21,6 +21,7 @@ from aiokafka.structs import ConsumerRecord, TopicPartition
 from wakeline import topics
 from wakeline.codec import MalformedRecord, decode, dead_letter_for, encode
 from wakeline.commands import ToolResultReport, parse_command
+from wakeline.events import RejectionCode
 from wakeline.offsets import OffsetTracker
 from wakeline_brain.actor import ActorDeps, MalformedInput, SessionActor
 from wakeline_brain.settings import BrainSettings
@@ -164,19 +165,25 @@ class Brain(ConsumerRebalanceListener):
             return
         right = topics.partition_for(item.session_id, self.settings.partitions)
         if right != record.partition:
+            if len(record.value or b"") > self.settings.max_record_bytes:
+                # Re-producing it would fail the partition's transaction on every retry.
+                self._malformed(record, writer, token, f"{len(record.value)} bytes on the wrong partition; the"
+                                f" limit is {self.settings.max_record_bytes} (max_record_bytes)", "too_large")
+                return
             self._side_write(writer, [Record(record.topic, topics.record_key(item.session_id), record.value, right)],
                              token)
             return
         self._actor_for(item.session_id, item.tenant, record.partition, writer).mailbox.put_nowait((item, token))
 
-    def _malformed(self, record: ConsumerRecord, writer: PartitionWriter, token: Any, reason: str) -> None:
+    def _malformed(self, record: ConsumerRecord, writer: PartitionWriter, token: Any, reason: str,
+                   code: RejectionCode = "malformed") -> None:
         letter = dead_letter_for(record.topic, record.partition, record.offset, record.key, record.value,
-                                 reason, "brain")
+                                 f"{code}: {reason}", "brain")
         known = _session_hint(record.value)
         self._side_write(writer, [Record(topics.DEAD_LETTER, record.key or b"", encode(letter))], None)
         if known and known[0] in self.actors:  # an input_rejected event where the session is known
             command_id = known[2] or f"malformed:{record.topic}:{record.partition}:{record.offset}"
-            self.actors[known[0]][0].mailbox.put_nowait((MalformedInput(command_id, reason), token))
+            self.actors[known[0]][0].mailbox.put_nowait((MalformedInput(command_id, reason, code), token))
         else:
             self._release([token])
 

@@ -124,3 +124,15 @@ def test_a_fenced_partition_writer_is_replaced_and_the_partition_keeps_serving(s
     assert_partition_serves(stack, auditor, partition)
     log = stack.services["brain"].log.read_text(errors="replace")
     assert f"partition {partition}: writer lost; acquiring it again" in log
+
+
+def test_an_oversized_record_on_the_wrong_partition_is_dead_lettered_not_rerouted_forever(stack, auditor):
+    sid = str(uuid.uuid4())
+    right = partition_for(sid, SETTINGS.partitions)
+    wrong = (right + 1) % SETTINGS.partitions
+    big = c.PostMessage(command_id=str(uuid.uuid4()), session_id=sid, tenant="default", actor="user:e2e-kafka",
+                        text="x" * (SETTINGS.max_record_bytes + 1_000))
+    produce([(record_key(sid), encode(big))], wrong)
+    wait_for(lambda: pg_rows("SELECT 1 FROM dead_letters WHERE value LIKE $1", f"%{big.command_id}%"), 60,
+             "the dead letter", stack)
+    assert_partition_serves(stack, auditor, wrong)
