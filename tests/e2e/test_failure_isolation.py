@@ -111,8 +111,12 @@ def test_a_session_id_of_another_tenant_is_refused_never_sequenced_twice(stack, 
     assert_partition_serves(stack, auditor, partition)
 
 
-def test_a_fenced_partition_writer_is_replaced_and_the_partition_keeps_serving(stack, auditor):
+def test_a_fenced_partition_writer_is_replaced_and_its_sessions_wake_and_complete(stack, auditor):
     partition = 2
+    sid = ids_on(partition, 1)[0]
+    produce([(record_key(sid), encode(create(sid, policy="slowmodel")))], partition)
+    wait_for(lambda: any(e.type == "turn_started" for e in stored_events(sid)), 60, "the slow turn to start", stack)
+
     async def fence():
         # The same transactional id as the brain's writer of this partition: starting it
         # fences the brain's producer, as a zombie or a second brain would.
@@ -122,6 +126,10 @@ def test_a_fenced_partition_writer_is_replaced_and_the_partition_keeps_serving(s
         await producer.stop()
     asyncio.run(fence())
     assert_partition_serves(stack, auditor, partition)
+    # the session that was mid-turn is woken from the log by the new writer and finishes
+    assert wait_ended(auditor, stack, sid, timeout=120)["ended_reason"] == "completed"
+    events = assert_log_whole(sid)
+    assert any(e.type == "woke" for e in events)
     log = stack.services["brain"].log.read_text(errors="replace")
     assert f"partition {partition}: writer lost; acquiring it again" in log
 
