@@ -139,7 +139,7 @@ def test_an_oversized_record_on_the_wrong_partition_is_dead_lettered_not_reroute
     right = partition_for(sid, SETTINGS.partitions)
     wrong = (right + 1) % SETTINGS.partitions
     big = c.PostMessage(command_id=str(uuid.uuid4()), session_id=sid, tenant="default", actor="user:e2e-kafka",
-                        text="x" * (SETTINGS.max_record_bytes + 1_000))
+                        text="é" * (SETTINGS.max_record_bytes // 2 + 4_000))  # over the limit, under the topic's
     produce([(record_key(sid), encode(big))], wrong)
     wait_for(lambda: pg_rows("SELECT 1 FROM dead_letters WHERE value LIKE $1", f"%{big.command_id}%"), 60,
              "the dead letter", stack)
