@@ -141,6 +141,10 @@ def test_an_oversized_record_on_the_wrong_partition_is_dead_lettered_not_reroute
     big = c.PostMessage(command_id=str(uuid.uuid4()), session_id=sid, tenant="default", actor="user:e2e-kafka",
                         text="é" * (SETTINGS.max_record_bytes // 2 + 4_000))  # over the limit, under the topic's
     produce([(record_key(sid), encode(big))], wrong)
-    wait_for(lambda: pg_rows("SELECT 1 FROM dead_letters WHERE value LIKE $1", f"%{big.command_id}%"), 60,
-             "the dead letter", stack)
+    letters = wait_for(lambda: pg_rows("SELECT reason FROM dead_letters WHERE value LIKE $1",
+                                       f"%{big.command_id}%"), 60, "the dead letter", stack)
+    # Refused where it landed: a topic made with a larger max.message.bytes than ours can
+    # hold a record our producer cannot re-send, which would fail the transaction forever.
+    assert [row["reason"].split(":")[0] for row in letters] == ["too_large"]
+    assert "wrong partition" in letters[0]["reason"]
     assert_partition_serves(stack, auditor, wrong)
