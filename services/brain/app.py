@@ -9,7 +9,8 @@ from wakeline.kafka_io import make_consumer
 from wakeline.pg import TenantPool
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
 from wakeline_brain.models import ModelRegistry
-from wakeline_brain.service import INPUT_TOPICS, Brain
+from wakeline_brain.partitions import INPUT_TOPICS
+from wakeline_brain.service import Brain
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.wake import SessionLoader
 
@@ -42,7 +43,7 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
                                  group_instance_id=settings.group_instance_id,
                                  heartbeat_interval_ms=max(200, settings.session_timeout_ms // 6))
         brain.attach(consumer)
-        consumer.subscribe(list(INPUT_TOPICS), listener=brain)
+        consumer.subscribe(list(INPUT_TOPICS), listener=brain.partitions)
         await consumer.start()
         log.info("brain %s started", settings.host)
         try:

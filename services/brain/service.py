@@ -15,7 +15,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from wakeline import topics
@@ -24,22 +24,21 @@ from wakeline.commands import ToolResultReport, parse_command
 from wakeline.events import RejectionCode
 from wakeline.offsets import OffsetTracker
 from wakeline_brain.actor import ActorDeps, MalformedInput, SessionActor
+from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
 
 log = logging.getLogger(__name__)
-INPUT_TOPICS = (topics.INBOX, topics.TOOL_RESULTS)
 
 
-class Brain(ConsumerRebalanceListener):
+class Brain:
     def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]]):
         self.settings = settings
-        self.consumer: AIOKafkaConsumer | None = None  # set by `attach`; seeks after a (re)acquire
-        self.writers: dict[int, PartitionWriter] = {}  # live partitions only
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
-        self._owned: set[int] = set()  # assigned by the group, live or still being acquired
-        self._acquiring: dict[int, asyncio.Task] = {}
+        # The consumer's rebalance listener: which partitions are live, with which writer.
+        self.partitions = PartitionSet(settings, self.tracker, self._stop_actors)
+        self.writers = self.partitions.writers  # live partitions only
         self._deps = ActorDeps(
             host=settings.host, idle_evict_s=settings.idle_evict_s, load=load, model_for=model_for,
             tools=tools, release=self._release, dead_letter=self._dead_letter_input,
@@ -47,107 +46,13 @@ class Brain(ConsumerRebalanceListener):
             max_record_bytes=settings.max_record_bytes)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
-        self.consumer = consumer
+        self.partitions.attach(consumer)
 
-    # -- partitions ------------------------------------------------------------------
-    # A partition is live once its writer has fenced the previous owner and the
-    # consumer has been put back to the committed offsets, which are final only after
-    # that fence. Until then its records are dropped: the seek reads them again. A
-    # writer that dies (broker restart, leader change, fence) takes the partition down
-    # the same way and it is acquired again: weather, not an exit.
-    #
-    # The group's protocol is eager (aiokafka has no cooperative one): every rebalance
-    # revokes everything. Revocation is therefore not acted on; the assignment that
-    # follows says what really moved. A partition we keep keeps its writer, actors and
-    # position, so a brain joining or dying elsewhere does not pause our sessions. One
-    # that moved is safe to write to until its new owner's writer fences ours.
-    async def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
-        pass
-
-    async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
-        now = {tp.partition for tp in assigned}
-        gone, self._owned = self._owned - now, now
-        await self.release_partitions(gone)
-        for partition in sorted(now):
-            if partition in self.writers:
-                self._resume_where_we_were(partition)
-            else:
-                self._start_acquiring(partition)
-
-    def _resume_where_we_were(self, partition: int) -> None:
-        # The consumer reset the position to the committed offset, which lags what our
-        # actors already hold: reading those records again would only be deduplicated.
-        assert self.consumer is not None
-        for tp in (TopicPartition(t, partition) for t in INPUT_TOPICS):
-            offset = self.tracker.next_offset(tp)
-            if offset is not None:
-                self.consumer.seek(tp, offset)
-
-    def _start_acquiring(self, partition: int) -> None:
-        if partition not in self._acquiring:
-            self._acquiring[partition] = asyncio.create_task(self._acquire(partition), name=f"acquire-p{partition}")
-
-    async def _acquire(self, partition: int) -> None:
-        delay = 0.2
-        try:
-            while partition in self._owned:
-                writer = self._new_writer(partition)
-                try:
-                    await writer.start()
-                    positions = await self._committed_positions(partition)
-                except Exception as err:  # the broker is restarting, or the group is moving
-                    await writer.close()
-                    log.warning("cannot take partition %s yet: %r; retrying in %.1f s", partition, err, delay)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
-                    continue
-                if partition not in self._owned or self.consumer is None:
-                    await writer.close()
-                    return
-                for tp, offset in positions.items():  # no await from here on: nothing slips in
-                    self.consumer.seek(tp, offset)
-                self.writers[partition] = writer
-                log.info("brain %s owns partitions %s", self.settings.host, sorted(self.writers))
-                return
-        finally:
-            if self._acquiring.get(partition) is asyncio.current_task():
-                del self._acquiring[partition]
-
-    def _new_writer(self, partition: int) -> PartitionWriter:
-        inputs = [TopicPartition(t, partition) for t in INPUT_TOPICS]
-        return PartitionWriter(self.settings, partition, self.settings.group_id, self.tracker, inputs,
-                               on_lost=self._writer_lost)
-
-    async def _committed_positions(self, partition: int) -> dict[TopicPartition, int]:
-        assert self.consumer is not None
-        positions = {}
-        for tp in (TopicPartition(t, partition) for t in INPUT_TOPICS):
-            committed = await self.consumer.committed(tp)
-            positions[tp] = committed if committed is not None else (await self.consumer.beginning_offsets([tp]))[tp]
-        return positions
-
-    def _writer_lost(self, writer: PartitionWriter, err: BaseException) -> None:
-        if self.writers.get(writer.partition) is writer:
-            asyncio.create_task(self._reacquire(writer.partition))
-
-    async def _reacquire(self, partition: int) -> None:
-        await self.release_partitions({partition})
-        if partition in self._owned:
-            log.warning("partition %s: writer lost; acquiring it again", partition)
-            self._start_acquiring(partition)
-
-    async def release_partitions(self, partitions: set[int]) -> None:
-        for partition in partitions:
-            task = self._acquiring.pop(partition, None)
-            if task:
-                task.cancel()
-        doomed = [(a, t) for a, t in self.actors.values() if a.partition in partitions]
-        for _, task in doomed:
+    async def _stop_actors(self, partitions: set[int]) -> None:
+        doomed = [task for actor, task in self.actors.values() if actor.partition in partitions]
+        for task in doomed:
             task.cancel()
-        await asyncio.gather(*(t for _, t in doomed), return_exceptions=True)
-        for partition in partitions & set(self.writers):
-            await self.writers.pop(partition).close()
-            self.tracker.drop([TopicPartition(topic, partition) for topic in INPUT_TOPICS])
+        await asyncio.gather(*doomed, return_exceptions=True)
 
     # -- records ---------------------------------------------------------------------
     def dispatch(self, record: ConsumerRecord) -> None:
@@ -244,8 +149,7 @@ class Brain(ConsumerRebalanceListener):
 
     async def close(self) -> None:
         """After the consumer stopped: also closes writers handed over while stopping."""
-        self._owned = set()
-        await self.release_partitions(set(self.writers) | set(self._acquiring))
+        await self.partitions.close()
 
 
 def _session_hint(value: bytes | None) -> tuple[str, str, str | None] | None:
