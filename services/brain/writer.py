@@ -8,7 +8,7 @@ the consumer offsets of p's inputs up to the lowest unfinished record.
 
 A writer whose transaction fails (fenced, the broker restarting, a leader change) is
 done: it fails what was pending and tells its owner through `on_lost`, which gives the
-partition back and takes it again with a fresh producer (see `service.Brain`). It never
+partition back and takes it again with a fresh producer (see `partitions.PartitionSet`). It never
 goes quiet while the brain keeps routing inputs to it.
 """
 
