@@ -1,10 +1,12 @@
 """Builders of sealed session logs for unit tests: fixed times, ids derived from the session id.
 
 Only construction lives here; what a log should fold to is asserted in the tests.
+`Record` stands for a consumed Kafka record of such a log, as the archiver receives it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Iterable, Sequence
 from uuid import uuid4
@@ -80,3 +82,12 @@ def conversation(n: int, session_id: str) -> list[EventBase]:
         turn += 1
         drafts += exchange(turn)
     return seal_all(drafts[:n], session_id)
+
+
+@dataclass
+class Record:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
-from tests.unit.session_log import created, draft, seal_all
+from tests.unit.session_log import Record, created, draft, seal_all
 from wakeline.codec import DeadLetter, MalformedRecord, encode
 from wakeline_archiver.conflict import BrokenChain, ConflictingEvent, check_skipped, keys_to_look_up, select_new
 from wakeline_archiver.dead_letters import UNPARSEABLE, letter_row
 from wakeline_archiver.records import decode_event
 from wakeline_archiver.rows import EVENT_COLUMNS, event_row, next_offsets, session_change, session_row
-
-
-@dataclass
-class Record:
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
 
 
 def log():

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-
-from tests.unit.session_log import created, draft, seal_all
+from tests.unit.session_log import Record, created, draft, seal_all
 from wakeline.codec import encode
 from wakeline_archiver.quarantine import Parked
 from wakeline_archiver.records import SessionKey
 from wakeline_archiver.triage import decode_all, sessions_named, triage
 
 UUIDS = [f"3f1c9b2e-8a51-4c1e-9d0f-{n:012d}" for n in range(100)]
-
-
-@dataclass
-class Record:
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
 
 
 def records(session_id: str, first_offset: int, count: int = 4) -> list[Record]:
