@@ -18,7 +18,7 @@ import asyncpg
 from wakeline.events import EventBase
 from wakeline_archiver.records import RawRecord, SessionKey
 from wakeline_archiver.triage import session_key
-from wakeline_archiver.weather import is_weather
+from wakeline.weather import is_weather
 
 log = logging.getLogger(__name__)
 Pair = tuple[RawRecord, EventBase]

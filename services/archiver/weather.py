@@ -3,8 +3,8 @@
 A database or broker restart, a dropped connection, a deadlock or a full connection
 table says nothing about the records being archived: the batch is retried as it is,
 with backoff, and nothing is quarantined for it. Everything else is a data failure,
-handled per session by `archiver.EventArchiver`. `is_weather` is pure; `ride_out` is
-the retry loop.
+handled per session by `archiver.EventArchiver`. `is_weather` (in `wakeline.weather`,
+shared with the brain) decides; `ride_out` is the retry loop.
 """
 
 from __future__ import annotations
@@ -14,30 +14,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import asyncpg
-from aiokafka.errors import KafkaConnectionError, KafkaError, KafkaTimeoutError
+from wakeline.weather import is_weather
 
 log = logging.getLogger(__name__)
 
-# SQLSTATE classes: 08 connection exception, 57 operator intervention (admin shutdown,
-# cannot connect now), 53 insufficient resources, 40 transaction rollback (deadlock,
-# serialization). 57014 is a cancelled statement: retrying a poison batch would loop.
-_WEATHER_CLASSES = ("08", "57", "53", "40")
-_NOT_WEATHER = ("57014",)
 FIRST_DELAY_S = 0.2
 MAX_DELAY_S = 10.0
-
-
-def is_weather(exc: BaseException) -> bool:
-    """True if `exc` comes from the infrastructure, so retrying the same batch can succeed."""
-    if isinstance(exc, asyncpg.exceptions._base.DataError):  # bad query input: an InterfaceError, but data
-        return False
-    if isinstance(exc, (OSError, TimeoutError, asyncpg.InterfaceError, KafkaConnectionError, KafkaTimeoutError)):
-        return True
-    if isinstance(exc, asyncpg.PostgresError):
-        state = exc.sqlstate or ""
-        return state[:2] in _WEATHER_CLASSES and state not in _NOT_WEATHER
-    return isinstance(exc, KafkaError) and bool(exc.retriable)
 
 
 async def ride_out(attempt: Callable[[], Awaitable[None]], what: str, stopping: asyncio.Event) -> bool:

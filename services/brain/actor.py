@@ -34,7 +34,7 @@ from wakeline_brain.inputs import handle_input
 from wakeline_brain.model import Model, ModelError, ModelReply
 from wakeline_brain.parking import park_drafts
 from wakeline_brain.steps import CALL_MODEL, failed_model_drafts, model_drafts, next_step
-from wakeline_brain.wake import TRANSIENT
+from wakeline_brain.wake import is_transient
 from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
 
 log = logging.getLogger(__name__)
@@ -112,12 +112,12 @@ class SessionActor:
         while True:
             try:
                 return await self.deps.load(self.session_id, self.tenant, self.partition)
-            except TRANSIENT as err:  # weather: a restarting database or broker
+            except Exception as err:
+                if not is_transient(err):
+                    raise SessionUnwakeable(f"its log cannot be read: {type(err).__name__}: {err}") from err
                 log.warning("waking %s: %r; retrying in %.1f s", self.session_id, err, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
-            except Exception as err:
-                raise SessionUnwakeable(f"its log cannot be read: {type(err).__name__}: {err}") from err
 
     async def _fold(self, events: list[e.EventBase]) -> SessionState:
         try:

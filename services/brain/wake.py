@@ -7,7 +7,7 @@ committed event of the session; the fold of them is the state to continue from.
 
 A session id names one session across tenants: the owner comes from the log
 (`session_tenant`, migration 0009, or the tail), never from the input that woke it.
-Failures are sorted here: `TRANSIENT` ones (a restarting database or broker, a tail that
+Failures are sorted here: transient ones (`is_transient`) (a restarting database or broker, a tail that
 did not reach the end in time) are retried by the caller; anything else is a fact
 about the session's log and parks it.
 """
@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
-import asyncpg
 from aiokafka import AIOKafkaConsumer
-from aiokafka.errors import KafkaError
 from aiokafka.structs import TopicPartition
 
 from wakeline.event_rows import READ_COLUMNS, event_from_row  # noqa: F401 (re-exported)
@@ -26,6 +24,7 @@ from wakeline.events import EventBase, parse_event
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS
+from wakeline.weather import is_weather
 
 EVENT_COLUMNS = READ_COLUMNS
 
@@ -39,8 +38,9 @@ class SessionParked(RuntimeError):
     archive + tail would miss events and the brain would seal seqs that already exist."""
 
 
-TRANSIENT = (OSError, asyncio.TimeoutError, KafkaError, WakeIncomplete, asyncpg.PostgresConnectionError,
-             asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
+def is_transient(exc: BaseException) -> bool:
+    """Weather (a database shutting down, a broker away) or a tail not read to its end yet."""
+    return isinstance(exc, WakeIncomplete) or is_weather(exc)
 
 
 class SessionLoader:

@@ -9,7 +9,8 @@ import pytest
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, MessageSizeTooLargeError, NotLeaderForPartitionError
 
 from wakeline_archiver.conflict import BrokenChain, ConflictingEvent
-from wakeline_archiver.weather import is_weather, ride_out
+from wakeline.weather import is_weather
+from wakeline_archiver.weather import ride_out
 
 
 @pytest.mark.parametrize("exc", [

@@ -12,6 +12,7 @@ import json
 import uuid
 from datetime import datetime, timezone
 
+import asyncpg
 import pytest
 
 from wakeline import commands as c
@@ -159,13 +160,17 @@ async def test_a_log_that_does_not_fold_refuses_the_inputs_and_releases_them():
     assert all("cannot be woken" in reason for _, reason in letters)
 
 
-async def test_a_transient_load_failure_is_waited_out():
+@pytest.mark.parametrize("weather", [WakeIncomplete("tail not read yet"),
+                                     asyncpg.AdminShutdownError("terminating connection due to administrator command"),
+                                     asyncpg.CannotConnectNowError("the database system is starting up"),
+                                     ConnectionResetError("reset by peer")])
+async def test_a_transient_load_failure_is_waited_out(weather):
     calls = []
 
     async def load(session_id, tenant, partition):
         calls.append(1)
         if len(calls) < 3:
-            raise WakeIncomplete("tail not read yet")
+            raise weather
         return []
 
     actor, writer, released, letters = make_actor(FakeModel([ModelReply(text="ok")]), load=load)
