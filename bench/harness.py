@@ -11,7 +11,7 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 
 from wakeline.codec import encode
-from wakeline.events import EventBase
+from wakeline.events import Event
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS, partition_for, record_key
 
@@ -40,7 +40,7 @@ async def service() -> asyncpg.Connection:
     return await asyncpg.connect(CommonSettings().postgres_dsn)
 
 
-async def produce_events(settings: CommonSettings, events: list[EventBase]) -> None:
+async def produce_events(settings: CommonSettings, events: list[Event]) -> None:
     """Transactionally, like the brain: `wakeline.events` only ever holds transactional records."""
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
                                 linger_ms=5, max_batch_size=256 * 1024,

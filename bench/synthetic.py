@@ -10,7 +10,7 @@ from wakeline.chain import Draft, seal
 from wakeline.events import GENESIS_HASH
 
 
-def session_events(n: int, tenant: str = "default", start: datetime | None = None) -> list[e.EventBase]:
+def session_events(n: int, tenant: str = "default", start: datetime | None = None) -> list[e.Event]:
     """n events: created, then user message / model turn / tool call / tool result rounds."""
     sid, out = str(uuid.uuid4()), []
     start = start or datetime.now(timezone.utc)
@@ -28,19 +28,19 @@ def _draft(seq: int) -> Draft:
     if seq == 1:
         payload = e.SessionCreatedPayload(config=e.SessionConfig(model="scripted:noop", max_turns=10_000),
                                           owner="user:bench")
-        return Draft(type="session_created", payload=payload, actor="user:bench", trust="instruction")
+        return Draft(payload=payload, actor="user:bench", trust="instruction")
     kind = seq % 4
     call_id = f"toolu_{seq // 4}"
     if kind == 2:
-        return Draft(type="user_message", payload=e.UserMessagePayload(text=f"step {seq}: do the next thing"),
+        return Draft(payload=e.UserMessagePayload(text=f"step {seq}: do the next thing"),
                      actor="user:bench", trust="instruction", causation_id=str(uuid.uuid4()))
     if kind == 3:
-        return Draft(type="model_turn", payload=e.ModelTurnPayload(text="Looking at the files." * 4),
+        return Draft(payload=e.ModelTurnPayload(text="Looking at the files." * 4),
                      actor="agent:scripted:noop", trust="instruction")
     if kind == 0:
-        return Draft(type="tool_call", payload=e.ToolCallPayload(tool_call_id=call_id, name="list_files",
+        return Draft(payload=e.ToolCallPayload(tool_call_id=call_id, name="list_files",
                                                                   input={"path": "."}),
                      actor="agent:scripted:noop", trust="instruction")
-    return Draft(type="tool_result", payload=e.ToolResultPayload(tool_call_id=call_id, name="list_files",
+    return Draft(payload=e.ToolResultPayload(tool_call_id=call_id, name="list_files",
                                                                   output="a.txt\nb.txt\ncount.py\n" * 5),
                  actor="runner:bench", trust="data")

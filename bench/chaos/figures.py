@@ -17,20 +17,20 @@ from typing import Iterable
 
 from bench.chaos.ownership import Change, held_at
 from wakeline.chain import first_broken_seq
-from wakeline.events import EventBase
+from wakeline.events import Event
 from wakeline.topics import partition_for
 
 _STEP = re.compile(r"step-\d+")
 
 
-def by_session(events: Iterable[EventBase]) -> dict[str, list[EventBase]]:
-    out: dict[str, list[EventBase]] = defaultdict(list)
+def by_session(events: Iterable[Event]) -> dict[str, list[Event]]:
+    out: dict[str, list[Event]] = defaultdict(list)
     for event in events:
         out[event.session_id].append(event)
     return out
 
 
-def correctness(started: list[str], logged: dict[str, list[EventBase]], stored: dict[str, list[EventBase]],
+def correctness(started: list[str], logged: dict[str, list[Event]], stored: dict[str, list[Event]],
                 runs: dict[str, list[str]]) -> dict[str, int]:
     completed = [s for s in started if _ended_reason(logged.get(s, [])) == "completed"]
     figures = Counter(sessions_started=len(started), sessions_completed=len(completed))
@@ -65,7 +65,7 @@ def correctness(started: list[str], logged: dict[str, list[EventBase]], stored: 
 
 
 def recovery_after_brain_kills(kills: list[tuple[float, str]], changes: list[Change],
-                               logged: dict[str, list[EventBase]], partitions: int) -> dict[str, dict]:
+                               logged: dict[str, list[Event]], partitions: int) -> dict[str, dict]:
     """Seconds from a brain kill to the next event of each in-flight session: those on the
     killed brain's partitions (affected) and, apart, those on the survivors' (which an
     eager rebalance pauses too). A session's own pace (a 1 s tool) is part of both."""
@@ -95,11 +95,11 @@ def _marker(call) -> str | None:
     return match.group(0) if match else None
 
 
-def _in_flight(events: list[EventBase], at: float) -> bool:
+def _in_flight(events: list[Event], at: float) -> bool:
     before = [e for e in events if e.ts.timestamp() <= at]
     return bool(before) and not any(e.type == "session_ended" for e in before)
 
 
-def _ended_reason(events: list[EventBase]) -> str | None:
+def _ended_reason(events: list[Event]) -> str | None:
     ended = [e for e in events if e.type == "session_ended"]
     return ended[-1].payload.reason if ended else None

@@ -23,7 +23,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.chaos import figures, ownership
 from tests.e2e.stack import Service, Stack
-from wakeline.events import EventBase, parse_event
+from wakeline.events import Event, parse_event
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS
 
@@ -176,7 +176,7 @@ async def _drain(plan: Plan, sessions: Sessions, say) -> None:
     say(f"chaos: drained, {len(sessions.ended)} of {len(sessions.started)} sessions ended")
 
 
-async def _logged_events(settings: CommonSettings, since: float, sids: set[str]) -> list[EventBase]:
+async def _logged_events(settings: CommonSettings, since: float, sids: set[str]) -> list[Event]:
     """The committed wakeline.events records of these sessions (the log itself, not the archive)."""
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
                                 isolation_level="read_committed", enable_auto_commit=False)
@@ -188,7 +188,7 @@ async def _logged_events(settings: CommonSettings, since: float, sids: set[str])
         ends = await consumer.end_offsets(parts)
         for tp in parts:
             consumer.seek(tp, starts[tp].offset if starts[tp] else ends[tp])
-        out: list[EventBase] = []
+        out: list[Event] = []
         idle = 0  # an open transaction holds the stable offset below the end: stop after 5 empty polls
         while idle < 5 and any([await consumer.position(tp) < ends[tp] for tp in parts]):
             batch = await consumer.getmany(timeout_ms=1000)
@@ -200,7 +200,7 @@ async def _logged_events(settings: CommonSettings, since: float, sids: set[str])
         await consumer.stop()
 
 
-async def _stored_events(settings: CommonSettings, sids: list[str]) -> dict[str, list[EventBase]]:
+async def _stored_events(settings: CommonSettings, sids: list[str]) -> dict[str, list[Event]]:
     conn = await asyncpg.connect(settings.postgres_dsn)
     try:
         async with conn.transaction():
@@ -209,7 +209,7 @@ async def _stored_events(settings: CommonSettings, sids: list[str]) -> dict[str,
                                     " ORDER BY session_id, seq", sids)
     finally:
         await conn.close()
-    out: dict[str, list[EventBase]] = {}
+    out: dict[str, list[Event]] = {}
     for row in rows:
         data = {k: str(v) if isinstance(v, uuid.UUID) else v for k, v in row.items()}
         data["payload"] = json.loads(data["payload"]) if isinstance(data["payload"], str) else data["payload"]

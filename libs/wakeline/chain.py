@@ -13,7 +13,11 @@ import json
 from datetime import datetime
 from typing import Any, Iterable
 
-from wakeline.events import GENESIS_HASH, EventBase, Frozen, Trust, parse_event
+from pydantic import model_validator
+
+from wakeline.events import (
+    EVENT_TYPE_OF_PAYLOAD, GENESIS_HASH, Event, Frozen, Payload, Trust, parse_event,
+)
 
 
 def canonical_json(data: Any) -> bytes:
@@ -25,11 +29,11 @@ def event_hash(event_without_hash: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(body)).hexdigest()
 
 
-def compute_hash(event: EventBase) -> str:
+def compute_hash(event: Event) -> str:
     return event_hash(event.model_dump(mode="json"))
 
 
-def first_broken_seq(events: Iterable[EventBase]) -> int | None:
+def first_broken_seq(events: Iterable[Event]) -> int | None:
     """The seq of the first event whose order, link or hash is wrong; None if the chain holds."""
     prev_hash, expected_seq = GENESIS_HASH, 1
     for event in events:
@@ -40,17 +44,30 @@ def first_broken_seq(events: Iterable[EventBase]) -> int | None:
 
 
 class Draft(Frozen):
-    """An event before the brain sequences it: everything but identity, order and hash."""
+    """An event before the brain sequences it: everything but identity, order and hash.
 
-    type: str
-    payload: Frozen
+    Its type follows from the payload's class (one class per type), so a payload cannot
+    be sealed under a type it does not belong to.
+    """
+
+    payload: Payload
     actor: str
     trust: Trust
     causation_id: str | None = None
 
+    @model_validator(mode="after")
+    def _one_of_the_event_payloads(self) -> "Draft":
+        if type(self.payload) not in EVENT_TYPE_OF_PAYLOAD:
+            raise ValueError(f"{type(self.payload).__name__} is not an event payload")
+        return self
+
+    @property
+    def type(self) -> str:
+        return EVENT_TYPE_OF_PAYLOAD[type(self.payload)]
+
 
 def seal(draft: Draft, *, session_id: str, tenant: str, seq: int, prev_hash: str,
-         ts: datetime, event_id: str) -> EventBase:
+         ts: datetime, event_id: str) -> Event:
     """Turns a draft into the event at `seq`, linked to `prev_hash`. Pure: ids and time come in."""
     body = {
         "session_id": session_id, "seq": seq, "event_id": event_id,

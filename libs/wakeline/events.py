@@ -8,7 +8,7 @@ sealed: `seq`, `prev_hash` and `hash` are assigned by the brain, the only writer
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -31,7 +31,7 @@ RejectionCode = Literal[
     "too_large",             # the input's event would exceed max_record_bytes
     "internal_error",        # handling the input raised: the session's input is parked here
 ]
-REJECTION_CODES: tuple[str, ...] = RejectionCode.__args__  # type: ignore[attr-defined]
+REJECTION_CODES: tuple[str, ...] = get_args(RejectionCode)
 MARKER_TYPES = frozenset(
     {"turn_started", "turn_ended", "woke", "title_generated", "file_reference", "message_queued"}
 )
@@ -80,7 +80,7 @@ class MessageQueuedPayload(Frozen):
     text: str
 
 
-class TurnPayload(Frozen):
+class TurnStartedPayload(Frozen):
     turn: int
 
 
@@ -98,9 +98,24 @@ class ToolCallPayload(Frozen):
     input: dict[str, Any]
 
 
-class ApprovalPayload(Frozen):
+class _ApprovalFields(Frozen):
     tool_call_id: str
     reason: str | None = None
+
+
+# One payload class per event type, so a draft's type follows from its payload and a
+# payload cannot be sealed under another type. Siblings with equal fields serialise
+# identically: the wire and the hashes are what they were with one shared class.
+class ApprovalRequestedPayload(_ApprovalFields):
+    pass
+
+
+class ApprovalGrantedPayload(_ApprovalFields):
+    pass
+
+
+class ApprovalDeniedPayload(_ApprovalFields):
+    pass
 
 
 class ToolResultPayload(Frozen):
@@ -136,8 +151,16 @@ class WokePayload(Frozen):
     from_seq: int
 
 
-class HandsPayload(Frozen):
+class _HandsFields(Frozen):
     by: str
+
+
+class TakeoverPayload(_HandsFields):
+    pass
+
+
+class HandbackPayload(_HandsFields):
+    pass
 
 
 class TitlePayload(Frozen):
@@ -176,12 +199,14 @@ class EventBase(Frozen):
     hash: str
 
 
+# Class names are past tense (facts); the wire `type` strings are what they have always
+# been, since stored events keep theirs and their hashes cover them.
 class SessionCreated(EventBase):
     type: Literal["session_created"] = "session_created"
     payload: SessionCreatedPayload
 
 
-class UserMessage(EventBase):
+class UserMessageReceived(EventBase):
     type: Literal["user_message"] = "user_message"
     payload: UserMessagePayload
 
@@ -193,40 +218,40 @@ class MessageQueued(EventBase):
 
 class TurnStarted(EventBase):
     type: Literal["turn_started"] = "turn_started"
-    payload: TurnPayload
+    payload: TurnStartedPayload
 
 
-class ModelTurn(EventBase):
+class ModelResponded(EventBase):
     type: Literal["model_turn"] = "model_turn"
     payload: ModelTurnPayload
 
 
-class ToolCall(EventBase):
+class ToolCallRequested(EventBase):
     type: Literal["tool_call"] = "tool_call"
     payload: ToolCallPayload
 
 
 class ApprovalRequested(EventBase):
     type: Literal["approval_requested"] = "approval_requested"
-    payload: ApprovalPayload
+    payload: ApprovalRequestedPayload
 
 
 class ApprovalGranted(EventBase):
     type: Literal["approval_granted"] = "approval_granted"
-    payload: ApprovalPayload
+    payload: ApprovalGrantedPayload
 
 
 class ApprovalDenied(EventBase):
     type: Literal["approval_denied"] = "approval_denied"
-    payload: ApprovalPayload
+    payload: ApprovalDeniedPayload
 
 
-class ToolResult(EventBase):
+class ToolResultReceived(EventBase):
     type: Literal["tool_result"] = "tool_result"
     payload: ToolResultPayload
 
 
-class Compaction(EventBase):
+class ContextCompacted(EventBase):
     type: Literal["compaction"] = "compaction"
     payload: CompactionPayload
 
@@ -246,14 +271,14 @@ class Woke(EventBase):
     payload: WokePayload
 
 
-class Takeover(EventBase):
+class HandsTakenOver(EventBase):
     type: Literal["takeover"] = "takeover"
-    payload: HandsPayload
+    payload: TakeoverPayload
 
 
-class Handback(EventBase):
+class HandsHandedBack(EventBase):
     type: Literal["handback"] = "handback"
-    payload: HandsPayload
+    payload: HandbackPayload
 
 
 class TitleGenerated(EventBase):
@@ -261,7 +286,7 @@ class TitleGenerated(EventBase):
     payload: TitlePayload
 
 
-class FileReference(EventBase):
+class FileReferenced(EventBase):
     type: Literal["file_reference"] = "file_reference"
     payload: FileReferencePayload
 
@@ -271,35 +296,58 @@ class InputRejected(EventBase):
     payload: InputRejectedPayload
 
 
-class Deleted(EventBase):
+class SessionDeleted(EventBase):
     type: Literal["deleted"] = "deleted"
     payload: DeletedPayload
 
 
+# Written out (not built from a tuple) so a type checker sees every member: `event.type`
+# and `event.payload` are then typed, and `match` on the classes narrows them.
+Event = Annotated[
+    Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded,
+          ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived,
+          ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack,
+          TitleGenerated, FileReferenced, InputRejected, SessionDeleted],
+    Field(discriminator="type"),
+]
+Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload, TurnStartedPayload,
+                ModelTurnPayload, ToolCallPayload, ApprovalRequestedPayload, ApprovalGrantedPayload,
+                ApprovalDeniedPayload, ToolResultPayload, CompactionPayload, TurnEndedPayload,
+                SessionEndedPayload, WokePayload, TakeoverPayload, HandbackPayload, TitlePayload,
+                FileReferencePayload, InputRejectedPayload, DeletedPayload]
+EventType = Literal["session_created", "user_message", "message_queued", "turn_started", "model_turn",
+                    "tool_call", "approval_requested", "approval_granted", "approval_denied",
+                    "tool_result", "compaction", "turn_ended", "session_ended", "woke", "takeover",
+                    "handback", "title_generated", "file_reference", "input_rejected", "deleted"]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        SessionCreated, UserMessage, MessageQueued, TurnStarted, ModelTurn, ToolCall, ApprovalRequested,
-        ApprovalGranted, ApprovalDenied, ToolResult, Compaction, TurnEnded, SessionEnded,
-        Woke, Takeover, Handback, TitleGenerated, FileReference, InputRejected, Deleted,
-    )
+    cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])
 }
 PAYLOAD_CLASSES: dict[str, type[Frozen]] = {
-    name: cls.model_fields["payload"].annotation for name, cls in EVENT_CLASSES.items()
+    name: cls.model_fields["payload"].annotation for name, cls in EVENT_CLASSES.items()  # type: ignore[misc]
 }
+# The other way: a payload's class names its event's type (one class per type, above).
+EVENT_TYPE_OF_PAYLOAD: dict[type[Frozen], str] = {cls: name for name, cls in PAYLOAD_CLASSES.items()}
+_EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
-Event = Annotated[Union[tuple(EVENT_CLASSES.values())], Field(discriminator="type")]  # type: ignore[valid-type]
-_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
+
+class CorruptEvent(ValueError):
+    """Bytes or a row that are not a valid event: the log holds something no brain sealed."""
+
+    def __init__(self, reason: str, seq: int | None = None):
+        where = f"event at seq {seq}" if seq is not None else "event"
+        super().__init__(f"{where} is not a valid event: {reason}")
+        self.seq = seq
+        self.reason = reason
 
 
-def parse_event(data: dict[str, Any] | str | bytes) -> EventBase:
+def parse_event(data: dict[str, Any] | str | bytes) -> Event:
     """Decodes one event from a dict or JSON; raises `pydantic.ValidationError` if malformed."""
     if isinstance(data, (str, bytes)):
         return _EVENT_ADAPTER.validate_json(data)
     return _EVENT_ADAPTER.validate_python(data)
 
 
-def is_marker(event: EventBase) -> bool:
+def is_marker(event: Event) -> bool:
     """Bookkeeping events the transcript skips; nothing may treat them as a reply."""
-    return event.type in MARKER_TYPES  # type: ignore[attr-defined]
+    return event.type in MARKER_TYPES

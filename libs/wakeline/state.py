@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
 from wakeline.events import GENESIS_HASH, EndReason, SessionConfig, ToolCallPayload, Usage
+from wakeline.status import Status
 
-Status = Literal["new", "idle", "running", "ended", "deleted"]
+
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from wakeline.codec import MalformedRecord
-from wakeline.events import EventBase
+from wakeline.events import Event
 from wakeline.event_rows import tool_name
 from wakeline.ids import ACTOR_PATTERN, SAFE_ID
 
@@ -24,7 +24,7 @@ MAX_CAUSATION = 256
 MAX_TOOL_NAME = 200
 
 
-def check_event(event: EventBase) -> None:
+def check_event(event: Event) -> None:
     """Raises MalformedRecord naming the first field out of bounds."""
     for field in ("session_id", "tenant"):
         if not SAFE_ID.fullmatch(getattr(event, field)):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 
-from wakeline.events import GENESIS_HASH, EventBase
+from wakeline.events import GENESIS_HASH, Event
 
 Key = tuple[str, int]
 Month = tuple[int, int]  # (year, month) in UTC, as events is partitioned
@@ -60,20 +60,20 @@ def utc_month(ts: datetime) -> Month:
     return utc.year, utc.month
 
 
-def keys_to_look_up(events: Iterable[EventBase]) -> list[Key]:
+def keys_to_look_up(events: Iterable[Event]) -> list[Key]:
     """Each event's own key and its predecessor's: what `select_new` needs from the archive."""
     keys = {(e.session_id, e.seq) for e in events} | {(e.session_id, e.seq - 1) for e in events if e.seq > 1}
     return sorted(keys)
 
 
-def select_new(events: Iterable[EventBase], stored: Mapping[Key, str]) -> list[EventBase]:
+def select_new(events: Iterable[Event], stored: Mapping[Key, str]) -> list[Event]:
     """The events not yet stored, in order; raises ConflictingEvent or BrokenChain.
 
     `events` are in (session_id, seq) order; `stored` maps the archived keys among
     `keys_to_look_up(events)` to their hashes.
     """
     seen: dict[Key, str] = dict(stored)
-    fresh: list[EventBase] = []
+    fresh: list[Event] = []
     for event in events:
         key = (event.session_id, event.seq)
         known = seen.get(key)
@@ -89,7 +89,7 @@ def select_new(events: Iterable[EventBase], stored: Mapping[Key, str]) -> list[E
     return fresh
 
 
-def check_skipped(skipped: Iterable[EventBase], stored: Mapping[Key, str]) -> None:
+def check_skipped(skipped: Iterable[Event], stored: Mapping[Key, str]) -> None:
     """Events an insert skipped because a concurrent writer stored them first must match."""
     for event in skipped:
         known = stored.get((event.session_id, event.seq))
@@ -97,7 +97,7 @@ def check_skipped(skipped: Iterable[EventBase], stored: Mapping[Key, str]) -> No
             raise ConflictingEvent(event.session_id, event.seq, str(known), event.hash)
 
 
-def refuse_retained_out(fresh: Iterable[EventBase], dropped: Collection[Month]) -> None:
+def refuse_retained_out(fresh: Iterable[Event], dropped: Collection[Month]) -> None:
     """New events (from `select_new`) must not fall in a month retention dropped."""
     for event in fresh:
         if utc_month(event.ts) in dropped:

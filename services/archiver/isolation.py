@@ -15,15 +15,15 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from wakeline.events import EventBase
+from wakeline.events import Event
 from wakeline_archiver.records import RawRecord, SessionKey
 from wakeline_archiver.triage import session_key
 from wakeline.weather import is_weather
 
 log = logging.getLogger(__name__)
-Pair = tuple[RawRecord, EventBase]
+Pair = tuple[RawRecord, Event]
 Offsets = dict[tuple[str, int], int]
-Store = Callable[[Sequence[EventBase], Offsets], Awaitable[int]]
+Store = Callable[[Sequence[Event], Offsets], Awaitable[int]]
 
 
 @dataclass(frozen=True)

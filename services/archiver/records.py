@@ -13,7 +13,7 @@ import uuid
 from typing import NamedTuple, Protocol
 
 from wakeline.codec import MalformedRecord, decode
-from wakeline.events import EventBase, parse_event
+from wakeline.events import Event, parse_event
 from wakeline.ids import SAFE_ID
 from wakeline_archiver.bounds import check_event
 
@@ -26,7 +26,7 @@ class RawRecord(Protocol):
     value: bytes | None
 
 
-def decode_event(value: bytes | None) -> EventBase:
+def decode_event(value: bytes | None) -> Event:
     """One event from a record value; MalformedRecord if it is not one the archive can hold."""
     event = decode(value, parse_event)
     try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from wakeline.events import EventBase
+from wakeline.events import Event
 
 # The events-row mapping lives in the library; re-exported for the archiver's modules.
 from wakeline.event_rows import EVENT_COLUMNS, event_row, is_error, tool_name  # noqa: E402,F401
@@ -22,9 +22,9 @@ SESSION_COLUMNS = ("tenant", "session_id", "owner", "title", "model", "status", 
                    "last_hash", "created_at", "updated_at", "parent_session_id", "fork_seq")
 
 
-def session_row(event: EventBase) -> tuple[Any, ...]:
+def session_row(event: Event) -> tuple[Any, ...]:
     """The `sessions` row a `session_created` event opens, in SESSION_COLUMNS order."""
-    payload = event.payload  # type: ignore[attr-defined]
+    payload = event.payload
     return (event.tenant, event.session_id, payload.owner, payload.title, payload.config.model, "idle",
             event.seq, event.hash, event.ts, event.ts, payload.parent_session_id, payload.fork_seq)
 
@@ -52,8 +52,8 @@ class SessionChange:
 _IN_TURN = {"turn_started": True, "turn_ended": False, "session_ended": False, "deleted": False}
 
 
-def session_change(event: EventBase) -> SessionChange:
-    kind, payload = event.type, event.payload  # type: ignore[attr-defined]
+def session_change(event: Event) -> SessionChange:
+    kind, payload = event.type, event.payload
     return SessionChange(
         session_id=event.session_id, seq=event.seq, hash=event.hash, ts=event.ts,
         in_turn=_IN_TURN.get(kind),

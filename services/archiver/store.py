@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import asyncpg
 
-from wakeline.events import EventBase
+from wakeline.events import Event
 from wakeline.pg import TenantPool
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
 from wakeline_archiver.conflict import (
@@ -74,7 +74,7 @@ class Archive:
         self._months: set[Month] = set()
         self._dropped: set[Month] = set()  # by retention: never created again
 
-    async def store_events(self, events: Sequence[EventBase], offsets: dict[tuple[str, int], int]) -> int:
+    async def store_events(self, events: Sequence[Event], offsets: dict[tuple[str, int], int]) -> int:
         """Stores the batch and its offsets in one transaction; returns how many events were new."""
         await self._ensure_partitions(events)
         stored = 0
@@ -94,7 +94,7 @@ class Archive:
             rows = await conn.fetch(STORED_POSITIONS, self._group, list(topics))
         return {(r["topic"], r["partition"]): r["next_offset"] for r in rows}
 
-    async def _ensure_partitions(self, events: Iterable[EventBase]) -> None:
+    async def _ensure_partitions(self, events: Iterable[Event]) -> None:
         for event in events:
             month = utc_month(event.ts)
             if month in self._months or month in self._dropped:
@@ -110,7 +110,7 @@ class Archive:
                 self._months.add(month)
 
 
-async def _store_tenant_events(conn: asyncpg.Connection, events: list[EventBase], dropped: set[Month]) -> int:
+async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dropped: set[Month]) -> int:
     """One tenant's share of the batch, in (session_id, seq) order."""
     fresh = select_new(events, await _stored_hashes(conn, keys_to_look_up(events)))
     refuse_retained_out(fresh, dropped)
@@ -130,11 +130,11 @@ async def _stored_hashes(conn: asyncpg.Connection, keys: Sequence[Key]) -> dict[
     return {(r["session_id"], r["seq"]): r["hash"] for r in rows}
 
 
-async def _project_sessions(conn: asyncpg.Connection, events: list[EventBase]) -> None:
-    created = [session_row(e) for e in events if e.type == "session_created"]  # type: ignore[attr-defined]
+async def _project_sessions(conn: asyncpg.Connection, events: list[Event]) -> None:
+    created = [session_row(e) for e in events if e.type == "session_created"]
     if created:
         await conn.executemany(INSERT_SESSION, created)
-    changes = [session_change(e) for e in events if e.type != "session_created"]  # type: ignore[attr-defined]
+    changes = [session_change(e) for e in events if e.type != "session_created"]
     if changes:
         await conn.executemany(UPDATE_SESSION, [
             (c.session_id, c.seq, c.hash, c.ts, c.in_turn, c.sets_ended_reason, c.ended_reason, c.title,

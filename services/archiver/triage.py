@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from wakeline.codec import MalformedRecord
-from wakeline.events import EventBase
+from wakeline.events import Event, EventBase
 from wakeline_archiver.quarantine import Parked
 from wakeline_archiver.records import RawRecord, SessionKey, claimed_session, decode_event
 
@@ -26,12 +26,12 @@ class SetAside:
 
 @dataclass
 class Triage:
-    to_store: list[tuple[RawRecord, EventBase]] = field(default_factory=list)
+    to_store: list[tuple[RawRecord, Event]] = field(default_factory=list)
     set_aside: list[SetAside] = field(default_factory=list)
     parked: list[Parked] = field(default_factory=list)  # newly parked by this batch
 
 
-Decoded = tuple[RawRecord, EventBase | MalformedRecord]
+Decoded = tuple[RawRecord, Event | MalformedRecord]
 
 
 def decode_all(records: Sequence[RawRecord]) -> list[Decoded]:
@@ -55,7 +55,7 @@ def sessions_named(decoded: Sequence[Decoded]) -> set[SessionKey]:
     return named
 
 
-def session_key(event: EventBase) -> SessionKey:
+def session_key(event: Event) -> SessionKey:
     return SessionKey(event.tenant, event.session_id)
 
 

@@ -45,7 +45,7 @@ Token = Any  # opaque to the actor: handed back to `release` when the input is s
 class ActorDeps:
     host: str
     idle_evict_s: float
-    load: Callable[[str, str, int], Awaitable[list[e.EventBase]]]
+    load: Callable[[str, str, int], Awaitable[list[e.Event]]]
     model_for: Callable[[str], Model]
     tools: list[dict[str, Any]]
     release: Callable[[list[Token]], None]
@@ -105,9 +105,9 @@ class SessionActor:
         self.tenant = self.state.tenant or self.tenant  # the log's owner, not the input's claim
         if self.state.last_seq:
             woke = e.WokePayload(host=self.deps.host, reason=why, from_seq=self.state.last_seq)
-            await self._append([Draft(type="woke", payload=woke, actor="system:brain", trust="instruction")])
+            await self._append([Draft(payload=woke, actor="system:brain", trust="instruction")])
 
-    async def _load(self) -> list[e.EventBase]:
+    async def _load(self) -> list[e.Event]:
         delay = 0.2
         while True:
             try:
@@ -119,7 +119,7 @@ class SessionActor:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    async def _fold(self, events: list[e.EventBase]) -> SessionState:
+    async def _fold(self, events: list[e.Event]) -> SessionState:
         try:
             return fold(events)
         except ValueError as err:  # FoldError: a gap, a foreign event, a start past seq 1
@@ -182,7 +182,7 @@ class SessionActor:
     async def _reject_malformed(self, bad: "MalformedInput") -> None:
         if self.state.status != "new" and bad.command_id not in self.state.seen_inputs:
             rejected = e.InputRejectedPayload(command_id=bad.command_id, code=bad.code, reason=bad.reason)
-            await self._append([Draft(type="input_rejected", payload=rejected, actor="system:brain",
+            await self._append([Draft(payload=rejected, actor="system:brain",
                                       trust="instruction", causation_id=bad.command_id)])
 
     async def _advance(self) -> None:

@@ -49,7 +49,7 @@ def plan_compaction(state: SessionState, request: ModelRequest) -> Draft | None:
     payload = e.CompactionPayload(summary=summary, covered_from_seq=covered[0].seq,
                                   covered_to_seq=kept[0].seq - 1, tokens_before=before,
                                   tokens_after=max(after, 0))
-    return Draft(type="compaction", payload=payload, actor="system:brain", trust="instruction")
+    return Draft(payload=payload, actor="system:brain", trust="instruction")
 
 
 def _cut_index(messages: tuple[Message, ...]) -> int | None:

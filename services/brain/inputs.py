@@ -44,73 +44,72 @@ def _refusal(state: SessionState, cmd: c.CommandBase) -> tuple[e.RejectionCode, 
     return None
 
 
-def _draft(type_: str, payload: e.Frozen, actor: str, causation_id: str | None,
-           trust: e.Trust = "instruction") -> Draft:
-    return Draft(type=type_, payload=payload, actor=actor, trust=trust, causation_id=causation_id)
+def _draft(payload: e.Payload, actor: str, causation_id: str | None, trust: e.Trust = "instruction") -> Draft:
+    return Draft(payload=payload, actor=actor, trust=trust, causation_id=causation_id)
 
 
 def _rejected(cmd: c.CommandBase, code: e.RejectionCode, reason: str) -> Draft:
     payload = e.InputRejectedPayload(command_id=cmd.command_id, code=code, reason=reason,
                                      expected_seq=cmd.expected_seq)
-    return _draft("input_rejected", payload, "system:brain", cmd.command_id)
+    return _draft(payload, "system:brain", cmd.command_id)
 
 
 def _create(cmd: c.CreateSession) -> list[Draft]:
     created = e.SessionCreatedPayload(config=cmd.config, owner=cmd.actor, title=cmd.title)
-    drafts = [_draft("session_created", created, cmd.actor, cmd.command_id)]
+    drafts = [_draft(created, cmd.actor, cmd.command_id)]
     if cmd.message:
-        drafts.append(_draft("user_message", e.UserMessagePayload(text=cmd.message), cmd.actor, cmd.command_id))
+        drafts.append(_draft(e.UserMessagePayload(text=cmd.message), cmd.actor, cmd.command_id))
     return drafts
 
 
 def _post(state: SessionState, cmd: c.PostMessage) -> list[Draft]:
     if state.in_turn:
         queued = e.MessageQueuedPayload(command_id=cmd.command_id, text=cmd.text)
-        return [_draft("message_queued", queued, cmd.actor, cmd.command_id)]
-    return [_draft("user_message", e.UserMessagePayload(text=cmd.text), cmd.actor, cmd.command_id)]
+        return [_draft(queued, cmd.actor, cmd.command_id)]
+    return [_draft(e.UserMessagePayload(text=cmd.text), cmd.actor, cmd.command_id)]
 
 
 def _approve(state: SessionState, cmd: c.ApproveToolCall) -> list[Draft]:
     if cmd.tool_call_id not in state.awaiting_approval:
         return [_rejected(cmd, "not_awaiting_approval", f"tool call {cmd.tool_call_id} is not awaiting approval")]
-    return [_draft("approval_granted", e.ApprovalPayload(tool_call_id=cmd.tool_call_id), cmd.actor, cmd.command_id)]
+    return [_draft(e.ApprovalGrantedPayload(tool_call_id=cmd.tool_call_id), cmd.actor, cmd.command_id)]
 
 
 def _deny(state: SessionState, cmd: c.DenyToolCall) -> list[Draft]:
     if cmd.tool_call_id not in state.awaiting_approval:
         return [_rejected(cmd, "not_awaiting_approval", f"tool call {cmd.tool_call_id} is not awaiting approval")]
     call = next(p for p in state.pending_tool_calls if p.tool_call_id == cmd.tool_call_id)
-    denied = e.ApprovalPayload(tool_call_id=cmd.tool_call_id, reason=cmd.reason)
+    denied = e.ApprovalDeniedPayload(tool_call_id=cmd.tool_call_id, reason=cmd.reason)
     result = e.ToolResultPayload(tool_call_id=call.tool_call_id, name=call.name, is_error=True,
                                  error_kind="denied", output=f"denied by {cmd.actor}: {cmd.reason or 'no reason given'}")
-    return [_draft("approval_denied", denied, cmd.actor, cmd.command_id),
-            _draft("tool_result", result, cmd.actor, None, trust="data")]
+    return [_draft(denied, cmd.actor, cmd.command_id),
+            _draft(result, cmd.actor, None, trust="data")]
 
 
 def _cancel(state: SessionState, cmd: c.CommandBase) -> list[Draft]:
     if state.status == "ended":
         return [_rejected(cmd, "already_ended", "session has already ended")]
-    return [_draft("session_ended", e.SessionEndedPayload(reason="cancelled"), cmd.actor, cmd.command_id)]
+    return [_draft(e.SessionEndedPayload(reason="cancelled"), cmd.actor, cmd.command_id)]
 
 
 def _delete(state: SessionState, cmd: c.DeleteSession) -> list[Draft]:
     drafts = []
     if state.status == "running":  # a running turn is stopped first
-        drafts.append(_draft("session_ended", e.SessionEndedPayload(reason="cancelled", detail="deleted"),
+        drafts.append(_draft(e.SessionEndedPayload(reason="cancelled", detail="deleted"),
                              cmd.actor, None))
-    drafts.append(_draft("deleted", e.DeletedPayload(by=cmd.actor, reason=cmd.reason), cmd.actor, cmd.command_id))
+    drafts.append(_draft(e.DeletedPayload(by=cmd.actor, reason=cmd.reason), cmd.actor, cmd.command_id))
     return drafts
 
 
 def _wake(state: SessionState, cmd: c.WakeSession) -> list[Draft]:
     woke = e.WokePayload(host="", reason="requested", from_seq=state.last_seq)
-    return [_draft("woke", woke, cmd.actor, cmd.command_id)]
+    return [_draft(woke, cmd.actor, cmd.command_id)]
 
 
 def _take_over(state: SessionState, cmd: c.CommandBase) -> list[Draft]:
     if isinstance(cmd, c.TakeOver):
-        return [_draft("takeover", e.HandsPayload(by=cmd.actor), cmd.actor, cmd.command_id)]
-    return [_draft("handback", e.HandsPayload(by=cmd.actor), cmd.actor, cmd.command_id)]
+        return [_draft(e.TakeoverPayload(by=cmd.actor), cmd.actor, cmd.command_id)]
+    return [_draft(e.HandbackPayload(by=cmd.actor), cmd.actor, cmd.command_id)]
 
 
 def _submit(state: SessionState, cmd: c.SubmitToolResult) -> list[Draft]:
@@ -119,7 +118,7 @@ def _submit(state: SessionState, cmd: c.SubmitToolResult) -> list[Draft]:
         return [_rejected(cmd, "not_pending", "no person holds the hands, or the tool call is not pending")]
     result = e.ToolResultPayload(tool_call_id=call.tool_call_id, name=call.name, output=cmd.output,
                                  is_error=cmd.is_error)
-    return [_draft("tool_result", result, cmd.actor, cmd.command_id, trust="data")]
+    return [_draft(result, cmd.actor, cmd.command_id, trust="data")]
 
 
 def _tool_result(state: SessionState, report: c.ToolResultReport) -> list[Draft]:
@@ -129,7 +128,7 @@ def _tool_result(state: SessionState, report: c.ToolResultReport) -> list[Draft]
     result = e.ToolResultPayload(tool_call_id=report.tool_call_id, name=report.name, output=report.output,
                                  is_error=report.is_error, error_kind=report.error_kind,
                                  duration_ms=report.duration_ms)
-    return [_draft("tool_result", result, f"runner:{report.runner}", input_id(report), trust="data")]
+    return [_draft(result, f"runner:{report.runner}", input_id(report), trust="data")]
 
 
 _HANDLERS = {

@@ -31,7 +31,7 @@ def park_drafts(state: SessionState, item: Any, code: e.RejectionCode, reason: s
         return _failed_result(state, item, code, reason)
     if state.status == "running":
         ended = e.SessionEndedPayload(reason="error", detail=f"parked ({code}): {reason}")
-        return [Draft(type="session_ended", payload=ended, actor=SYSTEM, trust="instruction")]
+        return [Draft(payload=ended, actor=SYSTEM, trust="instruction")]
     return []
 
 
@@ -40,7 +40,7 @@ def _reject(state: SessionState, cmd: c.CommandBase, code: e.RejectionCode, reas
         return []  # nothing to record it in, or it is already recorded
     rejected = e.InputRejectedPayload(command_id=cmd.command_id, code=code, reason=reason,
                                       expected_seq=cmd.expected_seq)
-    return [Draft(type="input_rejected", payload=rejected, actor=SYSTEM, trust="instruction",
+    return [Draft(payload=rejected, actor=SYSTEM, trust="instruction",
                   causation_id=cmd.command_id)]
 
 
@@ -51,5 +51,5 @@ def _failed_result(state: SessionState, report: c.ToolResultReport, code: str, r
                          "original_bytes": len(report.output.encode("utf-8"))})
     result = e.ToolResultPayload(tool_call_id=report.tool_call_id, name=report.name, output=output,
                                  is_error=True, error_kind=code, duration_ms=report.duration_ms)
-    return [Draft(type="tool_result", payload=result, actor=f"runner:{report.runner}", trust="data",
+    return [Draft(payload=result, actor=f"runner:{report.runner}", trust="data",
                   causation_id=f"result:{report.tool_call_id}")]

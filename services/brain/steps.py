@@ -33,25 +33,25 @@ def next_step(state: SessionState) -> list[Draft] | CallModel | None:
             return CALL_MODEL
         if state.pending_tool_calls:
             return None  # runners, a person, or an approval will answer
-        return [_marker("turn_ended", e.TurnEndedPayload(turn=state.turns))]
+        return [_marker(e.TurnEndedPayload(turn=state.turns))]
     if state.queued:
-        return [Draft(type="user_message", payload=e.UserMessagePayload(text=q.text, queued=True),
+        return [Draft(payload=e.UserMessagePayload(text=q.text, queued=True),
                       actor=q.actor, trust="instruction", causation_id=q.command_id) for q in state.queued]
     if not state.messages:
         return None
     if state.messages[-1].role == "user":
         if state.turns >= state.config.max_turns:
             return [_ended("max_turns", f"turn budget of {state.config.max_turns} used")]
-        return [_marker("turn_started", e.TurnPayload(turn=state.turns + 1))]
+        return [_marker(e.TurnStartedPayload(turn=state.turns + 1))]
     return [_ended("completed")]
 
 
-def _marker(type_: str, payload: e.Frozen) -> Draft:
-    return Draft(type=type_, payload=payload, actor=SYSTEM, trust="instruction")
+def _marker(payload: e.Payload) -> Draft:
+    return Draft(payload=payload, actor=SYSTEM, trust="instruction")
 
 
 def _ended(reason: e.EndReason, detail: str | None = None) -> Draft:
-    return _marker("session_ended", e.SessionEndedPayload(reason=reason, detail=detail))
+    return _marker(e.SessionEndedPayload(reason=reason, detail=detail))
 
 
 def model_drafts(state: SessionState, reply, actor: str) -> list[Draft]:
@@ -59,14 +59,14 @@ def model_drafts(state: SessionState, reply, actor: str) -> list[Draft]:
     tool_ids = tuple(use.id for use in reply.tool_uses)
     turn = e.ModelTurnPayload(text=reply.text, reasoning=tuple(reply.reasoning), usage=reply.usage,
                               stop_reason=reply.stop_reason, tool_call_ids=tool_ids)
-    drafts = [Draft(type="model_turn", payload=turn, actor=actor, trust="instruction")]
+    drafts = [Draft(payload=turn, actor=actor, trust="instruction")]
     for use in reply.tool_uses:
         call = e.ToolCallPayload(tool_call_id=use.id, name=use.name, input=use.input)
-        drafts.append(Draft(type="tool_call", payload=call, actor=actor, trust="instruction"))
+        drafts.append(Draft(payload=call, actor=actor, trust="instruction"))
     for use in reply.tool_uses:
         if use.name in state.config.require_approval:
-            ask = e.ApprovalPayload(tool_call_id=use.id, reason=f"{use.name} requires approval")
-            drafts.append(_marker("approval_requested", ask))
+            ask = e.ApprovalRequestedPayload(tool_call_id=use.id, reason=f"{use.name} requires approval")
+            drafts.append(_marker(ask))
     return drafts
 
 

@@ -20,7 +20,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
 from wakeline.event_rows import READ_COLUMNS, event_from_row  # noqa: F401 (re-exported)
-from wakeline.events import EventBase, parse_event
+from wakeline.events import Event, parse_event
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS
@@ -63,7 +63,7 @@ class SessionLoader:
     async def stop(self) -> None:
         await self._tail.stop()
 
-    async def load(self, session_id: str, tenant: str, partition: int) -> list[EventBase]:
+    async def load(self, session_id: str, tenant: str, partition: int) -> list[Event]:
         """Every committed event of the session, under the tenant that owns it (which may
         not be `tenant`, the claim of the input that woke it)."""
         owner, archived, offset = await self._archived(session_id, tenant, partition)
@@ -74,7 +74,7 @@ class SessionLoader:
         return [e for e in archived + tail if e.tenant == (owner or tenant)]
 
     async def _archived(self, session_id: str, tenant: str,
-                        partition: int) -> tuple[str | None, list[EventBase], int]:
+                        partition: int) -> tuple[str | None, list[Event], int]:
         # Offset first, rows second: the rows then hold at least everything before the
         # offset, and the tail read from it overlaps rather than leaves a gap.
         async with self._pool.system_transaction() as conn:
@@ -92,10 +92,10 @@ class SessionLoader:
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq", session_id)
         return owner, [event_from_row(r) for r in rows], offset or 0
 
-    async def _read_tail(self, session_id: str, partition: int, start: int) -> list[EventBase]:
+    async def _read_tail(self, session_id: str, partition: int, start: int) -> list[Event]:
         tp = TopicPartition(EVENTS, partition)
         key = session_id.encode()
-        found: list[EventBase] = []
+        found: list[Event] = []
         async with self._lock:  # one shared consumer, one reader at a time
             self._tail.assign([tp])
             # Paused until we read: otherwise the background fetcher starts a long poll
@@ -119,7 +119,7 @@ class SessionLoader:
                 self._tail.pause(tp)
         return found
 
-    async def _read_until(self, tp: TopicPartition, last: int, key: bytes, found: list[EventBase]) -> None:
+    async def _read_until(self, tp: TopicPartition, last: int, key: bytes, found: list[Event]) -> None:
         # An empty poll is not the end: after a fence or during a slow fetch the next
         # records may still be on their way. Only the position says we are done.
         while await self._tail.position(tp) < last:

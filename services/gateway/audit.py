@@ -26,7 +26,7 @@ from typing import Any
 
 import asyncpg
 
-from wakeline.events import EventBase
+from wakeline.events import Event
 from wakeline.pg import TenantPool
 from wakeline_gateway.bounds import is_plain_id, is_position, utc_convertible
 from wakeline_gateway.store import EVENT_COLUMNS, event_from_row
@@ -111,7 +111,7 @@ def sessions_sql(tenant: str, query: AuditQuery) -> tuple[str, list[Any]]:
             f"ORDER BY min(e.ts), e.session_id LIMIT ${len(args)}"), args
 
 
-def encode_cursor(event: EventBase) -> str:
+def encode_cursor(event: Event) -> str:
     raw = json.dumps([event.ts.isoformat(), event.session_id, event.seq]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -135,7 +135,7 @@ def csv_header() -> str:
     return _csv_line(CSV_COLUMNS)
 
 
-def csv_row(event: EventBase) -> str:
+def csv_row(event: Event) -> str:
     data = event.model_dump(mode="json")
     payload = data["payload"]
     values = {**data, "payload": json.dumps(payload, ensure_ascii=False, sort_keys=True),
@@ -154,13 +154,13 @@ class AuditStore:
     def __init__(self, pool: TenantPool):
         self._pool = pool
 
-    async def events(self, tenant: str, query: AuditQuery) -> list[EventBase]:
+    async def events(self, tenant: str, query: AuditQuery) -> list[Event]:
         sql, args = events_sql(tenant, query)
         async with self._pool.transaction(tenant) as conn:
             rows = await conn.fetch(sql, *args)
         return [event_from_row(row) for row in rows]
 
-    async def every_event(self, tenant: str, query: AuditQuery) -> AsyncIterator[EventBase]:
+    async def every_event(self, tenant: str, query: AuditQuery) -> AsyncIterator[Event]:
         """Every match, a keyset page per transaction (a long export holds no snapshot)."""
         page_query = AuditQuery(**{**query.__dict__, "limit": EXPORT_PAGE})
         while True:

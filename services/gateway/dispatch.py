@@ -15,7 +15,7 @@ from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 from pydantic import BaseModel
 
 from wakeline.commands import CommandBase
-from wakeline.events import EventBase, InputRejected
+from wakeline.events import Event, InputRejected
 from wakeline.limits import RecordTooLarge, encoded_size
 from wakeline_gateway.admission import admit, admit_command
 from wakeline_gateway.errors import ApiError
@@ -29,7 +29,7 @@ PENDING_NOTE = ("the command is on wakeline.inbox but no outcome was recorded wi
                 "GET /v1/sessions/{}/events shows it when the brain has sequenced it")
 
 
-def describe(command: CommandBase, event: EventBase | None, wait_s: float) -> CommandPublic:
+def describe(command: CommandBase, event: Event | None, wait_s: float) -> CommandPublic:
     """What to tell the caller about a command that was accepted (or is still pending)."""
     if event is None:
         return CommandPublic(session_id=command.session_id, command_id=command.command_id,
@@ -67,7 +67,7 @@ class CommandDispatcher:
             await self._raise_rejection(command, outcome)
         return describe(command, outcome, self._wait_s)
 
-    async def await_outcome(self, command: CommandBase) -> EventBase | None:
+    async def await_outcome(self, command: CommandBase) -> Event | None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._wait_s
         while True:
@@ -77,7 +77,7 @@ class CommandDispatcher:
                 return event
             await asyncio.sleep(min(self._poll_s, remaining))
 
-    async def _first_outcome_of_key(self, command: CommandBase, idempotency_key: str) -> EventBase | None:
+    async def _first_outcome_of_key(self, command: CommandBase, idempotency_key: str) -> Event | None:
         key_id = key_id_of(command.command_id)
         first = await self._store.outcome_for_key(command.tenant, command.session_id, key_id)
         # A first attempt from before digests (causation == key id) cannot be compared: it stands.

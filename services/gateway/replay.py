@@ -10,7 +10,7 @@ from typing import Any, Iterable
 
 from pydantic import TypeAdapter
 
-from wakeline.events import EventBase
+from wakeline.events import Event
 from wakeline.fold import apply
 from wakeline.state import SessionState
 
@@ -25,10 +25,10 @@ def state_json(state: SessionState) -> dict[str, Any]:
     return data
 
 
-def replay_steps(events: Iterable[EventBase]) -> list[dict[str, Any]]:
+def replay_steps(events: Iterable[Event]) -> list[dict[str, Any]]:
     """One `{seq, type, state}` per event; raises `wakeline.fold.FoldError` on a broken log."""
     state, steps = SessionState(), []
     for event in events:
         state = apply(state, event)
-        steps.append({"seq": event.seq, "type": event.type, "state": state_json(state)})  # type: ignore[attr-defined]
+        steps.append({"seq": event.seq, "type": event.type, "state": state_json(state)})
     return steps

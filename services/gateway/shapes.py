@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from wakeline.events import EVENT_CLASSES, EndReason, Event, SessionConfig
+from wakeline.events import EndReason, Event, EventType, SessionConfig
 from wakeline.ids import ACTOR_PATTERN
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment, QueryId, query_text
 
@@ -19,7 +19,6 @@ ActorQuery = Annotated[str, Field(max_length=210, pattern=ACTOR_PATTERN)]
 Principal = query_text(100)
 ToolName = query_text(200)
 
-EventType = Literal[tuple(EVENT_CLASSES)]  # type: ignore[valid-type]
 # Free text has no length bound of its own: what bounds it is the event it becomes, measured
 # in encoded bytes against max_record_bytes (413, admission.py).
 Text = Field(min_length=1)
@@ -106,7 +105,7 @@ class EventsQuery(Strict):
 
 class EventsPublic(BaseModel):
     session_id: str
-    data: list[Event]  # type: ignore[valid-type]
+    data: list[Event]
     count: int
 
 

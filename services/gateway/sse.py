@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from wakeline.events import EventBase
+from wakeline.events import Event
 from wakeline_gateway.store import EventQuery, Scope, SessionStore
 
 BATCH = 500
@@ -20,9 +20,9 @@ BATCH = 500
 TURNING_POINTS = ("session_ended", "deleted", "user_message")
 
 
-def frame(event: EventBase) -> str:
+def frame(event: Event) -> str:
     # model_dump_json never emits a raw newline, so the data fits on one `data:` line.
-    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n"  # type: ignore[attr-defined]
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n"
 
 
 def ends_stream(turning_point: str | None, until_end: bool) -> bool:
@@ -50,8 +50,8 @@ class Tail:
             for event in events:
                 yield frame(event)
                 cursor = event.seq
-                if event.type in TURNING_POINTS:  # type: ignore[attr-defined]
-                    turning_point = event.type  # type: ignore[attr-defined]
+                if event.type in TURNING_POINTS:
+                    turning_point = event.type
             if len(events) == BATCH:
                 continue
             if ends_stream(turning_point, until_end):
@@ -68,4 +68,4 @@ class Tail:
             return None
         query = EventQuery(before=seq + 1, limit=1, types=TURNING_POINTS)
         found = await self.store.events(self.scope, self.session_id, query)
-        return found[0].type if found else None  # type: ignore[attr-defined]
+        return found[0].type if found else None

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from wakeline import keys, verify
 from wakeline.checkpoints import Checkpoint
-from wakeline.events import EventBase, parse_event
+from wakeline.events import Event, parse_event
 from wakeline.pg import TenantPool
 
 SESSION_COLUMNS = ("session_id, owner, title, model, status, last_seq, created_at, updated_at, "
@@ -53,7 +53,7 @@ class EventQuery:
     types: tuple[str, ...] = ()
 
 
-def event_from_row(row: asyncpg.Record) -> EventBase:
+def event_from_row(row: asyncpg.Record) -> Event:
     data: dict[str, Any] = dict(row)
     data["event_id"] = str(data["event_id"])
     data["payload"] = json.loads(data["payload"])
@@ -93,7 +93,7 @@ class SessionStore:
                 f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {where} "
                 "ORDER BY created_at DESC, session_id DESC LIMIT $1", *args)
 
-    async def events(self, scope: Scope, session_id: str, query: EventQuery) -> list[EventBase]:
+    async def events(self, scope: Scope, session_id: str, query: EventQuery) -> list[Event]:
         sql, args = _events_sql(session_id, query)
         async with self._pool.transaction(*scope) as conn:
             rows = await conn.fetch(sql, *args)
@@ -101,7 +101,7 @@ class SessionStore:
             rows = list(reversed(rows))
         return [event_from_row(row) for row in rows]
 
-    async def all_events(self, scope: Scope, session_id: str) -> AsyncIterator[EventBase]:
+    async def all_events(self, scope: Scope, session_id: str) -> AsyncIterator[Event]:
         """Every event in seq order, a page at a time."""
         after = 0
         while True:
@@ -112,7 +112,7 @@ class SessionStore:
                 return
             after = page[-1].seq
 
-    async def outcome(self, tenant: str, session_id: str, command_id: str) -> EventBase | None:
+    async def outcome(self, tenant: str, session_id: str, command_id: str) -> Event | None:
         """The first event the command caused (a queued message causes a second one later)."""
         async with self._pool.transaction(tenant) as conn:
             row = await conn.fetchrow(
@@ -120,7 +120,7 @@ class SessionStore:
                 "ORDER BY seq LIMIT 1", session_id, command_id)
         return event_from_row(row) if row is not None else None
 
-    async def outcome_for_key(self, tenant: str, session_id: str, key_id: str) -> EventBase | None:
+    async def outcome_for_key(self, tenant: str, session_id: str, key_id: str) -> Event | None:
         """The first event caused by any command under an idempotency key id (idempotency.py)."""
         async with self._pool.transaction(tenant) as conn:
             row = await conn.fetchrow(

@@ -15,7 +15,11 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Literal, Mapping
 
-from wakeline.events import EventBase, is_marker
+from wakeline.events import (
+    ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, HandsHandedBack,
+    HandsTakenOver, InputRejected, ModelResponded, SessionCreated, SessionDeleted, SessionEnded,
+    ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker,
+)
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 Role = Literal["user", "assistant", "tool", "system"]
@@ -38,57 +42,63 @@ class Entry:
     reasoning: tuple[str, ...] = ()
 
 
-def entries(events: Iterable[EventBase]) -> list[Entry]:
+def entries(events: Iterable[Event]) -> list[Entry]:
     return [to_entry(event) for event in events if not is_marker(event)]
 
 
-def to_entry(event: EventBase) -> Entry:
-    kind: str = event.type  # type: ignore[attr-defined]
-    p: Any = event.payload  # type: ignore[attr-defined]
+def to_entry(event: Event) -> Entry:
     extra: dict[str, Any] = {}
-    if kind in ("tool_call", "tool_result"):
-        extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": getattr(p, "is_error", False)}
-    if kind == "model_turn":
-        extra = {"reasoning": tuple(p.reasoning)}
-    return Entry(seq=event.seq, type=kind, role=_ROLES.get(kind, "system"), actor=event.actor,
-                 trust=event.trust, ts=event.ts.isoformat(), text=_text(kind, p), **extra)
+    match event:
+        case ToolCallRequested(payload=p):
+            extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": False}
+        case ToolResultReceived(payload=p):
+            extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": p.is_error}
+        case ModelResponded(payload=p):
+            extra = {"reasoning": tuple(p.reasoning)}
+    return Entry(seq=event.seq, type=event.type, role=_ROLES.get(event.type, "system"), actor=event.actor,
+                 trust=event.trust, ts=event.ts.isoformat(), text=_text(event), **extra)
 
 
 _ROLES: dict[str, Role] = {"user_message": "user", "model_turn": "assistant", "tool_call": "assistant",
                            "tool_result": "tool"}
 
 
-def _text(type_: str, p: Any) -> str:
-    if type_ == "session_created":
-        c = p.config
-        return (f"model {c.model}, up to {c.max_turns} turns, tools: {', '.join(c.tools) or 'none'}\n\n"
-                f"System prompt:\n{c.system_prompt}")
-    if type_ in ("user_message", "model_turn"):
-        return p.text
-    if type_ == "tool_call":
-        return json.dumps(p.input, indent=2, sort_keys=True, ensure_ascii=False)
-    if type_ == "tool_result":
-        return p.output
-    if type_ == "compaction":
-        return (f"seq {p.covered_from_seq}-{p.covered_to_seq} summarized "
-                f"({p.tokens_before} -> {p.tokens_after} tokens)\n\n{p.summary}")
-    return _SYSTEM_TEXT.get(type_, lambda p: json.dumps(p.model_dump(mode="json"), sort_keys=True))(p)
-
-
 def _with(text: str, detail: str | None) -> str:
     return f"{text}: {detail}" if detail else text
 
 
-_SYSTEM_TEXT = {
-    "approval_requested": lambda p: _with(f"approval requested for {p.tool_call_id}", p.reason),
-    "approval_granted": lambda p: f"approved {p.tool_call_id}",
-    "approval_denied": lambda p: _with(f"denied {p.tool_call_id}", p.reason),
-    "session_ended": lambda p: _with(f"session ended ({p.reason})", p.detail),
-    "takeover": lambda p: f"{p.by} took over as the hands",
-    "handback": lambda p: f"{p.by} handed the tool calls back to the runners",
-    "input_rejected": lambda p: f"rejected command {p.command_id}: {p.reason}",
-    "deleted": lambda p: _with(f"deleted by {p.by}", p.reason),
-}
+def _text(event: Event) -> str:
+    match event:
+        case SessionCreated(payload=p):
+            c = p.config
+            return (f"model {c.model}, up to {c.max_turns} turns, tools: {', '.join(c.tools) or 'none'}\n\n"
+                    f"System prompt:\n{c.system_prompt}")
+        case UserMessageReceived(payload=p) | ModelResponded(payload=p):
+            return p.text
+        case ToolCallRequested(payload=p):
+            return json.dumps(p.input, indent=2, sort_keys=True, ensure_ascii=False)
+        case ToolResultReceived(payload=p):
+            return p.output
+        case ContextCompacted(payload=p):
+            return (f"seq {p.covered_from_seq}-{p.covered_to_seq} summarized "
+                    f"({p.tokens_before} -> {p.tokens_after} tokens)\n\n{p.summary}")
+        case ApprovalRequested(payload=p):
+            return _with(f"approval requested for {p.tool_call_id}", p.reason)
+        case ApprovalGranted(payload=p):
+            return f"approved {p.tool_call_id}"
+        case ApprovalDenied(payload=p):
+            return _with(f"denied {p.tool_call_id}", p.reason)
+        case SessionEnded(payload=p):
+            return _with(f"session ended ({p.reason})", p.detail)
+        case HandsTakenOver(payload=p):
+            return f"{p.by} took over as the hands"
+        case HandsHandedBack(payload=p):
+            return f"{p.by} handed the tool calls back to the runners"
+        case InputRejected(payload=p):
+            return f"rejected command {p.command_id}: {p.reason}"
+        case SessionDeleted(payload=p):
+            return _with(f"deleted by {p.by}", p.reason)
+    return json.dumps(event.payload.model_dump(mode="json"), sort_keys=True)
 
 
 def label(entry: Entry) -> str:

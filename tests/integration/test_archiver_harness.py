@@ -28,7 +28,7 @@ from aiokafka.structs import TopicPartition
 
 from conftest_pg import fresh_tenant, require_kafka, require_postgres
 from wakeline.chain import Draft, seal
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase, parse_event
+from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event, parse_event
 from wakeline.kafka_io import send_keyed
 from wakeline.pg import TenantPool
 from wakeline_archiver.app import ArchivedTopics
@@ -123,7 +123,7 @@ async def running_archiver(settings: ArchiverSettings, topics: ArchivedTopics) -
 def draft(type_: str, **payload: Any) -> Draft:
     actor, trust = _SPEAKERS.get(type_, (OWNER if type_ in ("session_created", "user_message") else "system:brain",
                                           "instruction"))
-    return Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
+    return Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
                  causation_id=f"cmd-{uuid.uuid4()}")
 
 
@@ -146,9 +146,9 @@ class Session:
     def __init__(self, tenant: str | None = None, session_id: str | None = None):
         self.tenant = tenant or fresh_tenant()
         self.session_id = session_id or str(uuid.uuid4())
-        self.events: list[EventBase] = []
+        self.events: list[Event] = []
 
-    def seal(self, drafts: Sequence[Draft]) -> list[EventBase]:
+    def seal(self, drafts: Sequence[Draft]) -> list[Event]:
         new = []
         for item in drafts:
             last = self.events[-1] if self.events else None
@@ -173,7 +173,7 @@ async def brain_producer(settings: ArchiverSettings) -> AsyncIterator[AIOKafkaPr
 
 
 async def produce(producer: AIOKafkaProducer, settings: ArchiverSettings, topic: str,
-                  events: Sequence[EventBase], commit: bool = True) -> dict[int, int]:
+                  events: Sequence[Event], commit: bool = True) -> dict[int, int]:
     """The events in one Kafka transaction, committed (or aborted); partition -> next offset after them."""
     await producer.begin_transaction()
     sent = [await send_keyed(producer, topic, event.session_id, event, settings.partitions) for event in events]
@@ -189,14 +189,14 @@ async def produce(producer: AIOKafkaProducer, settings: ArchiverSettings, topic:
 
 # -- reading the archive -----------------------------------------------------------------
 
-async def stored_events(pool: TenantPool, session: Session) -> list[EventBase]:
+async def stored_events(pool: TenantPool, session: Session) -> list[Event]:
     async with pool.transaction(session.tenant) as conn:
         rows = await conn.fetch(f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq",
                                 session.session_id)
     return [_event(r) for r in rows]
 
 
-def _event(row: Any) -> EventBase:
+def _event(row: Any) -> Event:
     data = dict(row)
     data["event_id"] = str(data["event_id"])
     data["payload"] = json.loads(data["payload"])

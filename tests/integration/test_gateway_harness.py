@@ -25,7 +25,7 @@ from conftest_pg import fresh_tenant, owner_connection, require_kafka, require_p
 from wakeline import keys
 from wakeline.chain import Draft, seal
 from wakeline.commands import CommandBase, parse_command
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase
+from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event
 from wakeline.fold import fold
 from wakeline.kafka_io import make_consumer
 from wakeline.pg import TenantPool
@@ -94,11 +94,11 @@ async def running_gateway(settings: HarnessSettings, principal: str = OWNER.spli
 
 def draft(type_: str, causation_id: str | None = None, actor: str | None = None, **payload: Any) -> Draft:
     default_actor, trust = _SPEAKERS.get(type_, ("system:brain", "instruction"))
-    return Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**payload), actor=actor or default_actor,
+    return Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor or default_actor,
                  trust=trust, causation_id=causation_id)
 
 
-def sealed(drafts: list[Draft], session_id: str, tenant: str, after: EventBase | None = None) -> list[EventBase]:
+def sealed(drafts: list[Draft], session_id: str, tenant: str, after: Event | None = None) -> list[Event]:
     seq, prev = (after.seq, after.hash) if after else (0, GENESIS_HASH)
     events = []
     for item in drafts:
@@ -121,15 +121,15 @@ class Seeder:
     def __init__(self, pool: TenantPool, tenant: str):
         self.pool, self.tenant = pool, tenant
 
-    async def session(self, drafts: list[Draft], session_id: str | None = None) -> list[EventBase]:
+    async def session(self, drafts: list[Draft], session_id: str | None = None) -> list[Event]:
         return await self.append(session_id or str(uuid.uuid4()), drafts, [])
 
-    async def append(self, session_id: str, drafts: list[Draft], history: list[EventBase]) -> list[EventBase]:
+    async def append(self, session_id: str, drafts: list[Draft], history: list[Event]) -> list[Event]:
         events = sealed(drafts, session_id, self.tenant, history[-1] if history else None)
         await self.insert(history + events, events)
         return history + events
 
-    async def insert(self, log: list[EventBase], new: list[EventBase]) -> None:
+    async def insert(self, log: list[Event], new: list[Event]) -> None:
         state = fold(log)
         async with self.pool.transaction(self.tenant) as conn:
             for event in new:
@@ -141,7 +141,7 @@ class Seeder:
                                state.ended_reason, last.ts if state.deleted_by else None, state.deleted_by)
 
 
-def _row(event: EventBase) -> list[Any]:
+def _row(event: Event) -> list[Any]:
     data = event.model_dump(mode="json")
     payload = data["payload"]
     return [event.tenant, event.session_id, event.seq, uuid.UUID(event.event_id), event.causation_id,
@@ -217,8 +217,8 @@ class FakeInbox:
         return command
 
 
-async def answer_command(inbox: FakeInbox, seeder: Seeder, session_id: str, history: list[EventBase],
-                         respond: Callable[[CommandBase], list[Draft]]) -> list[EventBase]:
+async def answer_command(inbox: FakeInbox, seeder: Seeder, session_id: str, history: list[Event],
+                         respond: Callable[[CommandBase], list[Draft]]) -> list[Event]:
     """Plays the brain once: waits for the session's next command, records `respond`'s drafts."""
     command = await inbox.next_unanswered(session_id)
     drafts = [d.model_copy(update={"causation_id": command.command_id}) for d in respond(command)]

@@ -20,7 +20,7 @@ from conftest_pg import (
     maintenance_connection, new_event, owner_connection, require_postgres, service_connection, set_tenant,
 )
 from wakeline.chain import Draft, seal
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase
+from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event
 from wakeline.pg import TenantPool
 from wakeline.retention import RetentionSettings, apply_retention, parse_window, plan_retention
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
@@ -254,12 +254,12 @@ async def test_drop_refuses_what_is_not_an_events_partition(target: str) -> None
 
 # -- the archiver replaying into a dropped month -------------------------------------------
 
-def chain(tenant: str, session_id: str, times: list[datetime], after: EventBase | None = None,
-          text: str = "hello") -> list[EventBase]:
+def chain(tenant: str, session_id: str, times: list[datetime], after: Event | None = None,
+          text: str = "hello") -> list[Event]:
     """Sealed user messages at `times`, continuing `after` (or from seq 1)."""
     events, last = [], after
     for ts in times:
-        draft = Draft(type="user_message", payload=PAYLOAD_CLASSES["user_message"](text=text),
+        draft = Draft(payload=PAYLOAD_CLASSES["user_message"](text=text),
                       actor="user:test", trust="instruction")
         last = seal(draft, session_id=session_id, tenant=tenant, seq=last.seq + 1 if last else 1,
                     prev_hash=last.hash if last else GENESIS_HASH, ts=ts, event_id=str(uuid.uuid4()))

@@ -25,7 +25,7 @@ from conftest_pg import (
 )
 from wakeline.chain import Draft, seal
 from wakeline.checkpoints import Checkpoint, Head, load_key, new_checkpoint, read_anchor, write_checkpoint
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase
+from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.verify import Report, verify_all, verify_session
@@ -60,12 +60,12 @@ async def superuser() -> AsyncIterator[asyncpg.Connection]:
         raise
 
 
-def sealed(tenant: str, session_id: str, drafts=DRAFTS, at: Sequence[datetime] = ()) -> list[EventBase]:
+def sealed(tenant: str, session_id: str, drafts=DRAFTS, at: Sequence[datetime] = ()) -> list[Event]:
     """The drafts as a chain, at times `at` (default: a millisecond apart from now)."""
     events, prev_hash, t0 = [], GENESIS_HASH, datetime.now(UTC)
     times = at or [t0 + timedelta(milliseconds=seq) for seq in range(1, len(drafts) + 1)]
     for seq, ((type_, actor, trust, payload), ts) in enumerate(zip(drafts, times, strict=True), start=1):
-        draft = Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust)
+        draft = Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust)
         event = seal(draft, session_id=session_id, tenant=tenant, seq=seq, prev_hash=prev_hash,
                      ts=ts, event_id=str(uuid.uuid4()))
         events.append(event)
@@ -73,7 +73,7 @@ def sealed(tenant: str, session_id: str, drafts=DRAFTS, at: Sequence[datetime] =
     return events
 
 
-def as_row(event: EventBase) -> dict:
+def as_row(event: Event) -> dict:
     row = dict(zip(EVENT_COLUMNS, event_row(event)))
     return {**row, "payload": json.loads(row["payload"])}
 
@@ -119,7 +119,7 @@ async def _always_triggers(conn: asyncpg.Connection, tables: list[str]) -> list[
 
 
 @asynccontextmanager
-async def tampering(conn: asyncpg.Connection, events: Sequence[EventBase]) -> AsyncIterator[str]:
+async def tampering(conn: asyncpg.Connection, events: Sequence[Event]) -> AsyncIterator[str]:
     """As superuser, in one transaction: the guard triggers of the events' partition,
     event_keys and checkpoints off, the block's changes, the triggers back on as ALWAYS.
     Yields the partition's name; the block changes rows there, not through `events`.
@@ -216,7 +216,7 @@ async def test_a_cut_off_tail_is_reported_against_the_checkpoint(setup: Setup) -
     assert reasons(report) == [(6, f"{since}: seq 6 it anchored is missing")]
 
 
-async def rewrite_consistently(setup: Setup) -> list[EventBase]:
+async def rewrite_consistently(setup: Setup) -> list[Event]:
     """Changes event 2's text and re-seals 2..6 with the same ids and times: a valid chain."""
     drafts = [*DRAFTS]
     drafts[1] = ("user_message", USER, "instruction", {"text": "delete the files"})
@@ -224,7 +224,7 @@ async def rewrite_consistently(setup: Setup) -> list[EventBase]:
     forged = [f.model_copy(update={"event_id": o.event_id, "ts": o.ts}) for f, o in zip(forged, setup.events)]
     prev_hash, resealed = GENESIS_HASH, []
     for event in forged:
-        draft = Draft(type=event.type, payload=event.payload, actor=event.actor, trust=event.trust)
+        draft = Draft(payload=event.payload, actor=event.actor, trust=event.trust)
         event = seal(draft, session_id=event.session_id, tenant=event.tenant, seq=event.seq,
                      prev_hash=prev_hash, ts=event.ts, event_id=event.event_id)
         resealed.append(event)

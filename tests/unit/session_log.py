@@ -12,7 +12,7 @@ from typing import Any, Iterable, Sequence
 from uuid import uuid4
 
 from wakeline.chain import Draft, seal
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, EventBase
+from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 TENANT = "tenant-a"
@@ -34,12 +34,12 @@ def new_session_id() -> str:
 
 def draft(type_: str, causation_id: str | None = None, **payload: Any) -> Draft:
     actor, trust = _SPEAKERS.get(type_, ("system:brain", "instruction"))
-    return Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
+    return Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
                  causation_id=causation_id)
 
 
 def seal_all(drafts: Iterable[Draft], session_id: str, first_seq: int = 1,
-             prev_hash: str = GENESIS_HASH) -> list[EventBase]:
+             prev_hash: str = GENESIS_HASH) -> list[Event]:
     events = []
     for seq, item in enumerate(drafts, start=first_seq):
         event = seal(item, session_id=session_id, tenant=TENANT, seq=seq, prev_hash=prev_hash,
@@ -49,9 +49,9 @@ def seal_all(drafts: Iterable[Draft], session_id: str, first_seq: int = 1,
     return events
 
 
-def reseal(events: Sequence[EventBase], session_id: str) -> list[EventBase]:
+def reseal(events: Sequence[Event], session_id: str) -> list[Event]:
     """The same drafts sealed again with dense seqs, as the brain would have written them."""
-    return seal_all([Draft(type=e.type, payload=e.payload, actor=e.actor, trust=e.trust,  # type: ignore[attr-defined]
+    return seal_all([Draft(payload=e.payload, actor=e.actor, trust=e.trust,
                            causation_id=e.causation_id) for e in events], session_id)
 
 
@@ -74,7 +74,7 @@ def exchange(turn: int) -> list[Draft]:
     ]
 
 
-def conversation(n: int, session_id: str) -> list[EventBase]:
+def conversation(n: int, session_id: str) -> list[Event]:
     """A valid chain of `n` events: `session_created`, then whole turns, cut at `n`."""
     drafts = [created()]
     turn = 0

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from wakeline.chain import canonical_json, compute_hash, first_broken_seq
-from wakeline.events import EventBase, parse_event
+from wakeline.events import Event, parse_event
 
 from .session_log import conversation, new_session_id
 
@@ -42,7 +42,7 @@ def changed(name: Any, value: Any) -> Any:
     return value[:-1] + chr(ord(value[-1]) ^ 1) if value else "x"
 
 
-def tamper(event: EventBase, path: Path) -> EventBase:
+def tamper(event: Event, path: Path) -> Event:
     data = event.model_dump(mode="json")
     target = data
     for key in path[:-1]:
@@ -51,7 +51,7 @@ def tamper(event: EventBase, path: Path) -> EventBase:
     return parse_event(data)
 
 
-def replaced(events: list[EventBase], k: int, event: EventBase) -> list[EventBase]:
+def replaced(events: list[Event], k: int, event: Event) -> list[Event]:
     return events[:k - 1] + [event] + events[k:]
 
 
@@ -134,7 +134,7 @@ def test_sealing_replaces_nul_characters_postgres_cannot_store():
     from wakeline.chain import Draft, first_broken_seq, seal
     from wakeline.events import GENESIS_HASH, UserMessagePayload
 
-    draft = Draft(type="user_message", payload=UserMessagePayload(text="a\x00b"), actor="user:x", trust="instruction")
+    draft = Draft(payload=UserMessagePayload(text="a\x00b"), actor="user:x", trust="instruction")
     event = seal(draft, session_id="s", tenant="t", seq=1, prev_hash=GENESIS_HASH,
                  ts=datetime(2026, 1, 1, tzinfo=timezone.utc), event_id="00000000-0000-0000-0000-000000000001")
     assert event.payload.text == "a\ufffdb"

@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from wakeline.chain import Draft, compute_hash, seal
 from wakeline.codec import encode
 from wakeline.events import (
-    EVENT_CLASSES, GENESIS_HASH, MARKER_TYPES, PAYLOAD_CLASSES, EventBase, is_marker, parse_event,
+    EVENT_CLASSES, GENESIS_HASH, MARKER_TYPES, PAYLOAD_CLASSES, Event, is_marker, parse_event,
 )
 
 from .session_log import T0, TENANT, new_session_id
@@ -42,8 +42,8 @@ SAMPLE_PAYLOADS: dict[str, dict] = {
 }
 
 
-def sample_event(type_: str) -> EventBase:
-    draft = Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**SAMPLE_PAYLOADS[type_]),
+def sample_event(type_: str) -> Event:
+    draft = Draft(payload=PAYLOAD_CLASSES[type_](**SAMPLE_PAYLOADS[type_]),
                   actor="system:test", trust="data", causation_id="cause-1")
     return seal(draft, session_id=new_session_id(), tenant=TENANT, seq=1, prev_hash=GENESIS_HASH,
                 ts=T0, event_id="ev-1")

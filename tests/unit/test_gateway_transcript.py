@@ -27,7 +27,7 @@ HOSTILE = [
 def hostile_log(payload: str) -> list:
     """Every place content can reach the page carries `payload`: text, tool names, ids, actors."""
     drafts = [
-        Draft(type="session_created", actor=f"user:{payload}", trust="instruction", causation_id="c0",
+        Draft(actor=f"user:{payload}", trust="instruction", causation_id="c0",
               payload=SessionCreatedPayload(config={"system_prompt": payload, "model": payload},
                                             owner=payload, title=payload)),
         draft("user_message", "c1", text=payload),

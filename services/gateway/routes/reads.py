@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingRes
 
 from wakeline import verify
 from wakeline.checkpoints import load_key, read_anchor
-from wakeline.events import EventBase
+from wakeline.events import Event
 from wakeline.fold import FoldError
 from wakeline_gateway import transcript
 from wakeline_gateway.deps import Reader, SessionDep, SettingsDep, StoreDep
@@ -28,7 +28,7 @@ HTML_HEADERS = {"Content-Security-Policy": transcript.CSP, "X-Content-Type-Optio
                 "Referrer-Policy": "no-referrer"}
 
 
-async def _all(store: SessionStore, scope: Scope, session_id: str) -> list[EventBase]:
+async def _all(store: SessionStore, scope: Scope, session_id: str) -> list[Event]:
     return [event async for event in store.all_events(scope, session_id)]
 
 

@@ -49,7 +49,7 @@ STEPS = [  # (type, actor, trust, causation_id, payload)
 def sealed_lines() -> list[bytes]:
     lines, prev_hash = [], GENESIS_HASH
     for seq, (type_, actor, trust, cause, payload) in enumerate(STEPS, start=1):
-        draft = Draft(type=type_, payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
+        draft = Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
                       causation_id=cause)
         event = seal(draft, session_id=SESSION_ID, tenant=TENANT, seq=seq, prev_hash=prev_hash,
                      ts=T0 + timedelta(seconds=seq, milliseconds=250), event_id=f"ev-golden-{seq:03d}")
