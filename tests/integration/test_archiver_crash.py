@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest_pg import fresh_tenant
-from test_archiver_harness import (
+from archiver_harness import (
     Session, archived_offsets, archiver_settings, brain_producer, created, eventually, produce, require_stack,
     seed_offsets_at_end, turn,
 )

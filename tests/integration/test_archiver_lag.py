@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_archiver_harness import (
+from archiver_harness import (
     Session, archiver_settings, brain_producer, created, draft, eventually, private_topics, produce,
     require_stack, running_archiver,
 )

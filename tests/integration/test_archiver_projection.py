@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from test_archiver_harness import (
+from archiver_harness import (
     Session, archived_offsets, archiver_settings, brain_producer, created, draft, eventually,
     private_topics, produce, require_stack, running_archiver, session_row, stored_events, turn,
 )

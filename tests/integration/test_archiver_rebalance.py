@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from conftest_pg import fresh_tenant
-from test_archiver_harness import (
+from archiver_harness import (
     InProcessArchiver, Session, archived_offsets, archiver_settings, brain_producer, created, eventually,
     private_topics, produce, require_stack, stored_events, turn,
 )

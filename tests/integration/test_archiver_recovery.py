@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from test_archiver_harness import (
+from archiver_harness import (
     Session, archived_offsets, archiver_settings, brain_producer, created, draft, end_offsets, eventually,
     private_topics, produce, require_stack, running_archiver, stored_events,
 )

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 import pytest
 
 from conftest_pg import PG_SH
-from test_archiver_harness import (
+from archiver_harness import (
     Session, archived_all, archiver_settings, brain_producer, created, dead_letters_for, eventually, parked_row,
     private_topics, produce, require_stack, running_archiver, stored_events, turn,
 )

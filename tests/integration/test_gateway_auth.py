@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from conftest_pg import fresh_tenant, owner_connection, service_connection
-from test_gateway_harness import (
+from gateway_harness import (
     FakeInbox, Seeder, answer_command, api_key, bearer, draft, gateway_settings, running_gateway, sealed,
 )
 from wakeline.chain import seal

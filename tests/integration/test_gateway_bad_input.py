@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from test_gateway_harness import Seeder, created, gateway_settings, running_gateway
+from gateway_harness import Seeder, created, gateway_settings, running_gateway
 from wakeline.pg import TenantPool
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from test_gateway_harness import (
+from gateway_harness import (
     FakeInbox, InboxWatcher, Seeder, answer_command, api_key, bearer, created, draft, gateway_settings,
     running_gateway,
 )

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from test_gateway_harness import Seeder, api_key, created, draft, gateway_settings
+from gateway_harness import Seeder, api_key, created, draft, gateway_settings
 from conftest_pg import require_kafka, require_postgres
 from wakeline.pg import TenantPool
 from wakeline_gateway.app import create_app

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_gateway_harness import InboxWatcher, Seeder, created, gateway_settings, running_gateway
+from gateway_harness import InboxWatcher, Seeder, created, gateway_settings, running_gateway
 from wakeline.pg import TenantPool
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]

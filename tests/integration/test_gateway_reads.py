@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from conftest_pg import fresh_tenant
-from test_gateway_harness import (
+from gateway_harness import (
     Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
 )
 from wakeline.events import parse_event

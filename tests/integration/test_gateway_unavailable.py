@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_gateway_harness import Seeder, created, gateway_settings, running_gateway
+from gateway_harness import Seeder, created, gateway_settings, running_gateway
 from wakeline.kafka_io import make_producer
 from wakeline.pg import TenantPool
 from wakeline_gateway.inbox import Inbox

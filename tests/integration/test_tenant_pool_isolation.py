@@ -21,7 +21,7 @@ import asyncpg
 import pytest
 
 from conftest_pg import fresh_session_id, fresh_tenant, insert_event, new_event, require_postgres
-from test_gateway_harness import Seeder, created, draft
+from gateway_harness import Seeder, created, draft
 from wakeline.checkpoints import KEY_BYTES, write_checkpoint
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
