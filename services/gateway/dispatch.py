@@ -15,7 +15,7 @@ from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 from pydantic import BaseModel
 
 from wakeline.commands import CommandBase
-from wakeline.events import Event, InputRejected
+from wakeline.events import Event, InputRejected, MessageQueued, UserMessageReceived
 from wakeline.limits import RecordTooLarge, encoded_size
 from wakeline_gateway.admission import admit, admit_command
 from wakeline_gateway.errors import ApiError
@@ -34,7 +34,13 @@ def describe(command: CommandBase, event: Event | None, wait_s: float) -> Comman
     if event is None:
         return CommandPublic(session_id=command.session_id, command_id=command.command_id,
                              status="pending", note=PENDING_NOTE.format(wait_s, command.session_id))
-    queued = event.type == "message_queued" if event.type in ("message_queued", "user_message") else None
+    match event:
+        case MessageQueued():
+            queued: bool | None = True
+        case UserMessageReceived():
+            queued = False
+        case _:
+            queued = None
     return CommandPublic(session_id=command.session_id, command_id=command.command_id, status="done",
                          outcome=event.type, seq=event.seq, queued=queued)
 
