@@ -1,62 +1,21 @@
-"""Builders of sealed session logs for unit tests: fixed times, ids derived from the session id.
+"""The unit tests' recorded session: its creation, whole turns, and a log of any length.
 
-Only construction lives here; what a log should fold to is asserted in the tests.
-`Record` stands for a consumed Kafka record of such a log, as the archiver receives it.
+Drafts, speakers and sealing come from `tests.factories`; this module only says what a
+typical session holds. What a log should fold to is asserted in the tests. `Record`
+stands for a consumed Kafka record of such a log, as the archiver receives it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, Iterable, Sequence
-from uuid import uuid4
 
-from wakeline.chain import Draft, seal
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event
-
-T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
-TENANT = "tenant-a"
-USER = "user:alice"
-AGENT = "agent:scripted:default"
-_SPEAKERS = {
-    "session_created": (USER, "instruction"),
-    "user_message": (USER, "instruction"),
-    "model_turn": (AGENT, "instruction"),
-    "tool_call": (AGENT, "instruction"),
-    "tool_result": ("runner:host-1", "data"),
-    "file_reference": ("runner:host-1", "data"),
-}
-
-
-def new_session_id() -> str:
-    return f"sess-{uuid4().hex[:12]}"
-
-
-def draft(type_: str, causation_id: str | None = None, **payload: Any) -> Draft:
-    actor, trust = _SPEAKERS.get(type_, ("system:brain", "instruction"))
-    return Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
-                 causation_id=causation_id)
-
-
-def seal_all(drafts: Iterable[Draft], session_id: str, first_seq: int = 1,
-             prev_hash: str = GENESIS_HASH) -> list[Event]:
-    events = []
-    for seq, item in enumerate(drafts, start=first_seq):
-        event = seal(item, session_id=session_id, tenant=TENANT, seq=seq, prev_hash=prev_hash,
-                     ts=T0 + timedelta(seconds=seq), event_id=f"{session_id}-ev{seq}")
-        events.append(event)
-        prev_hash = event.hash
-    return events
-
-
-def reseal(events: Sequence[Event], session_id: str) -> list[Event]:
-    """The same drafts sealed again with dense seqs, as the brain would have written them."""
-    return seal_all([Draft(payload=e.payload, actor=e.actor, trust=e.trust,
-                           causation_id=e.causation_id) for e in events], session_id)
+from tests.factories import SPEAKERS, draft, sealed
+from wakeline.chain import Draft
+from wakeline.events import Event
 
 
 def created() -> Draft:
-    return draft("session_created", "cmd-create", config={"require_approval": ["bash"]}, owner=USER)
+    return draft("session_created", "cmd-create", config={"require_approval": ["bash"]}, owner=SPEAKERS.user)
 
 
 def exchange(turn: int) -> list[Draft]:
@@ -81,7 +40,7 @@ def conversation(n: int, session_id: str) -> list[Event]:
     while len(drafts) < n:
         turn += 1
         drafts += exchange(turn)
-    return seal_all(drafts[:n], session_id)
+    return sealed(drafts[:n], session_id)
 
 
 @dataclass

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tests.unit.session_log import created, draft, seal_all
+from tests.factories import draft, sealed
+from tests.unit.session_log import created
 from wakeline.chain import event_hash
 from wakeline.codec import MalformedRecord, encode
 from wakeline_archiver.records import Claim, SessionKey, claimed_session, decode_event
@@ -15,7 +16,7 @@ EVENT_ID = "3f1c9b2e-8a51-4c1e-9d0f-6b2a7e4c5d10"
 
 
 def event(**changes):
-    tool_call = seal_all([created(), draft("tool_call", tool_call_id="c1", name="bash", input={})], "sess-1")[1]
+    tool_call = sealed([created(), draft("tool_call", tool_call_id="c1", name="bash", input={})], "sess-1")[1]
     body = tool_call.model_dump(mode="json") | {"event_id": EVENT_ID} | changes
     body["hash"] = changes.get("hash") or event_hash(body)
     return json.dumps(body).encode()
@@ -43,4 +44,4 @@ def test_a_refused_record_still_names_its_session_when_the_ids_are_plain() -> No
     assert claimed_session(event(session_id="sess\x00one")) is None
     assert claimed_session(b"[" * 100_000) is None
     assert claimed_session(b"not json") is None
-    assert claimed_session(encode(seal_all([created()], "sess-2")[0])).seq == 1
+    assert claimed_session(encode(sealed([created()], "sess-2")[0])).seq == 1

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.session_log import Record, created, draft, seal_all
+from tests.factories import draft, sealed
+from tests.unit.session_log import Record, created
 from wakeline.codec import DeadLetter, MalformedRecord, encode
 from wakeline_archiver.conflict import BrokenChain, ConflictingEvent, check_skipped, keys_to_look_up, select_new
 from wakeline_archiver.dead_letters import UNPARSEABLE, letter_row
@@ -13,11 +14,11 @@ from wakeline_archiver.rows import EVENT_COLUMNS, event_row, next_offsets, sessi
 
 
 def log():
-    return seal_all([created(), draft("user_message", text="hi"), draft("turn_started", turn=1),
-                     draft("tool_call", tool_call_id="c1", name="bash", input={"cmd": "ls"}),
-                     draft("tool_result", tool_call_id="c1", name="bash", output="x", is_error=True),
-                     draft("turn_ended", turn=1), draft("session_ended", reason="completed"),
-                     draft("title_generated", title="t"), draft("deleted", by="user:bob")], "sess-1")
+    return sealed([created(), draft("user_message", text="hi"), draft("turn_started", turn=1),
+                   draft("tool_call", tool_call_id="c1", name="bash", input={"cmd": "ls"}),
+                   draft("tool_result", tool_call_id="c1", name="bash", output="x", is_error=True),
+                   draft("turn_ended", turn=1), draft("session_ended", reason="completed"),
+                   draft("title_generated", title="t"), draft("deleted", by="user:bob")], "sess-1")
 
 
 def test_event_row_derives_tool_name_and_is_error_only_for_tool_events() -> None:
@@ -56,7 +57,7 @@ def test_select_new_skips_redeliveries_and_duplicates_within_the_batch() -> None
 
 
 def test_select_new_raises_on_a_second_history_for_a_stored_position() -> None:
-    events, other = log(), seal_all([created(), draft("user_message", text="other")], "sess-1")
+    events, other = log(), sealed([created(), draft("user_message", text="other")], "sess-1")
     with pytest.raises(ConflictingEvent) as raised:
         select_new([other[1]], {(e.session_id, e.seq): e.hash for e in events})
     conflict = raised.value
@@ -67,7 +68,7 @@ def test_select_new_raises_on_a_second_history_for_a_stored_position() -> None:
 
 
 def test_select_new_requires_each_new_event_to_continue_the_archived_chain() -> None:
-    events, other = log(), seal_all([created(), draft("user_message", text="other")], "sess-1")
+    events, other = log(), sealed([created(), draft("user_message", text="other")], "sess-1")
     assert select_new(events[:1], {}) == events[:1]  # seq 1 links to the genesis hash
     assert select_new(events[3:5], {("sess-1", 3): events[2].hash}) == events[3:5]
     with pytest.raises(BrokenChain, match="seq 2 is not archived"):

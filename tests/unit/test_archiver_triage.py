@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from tests.unit.session_log import Record, created, draft, seal_all
+from tests.factories import draft, sealed
+from tests.unit.session_log import Record, created
 from wakeline.codec import encode
 from wakeline_archiver.quarantine import Parked
 from wakeline_archiver.records import SessionKey
@@ -13,7 +14,7 @@ UUIDS = [f"3f1c9b2e-8a51-4c1e-9d0f-{n:012d}" for n in range(100)]
 
 
 def records(session_id: str, first_offset: int, count: int = 4) -> list[Record]:
-    events = seal_all([created()] + [draft("user_message", text=str(n)) for n in range(count - 1)], session_id)
+    events = sealed([created()] + [draft("user_message", text=str(n)) for n in range(count - 1)], session_id)
     return [Record("events", 0, first_offset + i, session_id.encode(),
                    encode(e.model_copy(update={"event_id": UUIDS[first_offset + i]})))
             for i, e in enumerate(events)]

@@ -11,7 +11,9 @@ from hypothesis import given, strategies as st
 from wakeline.chain import canonical_json, compute_hash, first_broken_seq
 from wakeline.events import Event, parse_event
 
-from .session_log import conversation, new_session_id
+from tests.factories import new_session_id
+
+from .session_log import conversation
 
 N = 15
 Path = tuple[Any, ...]

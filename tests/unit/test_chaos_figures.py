@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from tests.unit.session_log import created, draft, new_session_id, seal_all
+from tests.factories import draft, new_session_id, sealed
+from tests.unit.session_log import created
 
 from bench.chaos.figures import correctness
 
 
 def completed_session(sid: str, **result):
-    return seal_all([created(),
-                     draft("tool_call", "c1", tool_call_id="t1", name="bash",
-                           input={"command": "echo step-1 >> runs.txt"}),
-                     draft("tool_result", "t1", tool_call_id="t1", name="bash", output="ok", **result),
-                     draft("session_ended", "c2", reason="completed")], sid)
+    return sealed([created(),
+                   draft("tool_call", "c1", tool_call_id="t1", name="bash",
+                         input={"command": "echo step-1 >> runs.txt"}),
+                   draft("tool_result", "t1", tool_call_id="t1", name="bash", output="ok", **result),
+                   draft("session_ended", "c2", reason="completed")], sid)
 
 
 def test_a_clean_run_counts_every_session_completed_and_nothing_else():

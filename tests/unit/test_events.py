@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from wakeline.chain import Draft, compute_hash, seal
+from wakeline.chain import compute_hash, seal
 from wakeline.codec import encode
 from wakeline.events import (
     EVENT_CLASSES, GENESIS_HASH, MARKER_TYPES, PAYLOAD_CLASSES, Event, is_marker, parse_event,
 )
 
-from .session_log import T0, TENANT, new_session_id
+from tests.factories import T0, TENANT, draft, new_session_id
 
 # A representative payload per event type; a new type without a sample fails the coverage test.
 SAMPLE_PAYLOADS: dict[str, dict] = {
@@ -43,9 +43,8 @@ SAMPLE_PAYLOADS: dict[str, dict] = {
 
 
 def sample_event(type_: str) -> Event:
-    draft = Draft(payload=PAYLOAD_CLASSES[type_](**SAMPLE_PAYLOADS[type_]),
-                  actor="system:test", trust="data", causation_id="cause-1")
-    return seal(draft, session_id=new_session_id(), tenant=TENANT, seq=1, prev_hash=GENESIS_HASH,
+    sample = draft(type_, "cause-1", actor="system:test", trust="data", **SAMPLE_PAYLOADS[type_])
+    return seal(sample, session_id=new_session_id(), tenant=TENANT, seq=1, prev_hash=GENESIS_HASH,
                 ts=T0, event_id="ev-1")
 
 

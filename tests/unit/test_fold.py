@@ -9,7 +9,9 @@ from wakeline.events import MARKER_TYPES, Usage, is_marker
 from wakeline.fold import FoldError, apply, fold
 from wakeline.state import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
-from .session_log import USER, conversation, created, draft, exchange, new_session_id, reseal, seal_all
+from tests.factories import SPEAKERS, draft, new_session_id, reseal, sealed
+
+from .session_log import conversation, created, exchange
 
 
 def statuses(events):
@@ -25,7 +27,7 @@ def test_one_turn_folds_to_user_assistant_tool_result_assistant():
         ("assistant", (TextBlock("answer 1"),)),
     ]
     assert state.messages[2].blocks[0].trust == "data"
-    assert (state.owner, state.tenant, state.config.require_approval) == (USER, "tenant-a", ("bash",))
+    assert (state.owner, state.tenant, state.config.require_approval) == (SPEAKERS.user, "tenant-a", ("bash",))
 
 
 def test_tool_call_is_pending_until_its_result():
@@ -37,7 +39,7 @@ def test_tool_call_is_pending_until_its_result():
 def test_status_goes_idle_running_idle_ended_and_a_new_message_continues_it():
     drafts = [created(), *exchange(1), draft("session_ended", reason="completed"),
               draft("user_message", "cmd-again", text="more?")]
-    events = seal_all(drafts, new_session_id())
+    events = sealed(drafts, new_session_id())
     assert statuses(events) == ["idle", "idle"] + ["running"] * 5 + ["idle", "ended", "idle"]
     assert fold(events[:-1]).ended_reason == "completed"
     assert fold(events).ended_reason is None
@@ -49,7 +51,7 @@ def test_a_started_turn_awaits_the_model_until_its_reply():
 
 
 def test_turns_and_usage_accumulate_over_turns():
-    state = fold(seal_all([created(), *exchange(1), *exchange(2)], new_session_id()))
+    state = fold(sealed([created(), *exchange(1), *exchange(2)], new_session_id()))
     assert state.turns == 2
     assert state.usage == Usage(input_tokens=500, output_tokens=30)
 
@@ -57,7 +59,7 @@ def test_turns_and_usage_accumulate_over_turns():
 def test_compaction_replaces_covered_messages_with_a_summary():
     drafts = [created(), *exchange(1), draft("compaction", summary="asked once", covered_from_seq=1,
               covered_to_seq=8, tokens_before=900, tokens_after=50), *exchange(2)]
-    state = fold(seal_all(drafts, new_session_id()))
+    state = fold(sealed(drafts, new_session_id()))
     assert state.compactions == 1
     assert state.messages[0] == Message("user", (TextBlock("[Summary of earlier conversation]\nasked once"),), 9)
     assert state.messages[1].blocks == (TextBlock("question 2"),)
@@ -66,24 +68,24 @@ def test_compaction_replaces_covered_messages_with_a_summary():
 
 def test_approval_is_awaited_from_request_until_grant_or_result():
     first = exchange(1)[:4]
-    events = seal_all([created(), *first, draft("approval_requested", tool_call_id="tc-1"),
-                       draft("approval_granted", "cmd-ok", tool_call_id="tc-1")], new_session_id())
+    events = sealed([created(), *first, draft("approval_requested", tool_call_id="tc-1"),
+                     draft("approval_granted", "cmd-ok", tool_call_id="tc-1")], new_session_id())
     assert fold(events[:-1]).awaiting_approval == {"tc-1"}
     assert fold(events).awaiting_approval == frozenset()
     assert fold(events).pending_tool_calls[0].tool_call_id == "tc-1"
 
 
 def test_takeover_gives_the_hands_to_a_person_until_handback():
-    events = seal_all([created(), draft("takeover", by="human:bob"), draft("handback", by="human:bob")],
-                      new_session_id())
+    events = sealed([created(), draft("takeover", by="human:bob"), draft("handback", by="human:bob")],
+                    new_session_id())
     assert [fold(events[:n]).hands for n in (1, 2, 3)] == [None, "human:bob", None]
 
 
 def test_deleted_session_stays_deleted():
-    events = seal_all([created(), *exchange(1)[:3], draft("deleted", by=USER),
-                       draft("user_message", "cmd-late", text="hello?")], new_session_id())
+    events = sealed([created(), *exchange(1)[:3], draft("deleted", by=SPEAKERS.user),
+                     draft("user_message", "cmd-late", text="hello?")], new_session_id())
     assert statuses(events)[-2:] == ["deleted", "deleted"]
-    assert (fold(events).deleted_by, fold(events).in_turn) == (USER, False)
+    assert (fold(events).deleted_by, fold(events).in_turn) == (SPEAKERS.user, False)
 
 
 def test_seen_inputs_are_the_causation_ids():
@@ -131,7 +133,7 @@ def build(content, markers):
     for (kind, arg), before in zip(content, markers):
         drafts += [draft(m, **MARKERS[m]) for m in before]
         drafts.append(content_draft(kind, arg, len(drafts)))
-    return seal_all(drafts, "sess-generated")
+    return sealed(drafts, "sess-generated")
 
 
 @st.composite

@@ -9,7 +9,9 @@ from wakeline.fold import fold
 from wakeline_gateway.replay import replay_steps, state_json
 from wakeline_gateway.sse import ends_stream, frame
 
-from .session_log import conversation, new_session_id
+from tests.factories import new_session_id
+
+from .session_log import conversation
 
 
 def test_replay_has_one_step_per_event_ending_in_the_folded_state() -> None:

@@ -12,7 +12,9 @@ from wakeline.events import SessionCreatedPayload
 from wakeline_gateway import transcript
 from wakeline_gateway.transcript import ALLOWED_TAGS, CSP, entries, render_html, render_json, render_markdown
 
-from .session_log import conversation, draft, new_session_id, seal_all
+from tests.factories import draft, new_session_id, sealed
+
+from .session_log import conversation
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -38,7 +40,7 @@ def hostile_log(payload: str) -> list:
         draft("approval_denied", "c2", tool_call_id=payload, reason=payload),
         draft("session_ended", reason="error", detail=payload),
     ]
-    return seal_all(drafts, new_session_id())
+    return sealed(drafts, new_session_id())
 
 
 def session_of(payload: str) -> dict:
@@ -134,8 +136,8 @@ def test_markdown_makes_no_raw_html_or_links_from_content(payload: str) -> None:
 
 def test_markdown_fences_tool_output_longer_than_any_backtick_run_in_it() -> None:
     output = "before\n```\nnot the end\n`````\nafter"
-    events = seal_all([draft("session_created", "c", config={}, owner="user:a"),
-                       draft("tool_result", "r", tool_call_id="t", name="bash", output=output)], new_session_id())
+    events = sealed([draft("session_created", "c", config={}, owner="user:a"),
+                     draft("tool_result", "r", tool_call_id="t", name="bash", output=output)], new_session_id())
     md = render_markdown({"session_id": "s"}, entries(events))
     assert "``````text\n" + output + "\n``````" in md
 
