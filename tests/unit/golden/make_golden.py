@@ -1,8 +1,8 @@
 """Writes session_basic.jsonl: one recorded session, sealed once and then kept as is.
 
-Run `python tests/unit/golden/make_golden.py` only when the log's format changes on purpose;
-the replay test exists to notice when it changes by accident. Self-contained, so the
-recording does not drift with the unit tests' builders.
+Run `python -m tests.unit.golden.make_golden` only when the log's format changes on purpose;
+the replay test exists to notice when it changes by accident. Every actor, trust, cause,
+time and id is spelled out here, so the recording does not drift with the factories' defaults.
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from wakeline.chain import Draft, seal
+from tests.factories import Stamps, draft, sealed
 from wakeline.codec import encode
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES
 
 SESSION_ID = "sess-golden-basic"
 TENANT = "tenant-golden"
@@ -47,15 +46,11 @@ STEPS = [  # (type, actor, trust, causation_id, payload)
 
 
 def sealed_lines() -> list[bytes]:
-    lines, prev_hash = [], GENESIS_HASH
-    for seq, (type_, actor, trust, cause, payload) in enumerate(STEPS, start=1):
-        draft = Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
-                      causation_id=cause)
-        event = seal(draft, session_id=SESSION_ID, tenant=TENANT, seq=seq, prev_hash=prev_hash,
-                     ts=T0 + timedelta(seconds=seq, milliseconds=250), event_id=f"ev-golden-{seq:03d}")
-        lines.append(encode(event))
-        prev_hash = event.hash
-    return lines
+    drafts = [draft(type_, cause, actor=actor, trust=trust, **payload)
+              for type_, actor, trust, cause, payload in STEPS]
+    stamps = Stamps(ts=lambda seq: T0 + timedelta(seconds=seq, milliseconds=250),
+                    event_id=lambda session_id, seq: f"ev-golden-{seq:03d}")
+    return [encode(event) for event in sealed(drafts, SESSION_ID, tenant=TENANT, stamps=stamps)]
 
 
 if __name__ == "__main__":
