@@ -18,7 +18,7 @@ from wakeline.fold import fold
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import partition_for
-from wakeline_brain.wake import SessionLoader
+from wakeline_brain.wake import SessionLoader, tail_consumer
 
 
 async def _archived(session_id: str, n: int, timeout_s: float = 180) -> None:
@@ -42,8 +42,9 @@ async def run(sizes: tuple[int, ...] = (1_000, 10_000), repeats: int = 5) -> lis
     settings = CommonSettings()
     results = []
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
-        loader = SessionLoader(settings, pool, "wakeline-archiver")
-        await loader.start()
+        tail = tail_consumer(settings)
+        loader = SessionLoader(pool, tail)
+        await tail.start()
         try:
             for n in sizes:
                 events = session_events(n)
@@ -63,7 +64,7 @@ async def run(sizes: tuple[int, ...] = (1_000, 10_000), repeats: int = 5) -> lis
                 results.append({"bench": "wake_ms", "events": n, **summary(totals),
                                 "fold_p50": round(statistics.median(folds), 3)})
         finally:
-            await loader.stop()
+            await tail.stop()
     return results
 
 

@@ -1,7 +1,7 @@
 """`python -m wakeline_archiver`: the archiver process (SIGTERM or SIGINT stops it cleanly)."""
 
 from wakeline.lifecycle import serve
-from wakeline_archiver.service import run
+from wakeline_archiver.app import run
 from wakeline_archiver.settings import ArchiverSettings
 
 

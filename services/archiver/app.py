@@ -1,62 +1,143 @@
-"""The faust app: one agent per projected topic, each taking batches through the gate.
+"""`run(settings, stop)`: the archiver process, wired in one place.
 
-An agent acknowledges a batch's records only after its handler returned, i.e. after
-the Postgres transaction holding them committed, so faust's own Kafka commits never
-run ahead of the archive. No faust tables, no RocksDB, no web server.
+Opens the Postgres pool, a producer for dead letters and a lag probe, starts the faust
+app (`stream.py`), and waits for SIGTERM (`stop`), a projection failure (the gate
+closed) or faust itself stopping. On the way out the batch in flight may finish; then faust stops. A
+projection failure is re-raised, so the process exits non-zero and says why; bad data
+and infrastructure weather are not projection failures (see `archiver`, `weather`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+import asyncio
+import logging
+from contextlib import AsyncExitStack
+from functools import partial
 
-import faust
+from aiokafka import AIOKafkaProducer
 
-from wakeline.topics import DEAD_LETTER, EVENTS
+from wakeline.codec import DeadLetter, encode
+from wakeline.kafka_io import make_producer
+from wakeline.pg import TenantPool
+from wakeline_archiver.stream import ArchivedTopics, build_app
+from wakeline_archiver.archiver import EventArchiver, SendDeadLetter
+from wakeline_archiver.dead_letters import DeadLetterArchiver
 from wakeline_archiver.gate import BatchGate
-from wakeline_archiver.records import RawRecord
+from wakeline_archiver.lag import LagProbe
+from wakeline_archiver.quarantine import Quarantine
 from wakeline_archiver.settings import ArchiverSettings
-from wakeline_archiver.transport import ArchiverTransport, StoredPositions
+from wakeline_archiver.store import Archive
+from wakeline_archiver.weather import ride_out
 
-Handler = Callable[[Sequence[RawRecord]], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class ArchivedTopics:
-    """The topics projected; tests pass private ones so their records reach no other archiver."""
-
-    events: str = EVENTS
-    dead_letter: str = DEAD_LETTER
+log = logging.getLogger(__name__)
+DRAIN_TIMEOUT_S = 30.0
 
 
-def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Handler, dead_letters: Handler,
-              gate: BatchGate, stored_positions: StoredPositions) -> faust.App:
-    app = faust.App(
-        settings.archiver_group,  # also the Kafka consumer group
-        broker=f"kafka://{settings.kafka_bootstrap}",
-        datadir=str(settings.archiver_data_dir), store="memory://", web_enabled=False,
-        autodiscover=False, topic_disable_leader=True, topic_allow_declare=False,
-        consumer_auto_offset_reset="earliest",
-        broker_session_timeout=settings.archiver_session_timeout_s,
-        broker_heartbeat_interval=min(3.0, settings.archiver_session_timeout_s / 5),
-        # Rebalances and shutdown do not wait for buffered records: the gate lets the
-        # batch in flight finish, and whatever was buffered is read again from the
-        # archive's offsets, where a redelivery is a no-op.
-        stream_wait_empty=False,
-    )
-    app.transport = ArchiverTransport(app.conf.broker_consumer, app, stored_positions=stored_positions)
-    for topic, handler, name in ((topics.events, events, "archive-events"),
-                                 (topics.dead_letter, dead_letters, "archive-dead-letters")):
-        channel = app.topic(topic, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
-        app.agent(channel, name=name)(_batches(handler, settings, gate))
-    return app
+async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedTopics = ArchivedTopics()) -> None:
+    """`topics` is for tests, which project private topics; the service uses the defaults."""
+    settings.archiver_data_dir.mkdir(parents=True, exist_ok=True)
+    gate = BatchGate()
+    async with AsyncExitStack() as stack:
+        pool = await stack.enter_async_context(
+            TenantPool(settings.postgres_dsn, min_size=1, max_size=settings.archiver_pool_size))
+        producer = make_producer(settings)
+        await producer.start()
+        stack.push_async_callback(producer.stop)
+        probe = await stack.enter_async_context(LagProbe(settings, topics.events))
+        archive = Archive(pool, settings.archiver_group)
+        events = EventArchiver(archive, Quarantine(pool, settings.archiver_group),
+                               _dead_letter_sender(producer, topics.dead_letter))
+        app = build_app(settings, topics=topics, events=events.archive,
+                        dead_letters=DeadLetterArchiver(pool, settings.archiver_group).archive, gate=gate,
+                        stored_positions=partial(_stored_positions, archive, topics, gate))
+        reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
+        try:
+            await app.start()
+            log.info("archiver %s started", settings.archiver_group)
+            await _first_of(stop.wait(), gate.closed.wait(), app.wait_until_stopped())
+        finally:
+            reporter.cancel()
+            gate.close()
+            await _drain(gate)
+            await app.stop()
+    if gate.failure is not None:
+        raise gate.failure
+    if app.crashed:
+        raise RuntimeError(f"faust stopped the archiver: {app.crash_reason!r}") from app.crash_reason
+    log.info("archiver %s stopped", settings.archiver_group)
 
 
-def _batches(handler: Handler, settings: ArchiverSettings, gate: BatchGate) -> Callable[[Any], Awaitable[None]]:
-    async def agent(stream: Any) -> None:
-        async for events in stream.noack_take(settings.archiver_batch_size, within=settings.archiver_batch_window_s):
-            await gate.pass_batch(handler, [event.message for event in events])
-            for event in events:
-                await stream.ack(event)
-    return agent
+async def _stored_positions(archive: Archive, topics: ArchivedTopics, gate: BatchGate) -> dict[tuple[str, int], int]:
+    # Read at every assignment: a rebalance during a database restart waits it out.
+    positions: dict[tuple[str, int], int] = {}
+
+    async def read() -> None:
+        positions.update(await archive.stored_positions((topics.events, topics.dead_letter)))
+    if not await ride_out(read, "reading the archive's offsets", gate.closed):
+        raise RuntimeError("stopped while waiting for the archive's offsets")
+    return positions
+
+
+def _dead_letter_sender(producer: AIOKafkaProducer, topic: str) -> SendDeadLetter:
+    async def send(letter: DeadLetter, key: bytes | None, partition: int) -> None:
+        # Same partition as the rejected record: partition p of every topic holds the same sessions.
+        await producer.send_and_wait(topic, encode(letter), key=key, partition=partition)
+    return send
+
+
+async def _first_of(*waits) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _drain(gate: BatchGate) -> None:
+    try:
+        await asyncio.wait_for(gate.drained(), DRAIN_TIMEOUT_S)
+    except TimeoutError:
+        log.warning("a batch was still in flight after %ss; stopping anyway (it rolls back)", DRAIN_TIMEOUT_S)
+
+
+class StalledArchiver(RuntimeError):
+    """Events wait in Kafka but none has been processed for a long time."""
+
+
+class StallWatch:
+    """True once records wait and the processed count has not moved for `limit` seconds."""
+
+    def __init__(self, limit: float):
+        self.limit, self._done, self._since = limit, None, None
+
+    def stalled(self, done: int, waiting: int, now: float) -> bool:
+        if done != self._done or not waiting:
+            self._done, self._since = done, now
+            return False
+        return now - self._since > self.limit
+
+
+async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantPool, events: EventArchiver,
+                      gate: BatchGate) -> None:
+    # Seen after a broker restart: faust's consumer never resumed fetching. A stalled
+    # projection must not look alive, so it stops the process loudly and a supervisor
+    # (or the operator) starts a fresh one, which resumes from the Postgres offsets.
+    watch = StallWatch(settings.archiver_stall_exit_s)
+    while True:
+        await asyncio.sleep(settings.archiver_lag_log_interval_s)
+        try:
+            lag = await probe.measure(pool, settings.archiver_group)
+        except Exception as exc:  # noqa: BLE001 - a missed report is not a projection failure
+            log.warning("could not measure archiver lag: %r", exc)
+            continue
+        log.info("lag %s; events archived %d, redelivered %d, dead-lettered %d, sessions parked %d",
+                 " ".join(f"p{p}={v['lag']}" for p, v in sorted(lag.items())),
+                 events.archived, events.redelivered, events.rejected, events.parked)
+        waiting = sum(v["lag"] for v in lag.values())
+        done = events.archived + events.redelivered + events.rejected
+        if watch.stalled(done, waiting, asyncio.get_running_loop().time()):
+            gate.fail(StalledArchiver(f"{waiting} events wait and none was processed for"
+                                      f" {settings.archiver_stall_exit_s:g} s; stopping so a fresh archiver resumes"))
+            return

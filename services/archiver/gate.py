@@ -5,7 +5,7 @@ Every batch passes through the gate. Weather (a database or broker restart, see
 through or the gate closes. Data failures never reach the gate from the events
 archiver, which quarantines per session; anything that still raises here is a bug or
 a broken deployment, and the first one closes the gate: the failure is logged once,
-loudly, and kept for `service.run` to re-raise. Once the gate is closed
+loudly, and kept for `app.run` to re-raise. Once the gate is closed
 (failure or shutdown) no new batch starts; agents park until faust cancels them. A
 parked agent never acknowledges its batch, so nothing of a failed batch is committed
 anywhere, and faust's supervisor never gets to restart an agent past it.

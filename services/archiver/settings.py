@@ -10,13 +10,14 @@ from pathlib import Path
 
 from pydantic import Field
 
+from wakeline.archive_position import ARCHIVER_GROUP
 from wakeline.settings import CommonSettings
 
 
 class ArchiverSettings(CommonSettings):
     # The Kafka consumer group, the faust app id and `archiver_offsets.consumer_group`
-    # (the brain reads that table under the same name: BrainSettings.archiver_group).
-    archiver_group: str = "wakeline-archiver"
+    # (others read how far the archive reaches through `wakeline.archive_position`).
+    archiver_group: str = ARCHIVER_GROUP
     archiver_batch_size: int = Field(default=500, ge=1, le=10_000)
     archiver_batch_window_s: float = Field(default=0.2, gt=0, le=10)
     # faust's datadir; no tables or RocksDB live there, only faust's own bookkeeping.

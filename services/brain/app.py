@@ -1,34 +1,45 @@
-"""The brain's composition root: builds its collaborators and runs the consume loop."""
+"""The brain's composition root: builds its clients (pool, consumers, producers) and runs
+the consume loop. Nothing below it builds a Kafka or Postgres client of its own."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
+
+from aiokafka import AIOKafkaProducer
 
 from wakeline.kafka_io import make_consumer
+from wakeline.limits import producer_max_request_size
 from wakeline.pg import TenantPool
+from wakeline.tools import tool_schemas
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
 from wakeline_brain.models import ModelRegistry
 from wakeline_brain.partitions import INPUT_TOPICS
-from wakeline_brain.service import Brain
+from wakeline_brain.router import Brain
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.wake import SessionLoader
+from wakeline_brain.wake import SessionLoader, tail_consumer
 
 log = logging.getLogger(__name__)
 
 
-def tool_schemas() -> list[dict]:
-    # The runner defines the tools; the brain only describes them to the model.
-    from wakeline_runner.tools import tool_schemas as schemas
-    return schemas()
+def partition_producer(settings: BrainSettings, partition: int) -> AIOKafkaProducer:
+    """The producer of one partition's `PartitionWriter`; its id is fixed per partition, so
+    starting it fences the partition's previous writer (see writer.py)."""
+    return AIOKafkaProducer(
+        bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+        transactional_id=f"{settings.group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1,
+        max_request_size=producer_max_request_size(settings.max_record_bytes))
 
 
 async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
     models = ModelRegistry(settings)
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=4) as pool:
-        loader = SessionLoader(settings, pool, settings.archiver_group)
-        await loader.start()
-        brain = Brain(settings, loader.load, models.model_for, tool_schemas())
+        tail = tail_consumer(settings)
+        await tail.start()
+        loader = SessionLoader(pool, tail, settings.archiver_group)
+        brain = Brain(settings, loader.load, models.model_for, tool_schemas(),
+                      new_producer=partial(partition_producer, settings))
         # The assignor gives a brain the same partition numbers of every input topic, so
         # the owner of inbox p also owns tool-results p and writes events p, and keeps a
         # brain's partitions when another joins or dies. Only one assignor: aiokafka 0.14
@@ -57,5 +68,5 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
             # and no assignment can hand us a writer after the brain has closed.
             await consumer.stop()
             await brain.close()
-            await loader.stop()
+            await tail.stop()
             await models.close()

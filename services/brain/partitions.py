@@ -25,7 +25,7 @@ from aiokafka.structs import TopicPartition
 from wakeline import topics
 from wakeline.offsets import OffsetTracker
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.writer import PartitionWriter
+from wakeline_brain.writer import PartitionWriter, TransactionalProducer
 
 log = logging.getLogger(__name__)
 INPUT_TOPICS = (topics.INBOX, topics.TOOL_RESULTS)
@@ -33,9 +33,11 @@ INPUT_TOPICS = (topics.INBOX, topics.TOOL_RESULTS)
 
 class PartitionSet(ConsumerRebalanceListener):
     def __init__(self, settings: BrainSettings, tracker: OffsetTracker,
-                 stop_actors: Callable[[set[int]], Awaitable[None]]):
+                 stop_actors: Callable[[set[int]], Awaitable[None]],
+                 new_producer: Callable[[int], TransactionalProducer]):
         self.settings = settings
         self.tracker = tracker
+        self._new_producer = new_producer  # a fresh one per acquire: starting it fences the last
         self.consumer: AIOKafkaConsumer | None = None  # set by `attach`; seeks after a (re)acquire
         self.writers: dict[int, PartitionWriter] = {}  # live partitions only
         self._stop_actors = stop_actors
@@ -99,8 +101,8 @@ class PartitionSet(ConsumerRebalanceListener):
 
     def _new_writer(self, partition: int) -> PartitionWriter:
         inputs = [TopicPartition(t, partition) for t in INPUT_TOPICS]
-        return PartitionWriter(self.settings, partition, self.settings.group_id, self.tracker, inputs,
-                               on_lost=self._writer_lost)
+        return PartitionWriter(partition, self._new_producer(partition), self.settings.group_id, self.tracker,
+                               inputs, on_lost=self._writer_lost)
 
     async def _committed_positions(self, partition: int) -> dict[TopicPartition, int]:
         assert self.consumer is not None

@@ -7,12 +7,14 @@ from pathlib import Path
 
 from pydantic import AliasChoices, Field
 
+from wakeline.archive_position import ARCHIVER_GROUP
 from wakeline.settings import CommonSettings
 
 
 class BrainSettings(CommonSettings):
     group_id: str = "wakeline-brain"
-    archiver_group: str = "wakeline-archiver"
+    # The archive a wake reads: the same `WAKELINE_ARCHIVER_GROUP` the archiver runs under.
+    archiver_group: str = ARCHIVER_GROUP
     host: str = Field(default_factory=socket.gethostname)
     idle_evict_s: float = 300.0
     # Failure detection for the brain group: a killed brain's partitions are owned again

@@ -1,9 +1,10 @@
 """Loading a session the brain does not hold: the archive, then the un-archived tail.
 
-Postgres holds what the archiver has stored, and `archiver_offsets` says how far into
-each events partition that is — both read in one snapshot, so the Kafka tail read from
-that offset to the partition's end covers exactly the rest. Together they are every
-committed event of the session; the fold of them is the state to continue from.
+Postgres holds what the archiver has stored, and `archived_next_offset`
+(`wakeline.archive_position`) says how far into each events partition that is — both
+read in one snapshot, so the Kafka tail read from that offset to the partition's end
+covers exactly the rest. Together they are every committed event of the session; the
+fold of them is the state to continue from.
 
 A session id names one session across tenants: the owner comes from the log
 (`session_tenant`, migration 0009, or the tail), never from the input that woke it.
@@ -19,6 +20,7 @@ import asyncio
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
+from wakeline.archive_position import ARCHIVER_GROUP, archived_next_offset, parked_session
 from wakeline.event_rows import READ_COLUMNS, event_from_row  # noqa: F401 (re-exported)
 from wakeline.events import Event, parse_event
 from wakeline.pg import TenantPool
@@ -43,25 +45,25 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, WakeIncomplete) or is_weather(exc)
 
 
+def tail_consumer(settings: CommonSettings) -> AIOKafkaConsumer:
+    """The consumer a `SessionLoader` reads tails with; its owner starts and stops it."""
+    # "none": an archive offset Kafka no longer has means events were lost before
+    # they were archived; that must fail loudly, never silently start elsewhere.
+    return AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
+                            enable_auto_commit=False, isolation_level="read_committed",
+                            fetch_max_wait_ms=100, auto_offset_reset="none")
+
+
 class SessionLoader:
-    def __init__(self, settings: CommonSettings, pool: TenantPool, archiver_group: str,
+    """`tail` is a started `tail_consumer`; `archiver_group` names the archive to read."""
+
+    def __init__(self, pool: TenantPool, tail: AIOKafkaConsumer, archiver_group: str = ARCHIVER_GROUP,
                  tail_deadline_s: float = 30.0):
-        self._settings = settings
         self._pool = pool
+        self._tail = tail
         self._archiver_group = archiver_group
         self._tail_deadline_s = tail_deadline_s
-        # "none": an archive offset Kafka no longer has means events were lost before
-        # they were archived; that must fail loudly, never silently start elsewhere.
-        self._tail = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
-                                      enable_auto_commit=False, isolation_level="read_committed",
-                                      fetch_max_wait_ms=100, auto_offset_reset="none")
         self._lock = asyncio.Lock()
-
-    async def start(self) -> None:
-        await self._tail.start()
-
-    async def stop(self) -> None:
-        await self._tail.stop()
 
     async def load(self, session_id: str, tenant: str, partition: int) -> list[Event]:
         """Every committed event of the session, under the tenant that owns it (which may
@@ -79,18 +81,14 @@ class SessionLoader:
         # offset, and the tail read from it overlaps rather than leaves a gap.
         async with self._pool.system_transaction() as conn:
             owner = await conn.fetchval("SELECT session_tenant($1)", session_id)
-            offset = await conn.fetchval(
-                "SELECT next_offset FROM archiver_offsets WHERE consumer_group = $1 AND topic = $2"
-                " AND partition = $3", self._archiver_group, EVENTS, partition)
-            parked = await conn.fetchrow(
-                "SELECT from_seq, reason FROM archiver_quarantine WHERE tenant = $1 AND session_id = $2"
-                " AND consumer_group = $3", owner or tenant, session_id, self._archiver_group)
+            offset = await archived_next_offset(conn, EVENTS, partition, self._archiver_group)
+            parked = await parked_session(conn, owner or tenant, session_id, self._archiver_group)
             if parked:
-                raise SessionParked(f"the archiver parked it from seq {parked['from_seq']}: {parked['reason']}")
+                raise SessionParked(f"the archiver parked it from seq {parked.from_seq}: {parked.reason}")
             await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", owner or tenant)
             rows = await conn.fetch(
                 f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq", session_id)
-        return owner, [event_from_row(r) for r in rows], offset or 0
+        return owner, [event_from_row(r) for r in rows], offset
 
     async def _read_tail(self, session_id: str, partition: int, start: int) -> list[Event]:
         tp = TopicPartition(EVENTS, partition)

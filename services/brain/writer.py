@@ -1,8 +1,9 @@
 """`PartitionWriter`: the single writer of one partition of `wakeline.events`.
 
 Each owned partition p gets a transactional producer whose id is fixed per partition
-(`wakeline-brain-p<p>`): when another brain takes p over, its producer's start fences
-ours and aborts whatever we had in flight, so a session never has two writers. Appends
+(`wakeline-brain-p<p>`, built by `app.partition_producer`): when another brain takes p
+over, its producer's start fences ours and aborts whatever we had in flight, so a
+session never has two writers. The writer starts and stops the producer it is handed. Appends
 are group-committed: one transaction carries the events, the tool calls they issue, and
 the consumer offsets of p's inputs up to the lowest unfinished record.
 
@@ -16,15 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Protocol
 
-from aiokafka import AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
-from wakeline.limits import producer_max_request_size
 from wakeline.offsets import OffsetTracker
-from wakeline.settings import CommonSettings
 
 log = logging.getLogger(__name__)
 
@@ -37,22 +37,30 @@ class Record:
     partition: int | None = None  # None: this writer's partition (re-routing names another)
 
 
+class TransactionalProducer(Protocol):
+    """What the writer uses of aiokafka's `AIOKafkaProducer` with a `transactional_id`."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    def transaction(self) -> AbstractAsyncContextManager[Any]: ...
+    async def send(self, topic: str, value: bytes, *, key: bytes, partition: int) -> Any: ...
+    async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None: ...
+
+
 class WriterClosed(RuntimeError):
     """The partition was revoked or our producer was fenced: stop writing for it."""
 
 
 class PartitionWriter:
-    def __init__(self, settings: CommonSettings, partition: int, group_id: str, tracker: OffsetTracker,
-                 inputs: list[TopicPartition], on_lost: Callable[["PartitionWriter", BaseException], None] = lambda w, err: None):
+    def __init__(self, partition: int, producer: TransactionalProducer, group_id: str, tracker: OffsetTracker,
+                 inputs: list[TopicPartition],
+                 on_lost: Callable[["PartitionWriter", BaseException], None] = lambda w, err: None):
         self.partition = partition
+        self._producer = producer
         self._on_lost = on_lost
-        self._group_id = group_id
+        self._group_id = group_id  # the consumer group whose offsets ride in our transactions
         self._tracker = tracker
         self._inputs = inputs  # the input partitions whose offsets this writer commits
-        self._producer = AIOKafkaProducer(
-            bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
-            transactional_id=f"{group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1,
-            max_request_size=producer_max_request_size(settings.max_record_bytes))
         self._queue: asyncio.Queue[tuple[list[Record], asyncio.Future]] = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self._closed = False

@@ -6,14 +6,21 @@ reads `WAKELINE_HOST`, and one environment may serve both.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field
 
 from wakeline.checkpoints import CheckpointSettings
+from wakeline.settings import CommonSettings
+
+_CHECKPOINT_DEFAULTS = CheckpointSettings.model_fields
 
 
-class GatewaySettings(CheckpointSettings):
-    """Checkpoint key and anchor locations come from CheckpointSettings: verify reads them."""
-
+class GatewaySettings(CommonSettings):
+    # Verify reads the checkpoint tool's key and anchor files: the same variables
+    # (`WAKELINE_CHECKPOINT_KEY_FILE`, `WAKELINE_CHECKPOINT_DIR`) and defaults, read here.
+    checkpoint_key_file: Path = _CHECKPOINT_DEFAULTS["checkpoint_key_file"].default
+    checkpoint_dir: Path = _CHECKPOINT_DEFAULTS["checkpoint_dir"].default
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=18080, ge=0, le=65535)
     # How long a request waits for the event that answers its command before a 202.

@@ -1,7 +1,7 @@
 """`python -m wakeline_runner`: the runner service."""
 
 from wakeline.lifecycle import serve
-from wakeline_runner.service import run
+from wakeline_runner.app import run
 from wakeline_runner.settings import RunnerSettings
 
 if __name__ == "__main__":

@@ -23,13 +23,13 @@ from typing import Callable
 
 from wakeline.commands import ToolCallRequest, ToolResultReport
 from wakeline.limits import input_budget
+from wakeline.tools import BashInput, ListFilesInput, ReadFileInput, ToolInput, WriteFileInput
 from wakeline_runner import files
 from wakeline_runner.fitting import fit_report
 from wakeline_runner.records import SAFE_ID, SessionDirs, crashed, record_result, recorded_result
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
-from wakeline_runner.tools import (BashInput, ListFilesInput, ReadFileInput, ToolError, ToolFailure,
-                                   ToolInput, ToolOutput, WriteFileInput, parse_input)
+from wakeline_runner.tools import ToolError, ToolFailure, ToolOutput, parse_input
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,9 @@ import os
 import stat
 from pathlib import Path
 
+from wakeline.tools import MAX_FILE_BYTES, ListFilesInput, ReadFileInput, WriteFileInput
 from wakeline_runner.confinement import confine, confined_dir, failure_for, open_at, open_subdir
-from wakeline_runner.tools import (MAX_FILE_BYTES, FileEntry, ListFilesInput, ListFilesResult,
-                                   ReadFileInput, ReadFileResult, ToolFailure, WriteFileInput,
-                                   WriteFileResult)
+from wakeline_runner.tools import FileEntry, ListFilesResult, ReadFileResult, ToolFailure, WriteFileResult
 
 Owner = tuple[int, int] | None  # (uid, gid) files must belong to; None when not running as root
 

@@ -31,9 +31,9 @@ from wakeline.chain import Draft, seal
 from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event, parse_event
 from wakeline.kafka_io import send_keyed
 from wakeline.pg import TenantPool
-from wakeline_archiver.app import ArchivedTopics
-from wakeline_archiver.service import run
+from wakeline_archiver.app import run
 from wakeline_archiver.settings import ArchiverSettings
+from wakeline_archiver.stream import ArchivedTopics
 
 T = TypeVar("T")
 OWNER = "user:test"

@@ -11,7 +11,7 @@ from conftest_pg import fresh_session_id, fresh_tenant, insert_event_as, new_eve
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import partition_for
-from wakeline_brain.wake import SessionLoader, SessionParked
+from wakeline_brain.wake import SessionLoader, SessionParked, tail_consumer
 
 
 async def test_a_session_woken_by_another_tenants_input_loads_its_owners_log():
@@ -23,14 +23,15 @@ async def test_a_session_woken_by_another_tenants_input_loads_its_owners_log():
         await insert_event_as(conn, owner, new_event(owner, sid, 1, type="user_message", payload={"text": "mine"}))
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
         # A private archiver group: no stored offset, so the whole events partition is the tail.
-        loader = SessionLoader(settings, pool, f"test-wake-{uuid.uuid4().hex[:8]}")
-        await loader.start()
+        tail = tail_consumer(settings)
+        loader = SessionLoader(pool, tail, f"test-wake-{uuid.uuid4().hex[:8]}")
+        await tail.start()
         try:
             partition = partition_for(sid, settings.partitions)
             events = await loader.load(sid, intruder, partition)
             unknown = await loader.load(fresh_session_id(), intruder, partition)
         finally:
-            await loader.stop()
+            await tail.stop()
     assert [(e.tenant, e.seq, e.payload.text) for e in events] == [(owner, 1, "mine")]
     assert unknown == []
 
@@ -46,10 +47,11 @@ async def test_a_session_the_archiver_parked_is_not_woken_from_a_short_history()
             " consumer_group) VALUES ($1, $2, 2, 'conflicting event', 'wakeline.events', 0, 7, $3)",
             tenant, sid, group)
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
-        loader = SessionLoader(settings, pool, group)
-        await loader.start()
+        tail = tail_consumer(settings)
+        loader = SessionLoader(pool, tail, group)
+        await tail.start()
         try:
             with pytest.raises(SessionParked, match="parked it from seq 2: conflicting event"):
                 await loader.load(sid, tenant, partition_for(sid, settings.partitions))
         finally:
-            await loader.stop()
+            await tail.stop()

@@ -27,7 +27,7 @@ from wakeline.commands import ToolCallRequest, ToolResultReport
 from wakeline.kafka_io import ensure_topics, make_consumer, make_producer, send_keyed
 from wakeline.settings import CommonSettings
 from wakeline.topics import DEAD_LETTER, TOOL_CALLS, TOOL_RESULTS, partition_for, record_key
-from wakeline_runner.service import run
+from wakeline_runner.app import run
 from wakeline_runner.settings import RunnerSettings
 
 from test_runner_adoption import processes_with, wait_until

@@ -1,4 +1,4 @@
-from wakeline_archiver.service import StallWatch
+from wakeline_archiver.app import StallWatch
 
 
 def test_stall_is_reported_only_when_records_wait_and_nothing_moves_for_the_limit():

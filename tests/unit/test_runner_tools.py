@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wakeline_runner.tools import (MAX_FILE_BYTES, BashResult, ReadFileInput, ToolError, ToolFailure,
-                                   parse_input, tool_schemas)
+from wakeline.tools import MAX_FILE_BYTES, ReadFileInput, tool_schemas
+from wakeline_runner.tools import BashResult, ToolError, ToolFailure, parse_input
 
 
 def test_tool_schemas_are_anthropic_tool_definitions() -> None:

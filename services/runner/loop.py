@@ -1,4 +1,4 @@
-"""The runner service: consume tool calls, execute them, publish results, commit safely.
+"""`ToolCallLoop`: consume tool calls, execute them, publish results, commit safely.
 
 Per record: decode (malformed -> dead-letter topic, carry on), execute under the
 `KeyedScheduler` (sessions in parallel, each session in order), publish the result keyed
@@ -6,7 +6,8 @@ by session id and acked by all replicas, and only then let the `OffsetTracker` c
 done. A runner that dies before committing gets its calls redelivered; the executor's
 records and the sandbox's adoption make that a replay, not a second run. Nothing one
 record does stops the loop: the executor turns every failure into that call's result,
-and `Publisher` retries the broker's weather and replaces what Kafka refuses.
+and `Publisher` retries the broker's weather and replaces what Kafka refuses. The
+consumer, publisher and executor are handed in (`app.py` builds them).
 """
 
 from __future__ import annotations
@@ -20,35 +21,17 @@ from aiokafka.errors import CommitFailedError, KafkaError
 
 from wakeline.codec import MalformedRecord, decode, dead_letter_for
 from wakeline.commands import ToolCallRequest
-from wakeline.kafka_io import make_consumer, make_producer
 from wakeline.offsets import OffsetTracker
 from wakeline.topics import TOOL_CALLS
 from wakeline_runner.executor import Executor
-from wakeline_runner.isolation import probe
 from wakeline_runner.keyed import KeyedScheduler
 from wakeline_runner.publish import Publisher
-from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
 # The scheduler key dead letters share: not a session id (those start with a letter or digit),
 # so a letter never waits behind a session's calls.
 DEAD_LETTERS = "\x00dead-letters"
-
-
-async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
-    executor = Executor(settings, Sandbox(settings, await asyncio.to_thread(probe, settings)))
-    consumer = make_consumer(settings, group_id=settings.group_id)
-    publisher = Publisher(partial(make_producer, settings), settings.partitions)
-    await publisher.start()
-    try:
-        await consumer.start()
-        try:
-            await ToolCallLoop(settings, consumer, publisher, executor).run(stop)
-        finally:
-            await consumer.stop()
-    finally:
-        await publisher.stop()
 
 
 class ToolCallLoop:

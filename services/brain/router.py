@@ -1,9 +1,9 @@
-"""The brain service: consumes inputs for its partitions and runs one actor per session.
+"""`Brain`: routes the inputs of the brain's partitions and runs one actor per session.
 
-`Brain` routes each record: malformed ones to the dead-letter topic, ones on the wrong
-partition (a producer with another partitioner) re-routed to the right one — inside a
-transaction with the offset, so never sequenced twice — and the rest to their session's
-actor, waking it if this brain does not hold it.
+Malformed records go to the dead-letter topic, records on the wrong partition (a
+producer with another partitioner) are re-routed to the right one — inside a transaction
+with the offset, so never sequenced twice — and the rest to their session's actor, waking
+it if this brain does not hold it. The consume loop and the clients live in `app.py`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import logging
 import uuid
 from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
@@ -26,18 +27,19 @@ from wakeline.offsets import OffsetTracker
 from wakeline_brain.actor import ActorDeps, MalformedInput, SessionActor
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
+from wakeline_brain.writer import PartitionWriter, Record, TransactionalProducer, WriterClosed
 
 log = logging.getLogger(__name__)
 
 
 class Brain:
-    def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]]):
+    def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]],
+                 new_producer: Callable[[int], TransactionalProducer]):
         self.settings = settings
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
         # The consumer's rebalance listener: which partitions are live, with which writer.
-        self.partitions = PartitionSet(settings, self.tracker, self._stop_actors)
+        self.partitions = PartitionSet(settings, self.tracker, self._stop_actors, new_producer)
         self.writers = self.partitions.writers  # live partitions only
         self._deps = ActorDeps(
             host=settings.host, idle_evict_s=settings.idle_evict_s, load=load, model_for=model_for,

@@ -1,0 +1,63 @@
+"""The archiver's stream, a faust app: one agent per projected topic, each taking batches
+through the gate.
+
+An agent acknowledges a batch's records only after its handler returned, i.e. after
+the Postgres transaction holding them committed, so faust's own Kafka commits never
+run ahead of the archive. No faust tables, no RocksDB, no web server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import faust
+
+from wakeline.topics import DEAD_LETTER, EVENTS
+from wakeline_archiver.gate import BatchGate
+from wakeline_archiver.records import RawRecord
+from wakeline_archiver.settings import ArchiverSettings
+from wakeline_archiver.transport import ArchiverTransport, StoredPositions
+
+Handler = Callable[[Sequence[RawRecord]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ArchivedTopics:
+    """The topics projected; tests pass private ones so their records reach no other archiver."""
+
+    events: str = EVENTS
+    dead_letter: str = DEAD_LETTER
+
+
+def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Handler, dead_letters: Handler,
+              gate: BatchGate, stored_positions: StoredPositions) -> faust.App:
+    app = faust.App(
+        settings.archiver_group,  # also the Kafka consumer group
+        broker=f"kafka://{settings.kafka_bootstrap}",
+        datadir=str(settings.archiver_data_dir), store="memory://", web_enabled=False,
+        autodiscover=False, topic_disable_leader=True, topic_allow_declare=False,
+        consumer_auto_offset_reset="earliest",
+        broker_session_timeout=settings.archiver_session_timeout_s,
+        broker_heartbeat_interval=min(3.0, settings.archiver_session_timeout_s / 5),
+        # Rebalances and shutdown do not wait for buffered records: the gate lets the
+        # batch in flight finish, and whatever was buffered is read again from the
+        # archive's offsets, where a redelivery is a no-op.
+        stream_wait_empty=False,
+    )
+    app.transport = ArchiverTransport(app.conf.broker_consumer, app, stored_positions=stored_positions)
+    for topic, handler, name in ((topics.events, events, "archive-events"),
+                                 (topics.dead_letter, dead_letters, "archive-dead-letters")):
+        channel = app.topic(topic, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+        app.agent(channel, name=name)(_batches(handler, settings, gate))
+    return app
+
+
+def _batches(handler: Handler, settings: ArchiverSettings, gate: BatchGate) -> Callable[[Any], Awaitable[None]]:
+    async def agent(stream: Any) -> None:
+        async for events in stream.noack_take(settings.archiver_batch_size, within=settings.archiver_batch_window_s):
+            await gate.pass_batch(handler, [event.message for event in events])
+            for event in events:
+                await stream.ack(event)
+    return agent

@@ -1,0 +1,35 @@
+"""`run(settings, stop)`: the runner process, wired in one place.
+
+Probes the isolation the machine allows, builds the executor over its sandbox, the
+tool-call consumer and the result publisher, and runs the `ToolCallLoop` (`loop.py`)
+until SIGTERM. The publisher outlives the consumer: results still being sent when the
+consumer stops are not cut off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+
+from wakeline.kafka_io import make_consumer, make_producer
+from wakeline_runner.executor import Executor
+from wakeline_runner.isolation import probe
+from wakeline_runner.loop import ToolCallLoop
+from wakeline_runner.publish import Publisher
+from wakeline_runner.sandbox import Sandbox
+from wakeline_runner.settings import RunnerSettings
+
+
+async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
+    executor = Executor(settings, Sandbox(settings, await asyncio.to_thread(probe, settings)))
+    consumer = make_consumer(settings, group_id=settings.group_id)
+    publisher = Publisher(partial(make_producer, settings), settings.partitions)
+    await publisher.start()
+    try:
+        await consumer.start()
+        try:
+            await ToolCallLoop(settings, consumer, publisher, executor).run(stop)
+        finally:
+            await consumer.stop()
+    finally:
+        await publisher.stop()
