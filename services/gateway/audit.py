@@ -26,10 +26,10 @@ from typing import Any
 
 import asyncpg
 
+from wakeline.event_store import SELECT_LIST, event_from_row, is_error, tool_name
 from wakeline.events import Event
 from wakeline.pg import TenantPool
 from wakeline_gateway.bounds import is_plain_id, is_position, utc_convertible
-from wakeline_gateway.store import EVENT_COLUMNS, event_from_row
 
 EXPORT_PAGE = 1000
 CSV_COLUMNS = ("ts", "session_id", "seq", "type", "actor", "tool_name", "is_error", "trust",
@@ -95,7 +95,7 @@ def events_sql(tenant: str, query: AuditQuery) -> tuple[str, list[Any]]:
         n = len(args)
         where.append(f"(ts, session_id, seq) > (${n - 2}, ${n - 1}, ${n})")
     args.append(query.limit)
-    return (f"SELECT {EVENT_COLUMNS} FROM events WHERE {' AND '.join(where)} "
+    return (f"SELECT {SELECT_LIST} FROM events WHERE {' AND '.join(where)} "
             f"ORDER BY ts, session_id, seq LIMIT ${len(args)}"), args
 
 
@@ -137,10 +137,8 @@ def csv_header() -> str:
 
 def csv_row(event: Event) -> str:
     data = event.model_dump(mode="json")
-    payload = data["payload"]
-    values = {**data, "payload": json.dumps(payload, ensure_ascii=False, sort_keys=True),
-              "tool_name": payload.get("name") if data["type"] in ("tool_call", "tool_result") else None,
-              "is_error": payload.get("is_error")}
+    values = {**data, "payload": json.dumps(data["payload"], ensure_ascii=False, sort_keys=True),
+              "tool_name": tool_name(event), "is_error": is_error(event)}
     return _csv_line(csv_cell(values.get(column)) for column in CSV_COLUMNS)
 
 

@@ -19,10 +19,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from wakeline.events import CorruptEvent
 from wakeline.limits import RecordTooLarge
 from wakeline_gateway.bodylimit import BodyTooLarge
 from wakeline_gateway.problem import problem_response
-from wakeline_gateway.store import CorruptEvent
 
 log = logging.getLogger(__name__)
 RETRY_LATER = {"Retry-After": "5"}

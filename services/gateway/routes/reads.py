@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingRes
 
 from wakeline import verify
 from wakeline.checkpoints import load_key, read_anchor
+from wakeline.event_store import EventQuery, Scope
 from wakeline.events import Event
 from wakeline.fold import FoldError
 from wakeline_gateway import transcript
@@ -19,7 +20,7 @@ from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.replay import replay_steps
 from wakeline_gateway.shapes import EventsPublic, EventsQuery, ReplayPublic
-from wakeline_gateway.store import EventQuery, Scope, SessionStore
+from wakeline_gateway.store import SessionStore
 
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"],
                    responses=responses(401, 403, 404, 422, 500, 503))
