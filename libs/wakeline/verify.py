@@ -27,21 +27,19 @@ from wakeline.chain import event_hash
 from wakeline.checkpoints import (
     Checkpoint, CheckpointSettings, load_key, read_anchor, signature_valid, stored_checkpoints,
 )
-from wakeline.events import GENESIS_HASH, Frozen
+from wakeline.event_store import READ_COLUMNS, SELECT_LIST, event_from_row, is_error, tool_name
+from wakeline.events import GENESIS_HASH, CorruptEvent, Frozen
 from wakeline.pg import TenantPool
 from wakeline.retention_cuts import retained_out, session_cuts
-from wakeline.event_rows import READ_COLUMNS as EVENT_COLUMNS
-from wakeline.event_rows import event_from_row, is_error, tool_name
 
 # Enough to find the newest genuine one past a few forged rows; verify_all checks all.
 RECENT_CHECKPOINTS = 8
-_HASHED = tuple(c.strip() for c in EVENT_COLUMNS.split(","))
 _TS = TypeAdapter(datetime)
 # One statement, so one snapshot: a row inserted meanwhile is in both sides or neither.
 _ROWS = f"""
 SELECT coalesce(e.seq, k.seq) AS at_seq, e.*, k.seq AS key_seq, k.event_id AS key_event_id,
        k.ts AS key_ts, k.hash AS key_hash
-FROM (SELECT {EVENT_COLUMNS}, tool_name, is_error FROM events WHERE session_id = $1) e
+FROM (SELECT {SELECT_LIST}, tool_name, is_error FROM events WHERE session_id = $1) e
 FULL JOIN (SELECT * FROM event_keys WHERE session_id = $1) k ON e.seq = k.seq
 ORDER BY at_seq, e.ts
 """
@@ -109,7 +107,7 @@ def row_problems(rows: Sequence[Any], retained: frozenset[int] = frozenset()) ->
 
 def _own_problems(row: Any) -> Iterable[str]:
     """A row's hash against its own columns, its event_keys entry and its derived columns."""
-    body = {c: row[c] for c in _HASHED}
+    body = {c: row[c] for c in READ_COLUMNS}
     body["event_id"] = str(body["event_id"])
     body["ts"] = _TS.dump_python(body["ts"], mode="json")
     body["payload"] = json.loads(body["payload"])
@@ -120,9 +118,11 @@ def _own_problems(row: Any) -> Iterable[str]:
     elif (row["key_hash"], row["key_event_id"], row["key_ts"]) != (row["hash"], row["event_id"], row["ts"]):
         yield "event_keys disagrees with events (hash, event_id or ts)"
     try:
-        event = event_from_row({c: row[c] for c in _HASHED})
-    except ValidationError as exc:
-        yield f"not a valid event: {exc.error_count()} validation error(s)"
+        event = event_from_row({c: row[c] for c in READ_COLUMNS})
+    except CorruptEvent as exc:
+        cause = exc.__cause__
+        errors = cause.error_count() if isinstance(cause, ValidationError) else 1
+        yield f"not a valid event: {errors} validation error(s)"
         return
     if (row["tool_name"], row["is_error"]) != (tool_name(event), is_error(event)):
         yield "derived audit columns (tool_name, is_error) disagree with the payload"

@@ -21,14 +21,12 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
 from wakeline.archive_position import ARCHIVER_GROUP, archived_next_offset, parked_session
-from wakeline.event_rows import READ_COLUMNS, event_from_row  # noqa: F401 (re-exported)
+from wakeline.event_store import session_events
 from wakeline.events import Event, parse_event
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS
 from wakeline.weather import is_weather
-
-EVENT_COLUMNS = READ_COLUMNS
 
 
 class WakeIncomplete(RuntimeError):
@@ -86,9 +84,8 @@ class SessionLoader:
             if parked:
                 raise SessionParked(f"the archiver parked it from seq {parked.from_seq}: {parked.reason}")
             await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", owner or tenant)
-            rows = await conn.fetch(
-                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq", session_id)
-        return owner, [event_from_row(r) for r in rows], offset
+            archived = await session_events(conn, session_id)
+        return owner, archived, offset
 
     async def _read_tail(self, session_id: str, partition: int, start: int) -> list[Event]:
         tp = TopicPartition(EVENTS, partition)
