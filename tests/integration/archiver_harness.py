@@ -1,12 +1,12 @@
 """Shared harness for the archiver's integration tests; it holds no tests itself.
 
-(The `test_archiver_` prefix keeps it among the archiver's files.) No brain runs here:
-events are sealed with `wakeline.chain.seal` and produced the way the brain does, keyed
-by session id, inside a Kafka transaction. In-process archivers get their own consumer
-group, data dir and a pair of private topics, so that the records a test writes
-(malformed ones, conflicting ones) never reach any other archiver; an archiver run as
-a process uses the real topics and starts where the archive's offsets are seeded, at
-their current end. Isolation is by fresh ids; nothing is truncated.
+No brain runs here: events are sealed by `tests.factories` as a running brain would (now,
+fresh ids) and produced the way the brain does, keyed by session id, inside a Kafka
+transaction. In-process archivers get their own consumer group, data dir and a pair of
+private topics, so that the records a test writes (malformed ones, conflicting ones)
+never reach any other archiver; an archiver run as a process uses the real topics and
+starts where the archive's offsets are seeded, at their current end. Isolation is by
+fresh ids; nothing is truncated.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,8 +26,9 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.structs import TopicPartition
 
 from conftest_pg import fresh_tenant, require_kafka, require_postgres
-from wakeline.chain import Draft, seal
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event, parse_event
+from tests.factories import LIVE, Speakers, sealed
+from wakeline.chain import Draft
+from wakeline.events import Event, parse_event
 from wakeline.kafka_io import send_keyed
 from wakeline.pg import TenantPool
 from wakeline_archiver.app import run
@@ -36,10 +36,10 @@ from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.stream import ArchivedTopics
 
 T = TypeVar("T")
-OWNER = "user:test"
+# The archive's projection tests read these names back from the sessions table.
+SPEAKERS = Speakers(user="user:test", agent="agent:scripted:test", runner="runner:test-host")
+OWNER = SPEAKERS.user
 EVENT_COLUMNS = "session_id, seq, event_id, causation_id, tenant, actor, trust, ts, prev_hash, hash, type, payload"
-_SPEAKERS = {"model_turn": ("agent:scripted:test", "instruction"), "tool_call": ("agent:scripted:test", "instruction"),
-             "tool_result": ("runner:test-host", "data")}
 
 
 async def require_stack(settings: ArchiverSettings) -> None:
@@ -121,10 +121,8 @@ async def running_archiver(settings: ArchiverSettings, topics: ArchivedTopics) -
 # -- events ------------------------------------------------------------------------------
 
 def draft(type_: str, **payload: Any) -> Draft:
-    actor, trust = _SPEAKERS.get(type_, (OWNER if type_ in ("session_created", "user_message") else "system:brain",
-                                          "instruction"))
-    return Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust,
-                 causation_id=f"cmd-{uuid.uuid4()}")
+    """A draft in this harness's cast, caused by a fresh command id."""
+    return SPEAKERS.draft(type_, f"cmd-{uuid.uuid4()}", **payload)
 
 
 def created(title: str | None = None) -> Draft:
@@ -149,14 +147,9 @@ class Session:
         self.events: list[Event] = []
 
     def seal(self, drafts: Sequence[Draft]) -> list[Event]:
-        new = []
-        for item in drafts:
-            last = self.events[-1] if self.events else None
-            event = seal(item, session_id=self.session_id, tenant=self.tenant, seq=last.seq + 1 if last else 1,
-                         prev_hash=last.hash if last else GENESIS_HASH, ts=datetime.now(UTC),
-                         event_id=str(uuid.uuid4()))
-            self.events.append(event)
-            new.append(event)
+        new = sealed(drafts, self.session_id, tenant=self.tenant, after=self.events[-1] if self.events else None,
+                     stamps=LIVE)
+        self.events += new
         return new
 
 

@@ -1,8 +1,8 @@
 """Shared harness for the gateway's integration tests; it holds no tests itself.
 
-(The `test_gateway_` prefix keeps it among the gateway's files.) No brain runs here, so
-sessions are seeded by sealing events with `wakeline.chain.seal` and inserting them, with
-the `sessions` row the archiver would project, as the service role through `TenantPool`.
+No brain runs here, so sessions are seeded by sealing events with `tests.factories` (as a
+running brain would: now, fresh ids) and inserting them, with the `sessions` row the
+archiver would project, as the service role through `TenantPool`.
 Commands are checked on `wakeline.inbox` with a fresh group-less consumer positioned at
 the end. Isolation is by fresh session ids and a fresh tenant per run.
 """
@@ -14,7 +14,6 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -23,9 +22,11 @@ from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from conftest_pg import fresh_tenant, owner_connection, require_kafka, require_postgres  # noqa: F401
 from wakeline import keys
-from wakeline.chain import Draft, seal
+from tests import factories
+from tests.factories import LIVE, Speakers
+from wakeline.chain import Draft
 from wakeline.commands import CommandBase, parse_command
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event
+from wakeline.events import Event
 from wakeline.fold import fold
 from wakeline.kafka_io import make_consumer
 from wakeline.pg import TenantPool
@@ -33,7 +34,10 @@ from wakeline.topics import INBOX
 from wakeline_gateway.app import create_app
 from wakeline_gateway.settings import GatewaySettings
 
-OWNER = "user:local"
+# user:local is the principal of the harness's API key: the sessions it seeds are its own.
+SPEAKERS = Speakers(user="user:local", agent="agent:scripted:demo", runner="runner:test-host")
+OWNER = SPEAKERS.user
+draft = SPEAKERS.draft
 INSERT_EVENT = """
 INSERT INTO events (tenant, session_id, seq, event_id, causation_id, type, actor, trust, ts,
                     prev_hash, hash, payload, tool_name, is_error)
@@ -48,9 +52,6 @@ ON CONFLICT (session_id) DO UPDATE SET
   last_hash = EXCLUDED.last_hash, updated_at = EXCLUDED.updated_at,
   ended_reason = EXCLUDED.ended_reason, deleted_at = EXCLUDED.deleted_at, deleted_by = EXCLUDED.deleted_by
 """
-_SPEAKERS = {"user_message": (OWNER, "instruction"), "session_created": (OWNER, "instruction"),
-             "model_turn": ("agent:scripted:demo", "instruction"), "tool_call": ("agent:scripted:demo", "instruction"),
-             "tool_result": ("runner:test-host", "data")}
 
 
 class HarnessSettings(GatewaySettings):
@@ -92,22 +93,8 @@ async def running_gateway(settings: HarnessSettings, principal: str = OWNER.spli
             yield app, client
 
 
-def draft(type_: str, causation_id: str | None = None, actor: str | None = None, **payload: Any) -> Draft:
-    default_actor, trust = _SPEAKERS.get(type_, ("system:brain", "instruction"))
-    return Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor or default_actor,
-                 trust=trust, causation_id=causation_id)
-
-
 def sealed(drafts: list[Draft], session_id: str, tenant: str, after: Event | None = None) -> list[Event]:
-    seq, prev = (after.seq, after.hash) if after else (0, GENESIS_HASH)
-    events = []
-    for item in drafts:
-        seq += 1
-        event = seal(item, session_id=session_id, tenant=tenant, seq=seq, prev_hash=prev,
-                     ts=datetime.now(UTC), event_id=str(uuid.uuid4()))
-        events.append(event)
-        prev = event.hash
-    return events
+    return factories.sealed(drafts, session_id, tenant=tenant, after=after, stamps=LIVE)
 
 
 def created(title: str | None = None, **config: Any) -> Draft:

@@ -19,8 +19,8 @@ from conftest_pg import (
     INSERT_EVENT, EVENT_COLUMNS, fresh_month, fresh_session_id, fresh_tenant, insert_event_as,
     maintenance_connection, new_event, owner_connection, require_postgres, service_connection, set_tenant,
 )
-from wakeline.chain import Draft, seal
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event
+from tests.factories import at, draft, sealed
+from wakeline.events import Event
 from wakeline.pg import TenantPool
 from wakeline.retention import RetentionSettings, apply_retention, parse_window, plan_retention
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
@@ -257,14 +257,8 @@ async def test_drop_refuses_what_is_not_an_events_partition(target: str) -> None
 def chain(tenant: str, session_id: str, times: list[datetime], after: Event | None = None,
           text: str = "hello") -> list[Event]:
     """Sealed user messages at `times`, continuing `after` (or from seq 1)."""
-    events, last = [], after
-    for ts in times:
-        draft = Draft(payload=PAYLOAD_CLASSES["user_message"](text=text),
-                      actor="user:test", trust="instruction")
-        last = seal(draft, session_id=session_id, tenant=tenant, seq=last.seq + 1 if last else 1,
-                    prev_hash=last.hash if last else GENESIS_HASH, ts=ts, event_id=str(uuid.uuid4()))
-        events.append(last)
-    return events
+    messages = [draft("user_message", actor="user:test", text=text) for _ in times]
+    return sealed(messages, session_id, tenant=tenant, after=after, stamps=at(times, after))
 
 
 class DroppedMonth:

@@ -9,7 +9,6 @@ import asyncio
 import json
 import os
 import sys
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -17,15 +16,17 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from pydantic_settings import BaseSettings
 
 from conftest_pg import (
     EVENT_COLUMNS, fresh_month, fresh_session_id, fresh_tenant, insert_event, maintenance_connection,
     require_postgres, service_connection, set_tenant, superuser_connection,
 )
-from wakeline.chain import Draft, seal
+from tests import factories
+from tests.factories import Stamps, draft
+from tests.requirements import missing
+from wakeline.chain import Draft
 from wakeline.checkpoints import Checkpoint, Head, load_key, new_checkpoint, read_anchor, write_checkpoint
-from wakeline.events import GENESIS_HASH, PAYLOAD_CLASSES, Event
+from wakeline.events import GENESIS_HASH, Event
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.verify import Report, verify_all, verify_session
@@ -33,44 +34,33 @@ from wakeline_archiver.rows import event_row
 
 pytestmark = pytest.mark.postgres
 
-USER, AGENT, RUNNER = "user:alice", "agent:scripted:default", "runner:host-1"
 DRAFTS = [
-    ("session_created", USER, "instruction", {"config": {}, "owner": USER}),
-    ("user_message", USER, "instruction", {"text": "list the files"}),
-    ("model_turn", AGENT, "instruction", {"text": "Let me look.", "tool_call_ids": ["tc-1"]}),
-    ("tool_call", AGENT, "instruction", {"tool_call_id": "tc-1", "name": "bash", "input": {"cmd": "ls"}}),
-    ("tool_result", RUNNER, "data", {"tool_call_id": "tc-1", "name": "bash", "output": "a.txt\n"}),
-    ("model_turn", AGENT, "instruction", {"text": "There is one file, a.txt."}),
+    draft("session_created", config={}, owner=factories.SPEAKERS.user),
+    draft("user_message", text="list the files"),
+    draft("model_turn", text="Let me look.", tool_call_ids=["tc-1"]),
+    draft("tool_call", tool_call_id="tc-1", name="bash", input={"cmd": "ls"}),
+    draft("tool_result", tool_call_id="tc-1", name="bash", output="a.txt\n"),
+    draft("model_turn", text="There is one file, a.txt."),
 ]
-
-
-class _Ci(BaseSettings):
-    ci: bool = False
 
 
 @asynccontextmanager
 async def superuser() -> AsyncIterator[asyncpg.Connection]:
-    """conftest's superuser connection; its skip (not root, no local cluster) fails under CI=true."""
+    """conftest's superuser connection; its skip (not root, no local cluster) fails under CI."""
     try:
         async with superuser_connection() as conn:
             yield conn
     except pytest.skip.Exception as skipped:
-        if _Ci().ci:
-            pytest.fail(f"tamper tests must run under CI: {skipped}", pytrace=False)
-        raise
+        missing(f"the tamper tests need the local cluster's superuser: {skipped}")
 
 
-def sealed(tenant: str, session_id: str, drafts=DRAFTS, at: Sequence[datetime] = ()) -> list[Event]:
+def sealed(tenant: str, session_id: str, drafts: Sequence[Draft] = DRAFTS, at: Sequence[datetime] = ()) -> list[Event]:
     """The drafts as a chain, at times `at` (default: a millisecond apart from now)."""
-    events, prev_hash, t0 = [], GENESIS_HASH, datetime.now(UTC)
+    t0 = datetime.now(UTC)
     times = at or [t0 + timedelta(milliseconds=seq) for seq in range(1, len(drafts) + 1)]
-    for seq, ((type_, actor, trust, payload), ts) in enumerate(zip(drafts, times, strict=True), start=1):
-        draft = Draft(payload=PAYLOAD_CLASSES[type_](**payload), actor=actor, trust=trust)
-        event = seal(draft, session_id=session_id, tenant=tenant, seq=seq, prev_hash=prev_hash,
-                     ts=ts, event_id=str(uuid.uuid4()))
-        events.append(event)
-        prev_hash = event.hash
-    return events
+    if len(times) != len(drafts):
+        raise ValueError(f"{len(drafts)} drafts but {len(times)} times")
+    return factories.sealed(drafts, session_id, tenant=tenant, stamps=factories.at(times))
 
 
 def as_row(event: Event) -> dict:
@@ -219,16 +209,11 @@ async def test_a_cut_off_tail_is_reported_against_the_checkpoint(setup: Setup) -
 async def rewrite_consistently(setup: Setup) -> list[Event]:
     """Changes event 2's text and re-seals 2..6 with the same ids and times: a valid chain."""
     drafts = [*DRAFTS]
-    drafts[1] = ("user_message", USER, "instruction", {"text": "delete the files"})
-    forged = sealed(setup.tenant, setup.session_id, drafts)
-    forged = [f.model_copy(update={"event_id": o.event_id, "ts": o.ts}) for f, o in zip(forged, setup.events)]
-    prev_hash, resealed = GENESIS_HASH, []
-    for event in forged:
-        draft = Draft(payload=event.payload, actor=event.actor, trust=event.trust)
-        event = seal(draft, session_id=event.session_id, tenant=event.tenant, seq=event.seq,
-                     prev_hash=prev_hash, ts=event.ts, event_id=event.event_id)
-        resealed.append(event)
-        prev_hash = event.hash
+    drafts[1] = draft("user_message", text="delete the files")
+    original = setup.events
+    same_ids_and_times = Stamps(ts=lambda seq: original[seq - 1].ts,
+                                event_id=lambda session_id, seq: original[seq - 1].event_id)
+    resealed = factories.sealed(drafts, setup.session_id, tenant=setup.tenant, stamps=same_ids_and_times)
     async with superuser() as conn, tampering(conn, setup.events) as partition:
         for event in resealed[1:]:
             await conn.execute(f"UPDATE {partition} SET payload = $3::jsonb, prev_hash = $4, hash = $5 "
