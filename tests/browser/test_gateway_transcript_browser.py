@@ -8,13 +8,13 @@ setup, so their absence from the transcript means something. Needs `/usr/bin/chr
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.requirements import require
 from wakeline_gateway.transcript import CSP, Entry, render_html
 
 MARK = "data-pwned"
@@ -32,11 +32,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        message = "no chromium on PATH (Debian package `chromium`; make test installs it)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)  # a skipped browser test is not a passed one
-        pytest.skip(message)
+    require(path, "no chromium on PATH (Debian package `chromium`; make test installs it)")
     return path
 
 

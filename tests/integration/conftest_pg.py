@@ -21,8 +21,8 @@ from typing import Any
 
 import asyncpg
 import pytest
-from pydantic_settings import BaseSettings
 
+from tests.requirements import missing, require
 from wakeline.retention import RetentionSettings
 from wakeline.settings import AdminSettings, CommonSettings
 
@@ -37,14 +37,8 @@ EVENT_COLUMNS = ("tenant", "session_id", "seq", "event_id", "causation_id", "typ
                  "trust", "ts", "prev_hash", "hash", "payload", "tool_name", "is_error")
 
 
-class _CiEnv(BaseSettings):
-    """`CI=true` turns an unreachable database from a skip into a failure."""
-
-    ci: bool = False
-
-
 async def require_postgres() -> None:
-    """Skip the test when Postgres is unreachable, or fail it when CI=true."""
+    """Skip the test when Postgres is unreachable, or fail it under CI."""
     dsn = CommonSettings().postgres_dsn
     try:
         conn = await asyncpg.connect(dsn, timeout=5)
@@ -53,9 +47,7 @@ async def require_postgres() -> None:
             f"Postgres unreachable at {_redacted(dsn)}: {type(exc).__name__}: {exc}. "
             "Start it with `bash deploy/postgres/pg.sh up && python -m wakeline.migrate`."
         )
-        if _CiEnv().ci:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        missing(message)
     await conn.close()
 
 
@@ -107,11 +99,7 @@ async def fresh_month() -> tuple[str, datetime, datetime]:
 @asynccontextmanager
 async def superuser_connection() -> AsyncIterator[asyncpg.Connection]:
     """The cluster superuser over the unix socket; skips if that is not possible here."""
-    if os.geteuid() != 0:
-        message = "superuser checks need root (peer auth maps root to postgres)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)  # CI runs as root: a skip here would hide the check
-        pytest.skip(message)
+    require(os.geteuid() == 0, "superuser checks need root (peer auth maps root to postgres)")
     status = subprocess.run(["bash", str(PG_SH), "status"], capture_output=True, text=True)
     fields = dict(line.split("=", 1) for line in status.stdout.splitlines() if "=" in line)
     if fields.get("state") != "running":
@@ -165,7 +153,7 @@ async def insert_event_as(conn: asyncpg.Connection, tenant: str, event: dict[str
 
 
 async def require_kafka(settings) -> None:
-    """Creates the wakeline topics if needed; skips when the broker is unreachable, fails when CI=true."""
+    """Creates the wakeline topics if needed; skips when the broker is unreachable, fails under CI."""
     import asyncio
 
     from aiokafka.errors import KafkaError
@@ -176,6 +164,4 @@ async def require_kafka(settings) -> None:
         await asyncio.wait_for(ensure_topics(settings), timeout=20)
     except (KafkaError, OSError, TimeoutError) as exc:
         message = f"Kafka unreachable at {settings.kafka_bootstrap}: {type(exc).__name__}: {exc}"
-        if _CiEnv().ci:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        missing(message)

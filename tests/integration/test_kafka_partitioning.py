@@ -12,6 +12,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
+from tests.requirements import require
 from wakeline.kafka_io import ensure_topics
 from wakeline.settings import CommonSettings
 from wakeline.topics import ALL_TOPICS, INBOX, partition_for
@@ -35,11 +36,7 @@ def kafka_clients_jar() -> Path:
     # Where kafka.sh resolves the jars: $WAKELINE_CACHE, else the clone's .cache.
     cache = Path(os.environ.get("WAKELINE_CACHE") or ROOT / ".cache")
     jars = sorted((cache / "kafka-libs").glob("*/kafka-clients-*.jar"))
-    if not jars:
-        message = "kafka-clients jar not resolved; run `make up` (deploy/kafka/kafka.sh resolves it)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+    require(jars, "kafka-clients jar not resolved; run `make up` (deploy/kafka/kafka.sh resolves it)")
     return jars[-1]
 
 
