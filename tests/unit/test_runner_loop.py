@@ -1,0 +1,108 @@
+"""`ToolCallLoop` between a `FakeConsumer` and a `Publisher` over a `FakeProducer`, with the
+real executor on a temporary sandbox (file tools only: they run in-process).
+
+The runner does not use Kafka transactions: a result is acknowledged by the broker and
+only then may the offset of its call be committed. Real Kafka is covered in
+tests/integration/test_runner_service.py and the broker restart in test_runner_broker_restart.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from aiokafka.structs import TopicPartition
+
+from tests.fakes.kafka import FakeConsumer, FakeProducer, consumer_record
+from wakeline.codec import DeadLetter, decode
+from wakeline.commands import ToolCallRequest, ToolResultReport
+from wakeline.topics import DEAD_LETTER, TOOL_CALLS, TOOL_RESULTS, partition_for, record_key
+from wakeline_runner.executor import Executor
+from wakeline_runner.isolation import Isolation
+from wakeline_runner.loop import ToolCallLoop
+from wakeline_runner.publish import Publisher
+from wakeline_runner.sandbox import Sandbox
+from wakeline_runner.settings import RunnerSettings
+
+TP = TopicPartition(TOOL_CALLS, 2)
+
+
+class Runner:
+    def __init__(self, sandbox_root: Path):
+        self.settings = RunnerSettings(sandbox_root=sandbox_root, use_bwrap="off", host="runner-test",
+                                       partitions=6)
+        isolation = Isolation(False, self.settings.sandbox_root, None, "unit test: file tools only")
+        self.journal: list = []
+        self.consumer, self.producer = FakeConsumer(self.journal), FakeProducer(self.journal)
+        self.loop = ToolCallLoop(self.settings, self.consumer, Publisher(lambda: self.producer, 6),
+                                 Executor(self.settings, Sandbox(self.settings, isolation)))
+
+    async def run_until_committed(self, offset: int) -> None:
+        stop = asyncio.Event()
+        await self.loop.publisher.start()
+        task = asyncio.create_task(self.loop.run(stop))
+        try:
+            deadline = asyncio.get_running_loop().time() + 5
+            while self.consumer.committed_offset(TP) != offset:
+                assert asyncio.get_running_loop().time() < deadline, f"offset {offset} not committed in time"
+                await asyncio.sleep(0.02)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 5)
+            await self.loop.publisher.stop()
+
+    def results(self) -> list[ToolResultReport]:
+        return [decode(s.value, ToolResultReport.model_validate_json)
+                for s in self.producer.acked if s.topic == TOOL_RESULTS]
+
+
+def call_record(offset: int, tool_call_id: str, name: str, tool_input: dict, session_id: str = "s1"):
+    request = ToolCallRequest(session_id=session_id, tenant="t", tool_call_id=tool_call_id, name=name,
+                              input=tool_input, causation_seq=4, issued_at=datetime.now(UTC))
+    return consumer_record(TP.topic, TP.partition, offset, record_key(session_id),
+                           request.model_dump_json().encode())
+
+
+async def test_a_tool_call_is_run_once_and_its_result_acked_before_its_offset_is_committed(tmp_path):
+    runner = Runner(tmp_path)
+    runner.consumer.feed(call_record(0, "tc-1", "write_file", {"path": "notes.txt", "content": "hello"}))
+    await runner.run_until_committed(1)
+    [result] = runner.results()
+    assert (result.session_id, result.tool_call_id, result.is_error, result.replayed) == ("s1", "tc-1", False, False)
+    assert json.loads(result.output)["bytes_written"] == 5
+    assert (tmp_path / "t" / "s1" / "work" / "notes.txt").read_text() == "hello"
+    [sent] = runner.producer.acked
+    assert (sent.key, sent.partition) == (b"s1", partition_for("s1", 6))
+    acked_at = runner.journal.index(("acked", sent))
+    passed_at = next(i for i, (kind, what) in enumerate(runner.journal) if kind == "commit_offsets" and what[TP] > 0)
+    assert acked_at < passed_at and runner.journal[passed_at][1] == {TP: 1}
+    assert runner.consumer.subscribed == [TOOL_CALLS]
+
+
+async def test_a_redelivered_call_is_answered_from_its_record_and_not_run_again(tmp_path):
+    runner = Runner(tmp_path)
+    work = tmp_path / "t" / "s1" / "work"
+    first = call_record(0, "tc-1", "write_file", {"path": "log.txt", "content": "once"})
+    runner.consumer.feed(first)
+    await runner.run_until_committed(1)
+    (work / "log.txt").write_text("changed since")  # a second run would overwrite this
+    again = Runner(tmp_path)  # a new runner gets the same call again, as after a crash before the commit
+    again.consumer.feed(consumer_record(TP.topic, TP.partition, 1, first.key, first.value))
+    await again.run_until_committed(2)
+    [original], [replay] = runner.results(), again.results()
+    assert replay.replayed and not original.replayed
+    assert replay.output == original.output and replay.tool_call_id == "tc-1"
+    assert (work / "log.txt").read_text() == "changed since"
+
+
+async def test_a_malformed_call_is_dead_lettered_and_the_next_one_still_runs(tmp_path):
+    runner = Runner(tmp_path)
+    runner.consumer.feed(consumer_record(TP.topic, TP.partition, 0, b"s1", b"{not json"),
+                         call_record(1, "tc-2", "list_files", {}))
+    await runner.run_until_committed(2)
+    [letter] = [decode(s.value, DeadLetter.model_validate_json) for s in runner.producer.acked
+                if s.topic == DEAD_LETTER]
+    assert (letter.topic, letter.partition, letter.offset) == (TOOL_CALLS, 2, 0)
+    assert [(r.tool_call_id, r.is_error) for r in runner.results()] == [("tc-2", False)]
