@@ -1,22 +1,33 @@
 """The services as separate OS processes, for end-to-end tests: start, kill -9, restart.
 
 Each process gets its own log under the run's directory; a test that fails prints the
-tails so the reader sees what each service said.
+tails so the reader sees what each service said. `running_stack` starts all four and
+waits until a session goes through; talking to them is `tests.e2e.sessions`' job.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import asyncpg
+
+from tests.e2e.sessions import warm_up
+from tests.requirements import missing
+from wakeline.settings import CommonSettings
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
+SERVICES = ("archiver", "runner", "brain", "gateway")
 
 
 def free_port() -> int:
@@ -121,3 +132,36 @@ class Stack:
 
     def report(self) -> str:
         return "\n".join(f"--- {n} ({'alive' if s.alive else 'dead'})\n{s.tail()}" for n, s in self.services.items())
+
+
+def require_database() -> None:
+    """The stack's processes need the database (and so `make up`); skip, or fail under CI."""
+    async def probe() -> None:
+        conn = await asyncpg.connect(CommonSettings().postgres_dsn, timeout=5)
+        await conn.close()
+    try:
+        asyncio.run(probe())
+    except Exception as err:  # noqa: BLE001 - any failure means "not there"
+        missing(f"Postgres unreachable: {err!r}; run `make up` first (make test does)")
+
+
+@contextmanager
+def running_stack(run_dir: Path, **extra: str) -> Iterator[Stack]:
+    """The four services (with `extra` environment), a user key of user:local in tenant default,
+    and one session through end to end; stopped afterwards, their log tails printed."""
+    stack = Stack(run_dir)
+    try:  # a failed start or warm-up must not leave processes in the consumer groups
+        for name in SERVICES:
+            stack.start(name, **extra)
+        stack.wait_gateway()
+        stack.headers = {"Authorization": f"Bearer {stack.api_key()}"}
+        warm_up(stack)
+        yield stack
+    finally:
+        stack.stop_all()
+        print(stack.report())
+
+
+def sandbox_work(stack: Stack, session_id: str, tenant: str = "default") -> Path:
+    """Where the runner ran a session's tools."""
+    return stack.run_dir / "sandboxes" / tenant / session_id / "work"

@@ -10,21 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 
-import pytest
 
 from bench.chaos.__main__ import MUST_BE_ZERO
 from bench.chaos.run import Plan, run
-from tests.e2e.conftest import _reachable
+from tests.e2e.stack import require_database
 
 
 def test_kill9_loop_of_brains_runners_and_archiver_loses_doubles_and_reruns_nothing(tmp_path):
-    problem = _reachable()
-    if problem:
-        if os.environ.get("CI") == "true":
-            pytest.fail(problem)
-        pytest.skip(f"{problem}; run `make up` first (make test does)")
+    require_database()
     result = asyncio.run(run(Plan(kills=12, interval_s=5.0, in_flight=10, max_sessions=60, drain_s=120.0), tmp_path))
     print(json.dumps(result))
     assert {key: result[key] for key in MUST_BE_ZERO} == {key: 0 for key in MUST_BE_ZERO}, json.dumps(result)

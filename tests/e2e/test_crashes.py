@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.conftest import (
-    assert_log_whole, create_session, sandbox_work, stored_events, wait_ended, wait_for,
-)
+from tests.e2e.sessions import create_session, wait_ended, wait_for
+from tests.e2e.stack import sandbox_work
+from tests.e2e.stored_log import assert_log_whole, stored_events
 
 
 def test_brain_killed_mid_turn_is_replaced_and_the_session_completes_without_gap(stack, client):

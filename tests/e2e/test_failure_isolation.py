@@ -10,7 +10,8 @@ import uuid
 
 from aiokafka import AIOKafkaProducer
 
-from tests.e2e.conftest import assert_log_whole, pg_rows, stored_events, wait_ended, wait_for
+from tests.e2e.sessions import wait_ended, wait_for
+from tests.e2e.stored_log import assert_log_whole, pg_rows, stored_events
 from wakeline import commands as c
 from wakeline.codec import encode
 from wakeline.settings import CommonSettings

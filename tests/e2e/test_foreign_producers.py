@@ -6,7 +6,8 @@ import json
 import subprocess
 import uuid
 
-from tests.e2e.conftest import assert_log_whole, pg_rows, wait_ended, wait_for
+from tests.e2e.sessions import wait_ended, wait_for
+from tests.e2e.stored_log import assert_log_whole, pg_rows
 from wakeline.settings import CommonSettings
 from wakeline.topics import INBOX, partition_for
 

@@ -11,14 +11,13 @@ module's own, so this file needs nothing beside it.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 
 import pytest
 
-from tests.e2e.conftest import (SERVICES, _reachable, _warm_up, assert_log_whole, create_session,
-                                wait_ended)
-from tests.e2e.stack import ROOT, Stack
+from tests.e2e.sessions import create_session, wait_ended
+from tests.e2e.stack import ROOT, Stack, require_database, running_stack
+from tests.e2e.stored_log import assert_log_whole
 
 BIG_READ = {
     "name": "bigread",
@@ -34,25 +33,12 @@ BIG_READ = {
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    problem = _reachable()
-    if problem:
-        if os.environ.get("CI") == "true":
-            pytest.fail(problem)
-        pytest.skip(problem)
+    require_database()
     policies = tmp_path_factory.mktemp("policies")
     shutil.copy(ROOT / "tests" / "e2e" / "policies" / "tools3.json", policies)
     (policies / "bigread.json").write_text(json.dumps(BIG_READ))
-    stack = Stack(tmp_path_factory.mktemp("e2e-big"))
-    try:  # a failed start must not leave processes behind in the shared consumer groups
-        for name in SERVICES:
-            stack.start(name, WAKELINE_POLICY_DIR=str(policies))
-        stack.wait_gateway()
-        stack.headers = {"Authorization": f"Bearer {stack.api_key()}"}
-        _warm_up(stack)
+    with running_stack(tmp_path_factory.mktemp("e2e-big"), WAKELINE_POLICY_DIR=str(policies)) as stack:
         yield stack
-    finally:
-        stack.stop_all()
-        print(stack.report())
 
 
 def run_sessions(client, stack: Stack, normal: int = 4) -> tuple[str, int]:

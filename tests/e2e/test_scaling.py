@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.e2e.conftest import assert_log_whole, create_session, wait_ended
+from tests.e2e.sessions import create_session, wait_ended
+from tests.e2e.stored_log import assert_log_whole
 
 
 def test_two_runners_in_one_group_both_do_work(stack, client):

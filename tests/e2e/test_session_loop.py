@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.conftest import assert_log_whole, create_session, sandbox_work, wait_ended, wait_for
+from tests.e2e.sessions import create_session, wait_ended, wait_for
+from tests.e2e.stack import sandbox_work
+from tests.e2e.stored_log import assert_log_whole
 
 
 def test_session_with_several_tool_calls_completes_and_is_stored_once_in_order(stack, client):

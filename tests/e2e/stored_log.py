@@ -1,0 +1,39 @@
+"""What the archive holds, read straight from Postgres as the service role: rows, a session's
+events, and the check every e2e test ends on."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import asyncpg
+
+from wakeline.chain import first_broken_seq
+from wakeline.event_store import SELECT_SESSION, event_from_row
+from wakeline.events import Event
+from wakeline.settings import CommonSettings
+
+
+def pg_rows(sql: str, *args: Any, tenant: str = "default") -> list[asyncpg.Record]:
+    async def query() -> list[asyncpg.Record]:
+        conn = await asyncpg.connect(CommonSettings().postgres_dsn)
+        try:
+            async with conn.transaction():
+                await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
+                return await conn.fetch(sql, *args)
+        finally:
+            await conn.close()
+    return asyncio.run(query())
+
+
+def stored_events(session_id: str) -> list[Event]:
+    return [event_from_row(r) for r in pg_rows(SELECT_SESSION, session_id)]
+
+
+def assert_log_whole(session_id: str) -> list[Event]:
+    """Every event once, seq dense from 1, hash chain valid: what every e2e test ends on."""
+    events = stored_events(session_id)
+    seqs = [e.seq for e in events]
+    assert seqs == list(range(1, len(seqs) + 1)), f"seq not dense: {seqs}"
+    assert first_broken_seq(events) is None
+    return events
