@@ -1,0 +1,51 @@
+"""The layering holds in the source: `libs/` imports no service, and a service imports only
+itself and `wakeline`. Read from every module's AST (imports inside functions count too),
+so nothing is imported to check it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ROOT / "services"
+LIBS = ROOT / "libs"
+
+
+def imported_packages(module: Path) -> set[str]:
+    """Top-level names of the absolute imports in `module` (relative ones stay in its package)."""
+    names = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"), str(module))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def wakeline_imports(root: Path) -> dict[str, set[str]]:
+    """Each module under `root` (by its path from the repo) → the wakeline packages it imports."""
+    return {str(module.relative_to(ROOT)): {n for n in imported_packages(module) if n.startswith("wakeline")}
+            for module in sorted(root.rglob("*.py"))}
+
+
+def test_the_rules_see_every_package():
+    assert (LIBS / "wakeline").is_dir()
+    assert sorted(p.name for p in SERVICES.iterdir() if (p / "__init__.py").exists()) == [
+        "archiver", "brain", "gateway", "runner"]
+    assert wakeline_imports(SERVICES / "brain")  # a walk that found nothing would pass everything
+
+
+def test_libs_import_no_service():
+    offending = {module: sorted(names - {"wakeline"}) for module, names in wakeline_imports(LIBS).items()
+                 if names - {"wakeline"}}
+    assert offending == {}
+
+
+def test_a_service_imports_only_itself_and_wakeline():
+    offending = {}
+    for service in sorted(p for p in SERVICES.iterdir() if (p / "__init__.py").exists()):
+        allowed = {"wakeline", f"wakeline_{service.name}"}
+        offending |= {module: sorted(names - allowed) for module, names in wakeline_imports(service).items()
+                      if names - allowed}
+    assert offending == {}
