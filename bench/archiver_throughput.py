@@ -22,9 +22,9 @@ from aiokafka.structs import TopicPartition
 
 from bench.harness import ROOT, produce_events, service, superuser
 from bench.synthetic import session_events
+from wakeline.event_store import EVENT_COLUMNS, event_row
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS
-from wakeline_archiver.rows import EVENT_COLUMNS, event_row
 
 
 async def _seed_offsets(settings: CommonSettings, group: str) -> None:

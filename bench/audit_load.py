@@ -18,17 +18,13 @@ from datetime import datetime, timezone
 from bench.audit_sessions import PER_SESSION, session_id, session_rows
 from bench.harness import superuser
 from wakeline.chain import first_broken_seq
-from wakeline.event_rows import EVENT_COLUMNS, event_from_row
+from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS, READ_COLUMNS, event_from_row
 from wakeline.pg import TenantPool
 
 TENANT = "bench-audit"
 SESSIONS = 20_000
 BATCH_SESSIONS = 200
 WRITERS = 2  # one insert per core while the other batch's rows are generated
-_TYPES = ("text", "text", "bigint", "uuid", "text", "text", "text", "text", "timestamptz", "text", "text",
-          "jsonb", "text", "boolean")
-INSERT = (f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) SELECT * FROM unnest("
-          + ", ".join(f"${n}::{t}[]" for n, t in enumerate(_TYPES, start=1)) + ")")
 
 
 async def ensure_loaded(dsn: str, sessions: int = SESSIONS) -> dict:
@@ -59,7 +55,7 @@ async def count_events(pool: TenantPool) -> int:
 def check_chains(sessions: int = 20) -> None:
     """The hashes computed in audit_sessions must be the chain's own: re-checked with wakeline.chain."""
     for index in range(sessions):
-        rows = [dict(zip(EVENT_COLUMNS[:12], row[:12])) for row in session_rows(TENANT, index)]
+        rows = [{c: v for c, v in zip(EVENT_COLUMNS, row) if c in READ_COLUMNS} for row in session_rows(TENANT, index)]
         broken = first_broken_seq([event_from_row(row) for row in rows])
         if broken is not None:
             raise AssertionError(f"bench session {index} breaks its chain at seq {broken}")
@@ -73,7 +69,7 @@ async def _write(pool: TenantPool, batches: list[tuple[int, int]]) -> None:
                 continue
         columns = await asyncio.to_thread(_columns, first, last)
         async with pool.transaction(TENANT) as conn:
-            await conn.execute(INSERT, *columns)
+            await conn.execute(INSERT_ROWS, *columns)
 
 
 def _columns(first: int, last: int) -> list[list]:

@@ -10,7 +10,6 @@ brain partitions can be read back. Then the run drains and `figures` does the co
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 import uuid
@@ -23,6 +22,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.chaos import figures, ownership
 from tests.e2e.stack import Service, Stack
+from wakeline.event_store import SELECT_LIST, event_from_row
 from wakeline.events import Event, parse_event
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS
@@ -31,7 +31,6 @@ POLICIES = Path(__file__).resolve().parent / "policies"
 SLOTS = {"archiver-1": "archiver", "runner-1": "runner", "runner-2": "runner", "brain-1": "brain",
          "brain-2": "brain", "gateway-1": "gateway"}
 KILLABLE = ("archiver-1", "runner-1", "runner-2", "brain-1", "brain-2")
-READ_COLUMNS = "session_id, seq, event_id, causation_id, tenant, actor, trust, ts, prev_hash, hash, type, payload"
 
 
 @dataclass
@@ -205,15 +204,13 @@ async def _stored_events(settings: CommonSettings, sids: list[str]) -> dict[str,
     try:
         async with conn.transaction():
             await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
-            rows = await conn.fetch(f"SELECT {READ_COLUMNS} FROM events WHERE session_id = ANY($1)"
+            rows = await conn.fetch(f"SELECT {SELECT_LIST} FROM events WHERE session_id = ANY($1)"
                                     " ORDER BY session_id, seq", sids)
     finally:
         await conn.close()
     out: dict[str, list[Event]] = {}
     for row in rows:
-        data = {k: str(v) if isinstance(v, uuid.UUID) else v for k, v in row.items()}
-        data["payload"] = json.loads(data["payload"]) if isinstance(data["payload"], str) else data["payload"]
-        out.setdefault(data["session_id"], []).append(parse_event(data))
+        out.setdefault(row["session_id"], []).append(event_from_row(row))
     return out
 
 

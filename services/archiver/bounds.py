@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 from wakeline.codec import MalformedRecord
+from wakeline.event_store import tool_name
 from wakeline.events import Event
-from wakeline.event_rows import tool_name
 from wakeline.ids import ACTOR_PATTERN, SAFE_ID
 
 _ACTOR = re.compile(ACTOR_PATTERN)

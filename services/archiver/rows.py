@@ -14,9 +14,6 @@ from typing import Any
 
 from wakeline.events import Event
 
-# The events-row mapping lives in the library; re-exported for the archiver's modules.
-from wakeline.event_rows import EVENT_COLUMNS, event_row, is_error, tool_name  # noqa: E402,F401
-
 
 SESSION_COLUMNS = ("tenant", "session_id", "owner", "title", "model", "status", "last_seq",
                    "last_hash", "created_at", "updated_at", "parent_session_id", "fork_seq")

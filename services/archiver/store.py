@@ -16,27 +16,16 @@ from collections.abc import Iterable, Sequence
 
 import asyncpg
 
+from wakeline.event_store import insert_events, stored_hashes
 from wakeline.events import Event
 from wakeline.pg import TenantPool
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
 from wakeline_archiver.conflict import (
-    Key, Month, check_skipped, keys_to_look_up, refuse_retained_out, select_new, utc_month,
+    Month, check_skipped, keys_to_look_up, refuse_retained_out, select_new, utc_month,
 )
-from wakeline_archiver.rows import EVENT_COLUMNS, SESSION_COLUMNS, event_row, session_change, session_row
+from wakeline_archiver.rows import SESSION_COLUMNS, session_change, session_row
 
 SET_TENANT = "SELECT set_config('wakeline.tenant', $1, true)"
-STORED_HASHES = """
-SELECT k.session_id, k.seq, k.hash FROM event_keys AS k
-JOIN unnest($1::text[], $2::bigint[]) AS b(session_id, seq) USING (session_id, seq)
-"""
-_EVENT_TYPES = ("text", "text", "bigint", "uuid", "text", "text", "text", "text", "timestamptz", "text",
-                "text", "jsonb", "text", "boolean")
-# One statement for the whole group; RETURNING says which rows a concurrent archiver
-# (the previous owner of a partition, mid-rebalance) had not already stored.
-INSERT_EVENTS = (
-    f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) SELECT * FROM unnest("
-    + ", ".join(f"${i}::{t}[]" for i, t in enumerate(_EVENT_TYPES, 1))
-    + ") ON CONFLICT DO NOTHING RETURNING session_id, seq")
 INSERT_SESSION = (
     f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) VALUES "
     f"({', '.join(f'${i}' for i in range(1, len(SESSION_COLUMNS) + 1))}) ON CONFLICT (session_id) DO NOTHING")
@@ -112,22 +101,18 @@ class Archive:
 
 async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dropped: set[Month]) -> int:
     """One tenant's share of the batch, in (session_id, seq) order."""
-    fresh = select_new(events, await _stored_hashes(conn, keys_to_look_up(events)))
+    fresh = select_new(events, await stored_hashes(conn, keys_to_look_up(events)))
     refuse_retained_out(fresh, dropped)
     if not fresh:
         return 0
-    columns = list(zip(*(event_row(e) for e in fresh)))
-    inserted = {(r["session_id"], r["seq"]) for r in await conn.fetch(INSERT_EVENTS, *columns)}
+    # One statement for the whole group; what it did not insert, a concurrent archiver
+    # (the previous owner of a partition, mid-rebalance) had already stored.
+    inserted = await insert_events(conn, fresh)
     skipped = [e for e in fresh if (e.session_id, e.seq) not in inserted]
     if skipped:
-        check_skipped(skipped, await _stored_hashes(conn, [(e.session_id, e.seq) for e in skipped]))
+        check_skipped(skipped, await stored_hashes(conn, [(e.session_id, e.seq) for e in skipped]))
     await _project_sessions(conn, [e for e in fresh if (e.session_id, e.seq) in inserted])
     return len(inserted)
-
-
-async def _stored_hashes(conn: asyncpg.Connection, keys: Sequence[Key]) -> dict[Key, str]:
-    rows = await conn.fetch(STORED_HASHES, [session_id for session_id, _ in keys], [seq for _, seq in keys])
-    return {(r["session_id"], r["seq"]): r["hash"] for r in rows}
 
 
 async def _project_sessions(conn: asyncpg.Connection, events: list[Event]) -> None:

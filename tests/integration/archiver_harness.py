@@ -12,7 +12,6 @@ fresh ids; nothing is truncated.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -28,7 +27,8 @@ from aiokafka.structs import TopicPartition
 from conftest_pg import fresh_tenant, require_kafka, require_postgres
 from tests.factories import LIVE, Speakers, sealed
 from wakeline.chain import Draft
-from wakeline.events import Event, parse_event
+from wakeline.events import Event
+from wakeline.event_store import session_events
 from wakeline.kafka_io import send_keyed
 from wakeline.pg import TenantPool
 from wakeline_archiver.app import run
@@ -39,7 +39,6 @@ T = TypeVar("T")
 # The archive's projection tests read these names back from the sessions table.
 SPEAKERS = Speakers(user="user:test", agent="agent:scripted:test", runner="runner:test-host")
 OWNER = SPEAKERS.user
-EVENT_COLUMNS = "session_id, seq, event_id, causation_id, tenant, actor, trust, ts, prev_hash, hash, type, payload"
 
 
 async def require_stack(settings: ArchiverSettings) -> None:
@@ -184,16 +183,7 @@ async def produce(producer: AIOKafkaProducer, settings: ArchiverSettings, topic:
 
 async def stored_events(pool: TenantPool, session: Session) -> list[Event]:
     async with pool.transaction(session.tenant) as conn:
-        rows = await conn.fetch(f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 ORDER BY seq",
-                                session.session_id)
-    return [_event(r) for r in rows]
-
-
-def _event(row: Any) -> Event:
-    data = dict(row)
-    data["event_id"] = str(data["event_id"])
-    data["payload"] = json.loads(data["payload"])
-    return parse_event(data)
+        return await session_events(conn, session.session_id)
 
 
 async def session_row(pool: TenantPool, session: Session) -> dict[str, Any] | None:

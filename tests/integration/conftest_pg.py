@@ -23,18 +23,15 @@ import asyncpg
 import pytest
 
 from tests.requirements import missing, require
+from wakeline.event_store import COLUMNS, EVENT_COLUMNS
 from wakeline.retention import RetentionSettings
 from wakeline.settings import AdminSettings, CommonSettings
 
 PG_SH = Path(__file__).resolve().parents[2] / "deploy" / "postgres" / "pg.sh"
 
-INSERT_EVENT = """
-INSERT INTO events (tenant, session_id, seq, event_id, causation_id, type, actor, trust,
-                    ts, prev_hash, hash, payload, tool_name, is_error)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14)
-"""
-EVENT_COLUMNS = ("tenant", "session_id", "seq", "event_id", "causation_id", "type", "actor",
-                 "trust", "ts", "prev_hash", "hash", "payload", "tool_name", "is_error")
+# One row, any values: how tests plant what no writer would store.
+INSERT_EVENT = (f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ("
+                + ", ".join(f"${n}::{sql_type}" for n, (_, sql_type) in enumerate(COLUMNS, 1)) + ")")
 
 
 async def require_postgres() -> None:

@@ -10,7 +10,6 @@ the end. Isolation is by fresh session ids and a fresh tenant per run.
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -20,12 +19,13 @@ import httpx
 import pytest
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
-from conftest_pg import fresh_tenant, owner_connection, require_kafka, require_postgres  # noqa: F401
+from conftest_pg import INSERT_EVENT, fresh_tenant, owner_connection, require_kafka, require_postgres  # noqa: F401
 from wakeline import keys
 from tests import factories
 from tests.factories import LIVE, Speakers
 from wakeline.chain import Draft
 from wakeline.commands import CommandBase, parse_command
+from wakeline.event_store import event_row
 from wakeline.events import Event
 from wakeline.fold import fold
 from wakeline.kafka_io import make_consumer
@@ -38,11 +38,6 @@ from wakeline_gateway.settings import GatewaySettings
 SPEAKERS = Speakers(user="user:local", agent="agent:scripted:demo", runner="runner:test-host")
 OWNER = SPEAKERS.user
 draft = SPEAKERS.draft
-INSERT_EVENT = """
-INSERT INTO events (tenant, session_id, seq, event_id, causation_id, type, actor, trust, ts,
-                    prev_hash, hash, payload, tool_name, is_error)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14)
-"""
 UPSERT_SESSION = """
 INSERT INTO sessions (tenant, session_id, owner, title, model, status, last_seq, last_hash,
                       created_at, updated_at, ended_reason, deleted_at, deleted_by)
@@ -121,20 +116,11 @@ class Seeder:
         async with self.pool.transaction(self.tenant) as conn:
             for event in new:
                 await conn.execute("SELECT ensure_events_partition($1)", event.ts)
-                await conn.execute(INSERT_EVENT, *_row(event))
+                await conn.execute(INSERT_EVENT, *event_row(event))
             last = log[-1]
             await conn.execute(UPSERT_SESSION, self.tenant, state.session_id, state.owner, state.title,
                                state.config.model, state.status, last.seq, last.hash, last.ts,
                                state.ended_reason, last.ts if state.deleted_by else None, state.deleted_by)
-
-
-def _row(event: Event) -> list[Any]:
-    data = event.model_dump(mode="json")
-    payload = data["payload"]
-    return [event.tenant, event.session_id, event.seq, uuid.UUID(event.event_id), event.causation_id,
-            data["type"], event.actor, event.trust, event.ts, event.prev_hash, event.hash,
-            json.dumps(payload), payload.get("name") if data["type"] in ("tool_call", "tool_result") else None,
-            payload.get("is_error")]
 
 
 class InboxWatcher:

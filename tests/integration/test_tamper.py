@@ -26,11 +26,11 @@ from tests.factories import Stamps, draft
 from tests.requirements import missing
 from wakeline.chain import Draft
 from wakeline.checkpoints import Checkpoint, Head, load_key, new_checkpoint, read_anchor, write_checkpoint
+from wakeline.event_store import event_row
 from wakeline.events import GENESIS_HASH, Event
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.verify import Report, verify_all, verify_session
-from wakeline_archiver.rows import event_row
 
 pytestmark = pytest.mark.postgres
 

@@ -10,7 +10,8 @@ from wakeline.codec import DeadLetter, MalformedRecord, encode
 from wakeline_archiver.conflict import BrokenChain, ConflictingEvent, check_skipped, keys_to_look_up, select_new
 from wakeline_archiver.dead_letters import UNPARSEABLE, letter_row
 from wakeline_archiver.records import decode_event
-from wakeline_archiver.rows import EVENT_COLUMNS, event_row, next_offsets, session_change, session_row
+from wakeline.event_store import EVENT_COLUMNS, event_row
+from wakeline_archiver.rows import next_offsets, session_change, session_row
 
 
 def log():
