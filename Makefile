@@ -6,11 +6,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export WAKELINE_ROOT := $(CURDIR)
 
-.PHONY: help deps venv up down status topics migrate test unit integration e2e demo bench chaos
+.PHONY: help deps venv up down status lint test unit integration demo bench chaos
 
 help:
 	@echo "make demo   run an agent session end to end on the local stack"
-	@echo "make test   install, start the stack, run the whole suite"
+	@echo "make test   install, start the stack, lint, run the whole suite"
+	@echo "make lint   ruff on libs, services, tests and bench; mypy (strict) on libs"
 	@echo "make up / make down / make status   the local stack (Kafka + Postgres)"
 	@echo "make bench  print measured figures as JSON lines"
 	@echo "make chaos  ~100 random kill -9 of brains, runners and the archiver under load; prints the figures"
@@ -41,8 +42,12 @@ status:
 	@bash deploy/postgres/pg.sh status || true
 	@bash deploy/services.sh status || true
 
+# Both tools run even when the first finds something, so one run lists every finding.
+lint: venv
+	@rc=0; $(VENV)/bin/ruff check libs services tests bench || rc=1; $(VENV)/bin/mypy || rc=1; exit $$rc
+
 # The suite runs its own services; demo ones would join the same consumer groups.
-test: up
+test: up lint
 	@bash deploy/services.sh down >/dev/null
 	@start=$$(date +%s); \
 	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \

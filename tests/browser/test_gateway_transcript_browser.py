@@ -12,7 +12,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 
 from tests.requirements import require
 from wakeline_gateway.transcript import CSP, Entry, render_html

@@ -16,7 +16,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-import pytest
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from conftest_pg import INSERT_EVENT, fresh_tenant, owner_connection, require_kafka, require_postgres  # noqa: F401

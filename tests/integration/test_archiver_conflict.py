@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 import pytest
 
 from archiver_harness import (
-    Session, archived_all, archiver_settings, brain_producer, created, dead_letters_for, draft, eventually, parked_row, private_topics, produce, require_stack, running_archiver, stored_events,
+    Session, archived_all, archiver_settings, brain_producer, created, dead_letters_for, draft, eventually, parked_row,
+    private_topics, produce, require_stack, running_archiver, stored_events,
 )
 from wakeline.chain import seal
 from wakeline.pg import TenantPool

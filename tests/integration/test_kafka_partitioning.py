@@ -8,7 +8,6 @@ import subprocess
 import uuid
 from pathlib import Path
 
-import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 

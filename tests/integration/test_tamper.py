@@ -236,7 +236,7 @@ async def test_a_consistently_rewritten_chain_is_reported_rewritten_since_the_ch
 
 async def test_a_rewrite_that_also_removes_the_checkpoint_rows_is_caught_by_the_anchor_file(setup: Setup) -> None:
     await rewrite_consistently(setup)
-    async with superuser() as conn, tampering(conn, setup.events) as partition:
+    async with superuser() as conn, tampering(conn, setup.events):
         await conn.execute("DELETE FROM checkpoints WHERE tenant = $1", setup.tenant)
     found = {reason for _, reason in reasons(await setup.verify())}
     assert f"checkpoint {setup.checkpoint.id} is in the anchor file but missing from the database" in found
@@ -246,7 +246,7 @@ async def test_a_rewrite_that_also_removes_the_checkpoint_rows_is_caught_by_the_
 async def test_a_checkpoint_row_altered_to_match_a_rewrite_is_reported_forged(setup: Setup) -> None:
     resealed = await rewrite_consistently(setup)
     forged_heads = json.dumps({setup.session_id: {"seq": 6, "hash": resealed[-1].hash}})
-    async with superuser() as conn, tampering(conn, setup.events) as partition:
+    async with superuser() as conn, tampering(conn, setup.events):
         await conn.execute("UPDATE checkpoints SET heads = $2::jsonb WHERE id = $1",
                            setup.checkpoint.id, forged_heads)
     found = {reason for _, reason in reasons(await setup.verify())}
