@@ -80,8 +80,9 @@ def _deny(state: SessionState, cmd: c.DenyToolCall) -> list[Draft]:
         return [_rejected(cmd, "not_awaiting_approval", f"tool call {cmd.tool_call_id} is not awaiting approval")]
     call = next(p for p in state.pending_tool_calls if p.tool_call_id == cmd.tool_call_id)
     denied = e.ApprovalDeniedPayload(tool_call_id=cmd.tool_call_id, reason=cmd.reason)
+    output = f"denied by {cmd.actor}: {cmd.reason or 'no reason given'}"
     result = e.ToolResultPayload(tool_call_id=call.tool_call_id, name=call.name, is_error=True,
-                                 error_kind="denied", output=f"denied by {cmd.actor}: {cmd.reason or 'no reason given'}")
+                                 error_kind="denied", output=output)
     return [_draft(denied, cmd.actor, cmd.command_id),
             _draft(result, cmd.actor, None, trust="data")]
 

@@ -64,7 +64,8 @@ class ScriptedModel:
 
 
 def _reply(request: ModelRequest, step: PolicyStep) -> ModelReply:
-    uses = [ToolUse(id=_tool_id(request, i), name=call.name, input=call.input) for i, call in enumerate(step.tool_calls)]
+    uses = [ToolUse(id=_tool_id(request, i), name=call.name, input=call.input)
+            for i, call in enumerate(step.tool_calls)]
     usage = Usage(input_tokens=len(json.dumps(request.messages)) // 4, output_tokens=len(step.text) // 4 + 1)
     return ModelReply(text=step.text, tool_uses=uses, usage=usage,
                       stop_reason="tool_use" if uses else "end_turn")
