@@ -142,7 +142,8 @@ def sort_out(events: Iterable[Event], stored: Mapping[Key, str]) -> tuple[list[E
 
 def select_events(session_id: str, query: EventQuery) -> tuple[str, list[Any]]:
     """One session's events by position; with `before` in descending order (reverse them)."""
-    where, args = ["session_id = $1"], [session_id]
+    where: list[str] = ["session_id = $1"]
+    args: list[Any] = [session_id]
     for clause, value in (("seq > ${}", query.after), ("seq < ${}", query.before),
                           ("type = ANY(${}::text[])", list(query.types) or None)):
         if value is not None:

@@ -66,7 +66,8 @@ class PostgresEventStore:
 
     async def last_seq(self, scope: Scope, session_id: str) -> int:
         async with self._pool.transaction(*scope) as conn:
-            return await conn.fetchval(SELECT_LAST_SEQ, session_id)
+            last: int = await conn.fetchval(SELECT_LAST_SEQ, session_id)
+        return last
 
     async def _first(self, scope: Scope, sql: str, *args: str) -> Event | None:
         async with self._pool.transaction(*scope) as conn:

@@ -95,8 +95,8 @@ class EventStoreContract:
         tenant, session_id = fresh_tenant(), fresh_session_id()
         events = sealed(tenant, session_id)
         await store.append(events[:3])
-        other = sealed(tenant, session_id, first_seq=3, prev_hash=events[1].hash,
-                       items=[Draft(payload=ModelTurnPayload(text="another history"), actor=AGENT, trust="instruction")])
+        another = Draft(payload=ModelTurnPayload(text="another history"), actor=AGENT, trust="instruction")
+        other = sealed(tenant, session_id, first_seq=3, prev_hash=events[1].hash, items=[another])
         appended = await store.append([*other, events[3]])
         assert appended.conflicts == ((session_id, 3),)
         assert appended.new == ((session_id, 4),)
