@@ -13,6 +13,7 @@ from fastapi import FastAPI
 
 from wakeline.kafka_io import make_producer
 from wakeline.pg import TenantPool
+from wakeline.postgres_store import PostgresEventStore
 from wakeline_gateway.bodylimit import BodyLimit, body_cap
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.openapi import problem_openapi
@@ -30,7 +31,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         producer = make_producer(settings)
         await producer.start()
         try:
-            app.state.store = SessionStore(pool)
+            app.state.store = SessionStore(pool, PostgresEventStore(pool))
             app.state.audit = AuditStore(pool)
             app.state.inbox = Inbox(producer, settings.partitions)
             yield

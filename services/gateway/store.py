@@ -18,7 +18,6 @@ from wakeline.checkpoints import Checkpoint
 from wakeline.event_store import EventQuery, EventStore, Scope
 from wakeline.events import Event
 from wakeline.pg import TenantPool
-from wakeline.postgres_store import PostgresEventStore
 
 SESSION_COLUMNS = ("session_id, owner, title, model, status, last_seq, created_at, updated_at, "
                    "ended_reason, parent_session_id, fork_seq, deleted_at, deleted_by")
@@ -26,9 +25,9 @@ PAGE = 1000
 
 
 class SessionStore:
-    def __init__(self, pool: TenantPool, events: EventStore | None = None):
+    def __init__(self, pool: TenantPool, events: EventStore):
         self._pool = pool
-        self._events = events if events is not None else PostgresEventStore(pool)
+        self._events = events
 
     async def ping(self) -> None:
         async with self._pool.system_transaction() as conn:
