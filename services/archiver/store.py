@@ -17,33 +17,32 @@ from collections.abc import Iterable, Sequence
 import asyncpg
 
 from wakeline.event_store import insert_events, stored_hashes
-from wakeline.events import Event
+from wakeline.events import Event, SessionCreated
 from wakeline.pg import TenantPool
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
+from wakeline.status import SESSION_COLUMNS, SessionRow
 from wakeline_archiver.conflict import (
     Month, check_skipped, keys_to_look_up, refuse_retained_out, select_new, utc_month,
 )
-from wakeline_archiver.rows import SESSION_COLUMNS, session_change, session_row
+from wakeline_archiver.rows import project_sessions
 
 SET_TENANT = "SELECT set_config('wakeline.tenant', $1, true)"
-INSERT_SESSION = (
-    f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) VALUES "
-    f"({', '.join(f'${i}' for i in range(1, len(SESSION_COLUMNS) + 1))}) ON CONFLICT (session_id) DO NOTHING")
-# Forward only: a redelivered or older event never regresses the row. In SET every
-# `s.` is the row before this event; status is derived the way wakeline.fold does.
-UPDATE_SESSION = """
-UPDATE sessions AS s SET
-  last_seq = $2, last_hash = $3, updated_at = $4,
-  ended_reason = CASE WHEN $6::boolean THEN $7::text ELSE s.ended_reason END,
-  status = CASE WHEN s.deleted_by IS NOT NULL OR $9::text IS NOT NULL THEN 'deleted'
-                WHEN (CASE WHEN $6::boolean THEN $7::text ELSE s.ended_reason END) IS NOT NULL THEN 'ended'
-                WHEN COALESCE($5::boolean, s.status = 'running') THEN 'running'
-                ELSE 'idle' END,
-  title = COALESCE($8::text, s.title),
-  deleted_by = COALESCE(s.deleted_by, $9::text),
-  deleted_at = CASE WHEN s.deleted_by IS NULL AND $9::text IS NOT NULL THEN $4 ELSE s.deleted_at END
-WHERE s.session_id = $1 AND s.last_seq < $2
-"""
+# The rows the batch moves forward, locked in one order: an archiver overlapping this one
+# in a rebalance waits here rather than fold the same sessions from the same old rows.
+LOCK_SESSIONS = (f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE session_id = ANY($1::text[]) "
+                 "ORDER BY session_id FOR UPDATE")
+_SESSION_TYPES = ("text", "text", "text", "text", "text", "text", "bigint", "text", "timestamptz", "timestamptz",
+                  "text", "text", "bigint", "timestamptz", "text")
+_SESSION_CHANGES = ("title", "status", "last_seq", "last_hash", "updated_at", "ended_reason", "deleted_at",
+                    "deleted_by")
+# Forward only: a redelivered or older batch never regresses a row. What a session is
+# (tenant, owner, model, created_at, fork) is written once, by the insert.
+UPSERT_SESSIONS = (
+    f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) SELECT * FROM unnest("
+    + ", ".join(f"${i}::{t}[]" for i, t in enumerate(_SESSION_TYPES, 1))
+    + ") ON CONFLICT (session_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _SESSION_CHANGES)
+    + " WHERE sessions.last_seq < EXCLUDED.last_seq")
 SAVE_OFFSETS = """
 INSERT INTO archiver_offsets (consumer_group, topic, partition, next_offset, updated_at)
 SELECT $1, t, p, o, now() FROM unnest($2::text[], $3::int[], $4::bigint[]) AS x(t, p, o)
@@ -116,15 +115,17 @@ async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dr
 
 
 async def _project_sessions(conn: asyncpg.Connection, events: list[Event]) -> None:
-    created = [session_row(e) for e in events if e.type == "session_created"]
-    if created:
-        await conn.executemany(INSERT_SESSION, created)
-    changes = [session_change(e) for e in events if e.type != "session_created"]
-    if changes:
-        await conn.executemany(UPDATE_SESSION, [
-            (c.session_id, c.seq, c.hash, c.ts, c.in_turn, c.sets_ended_reason, c.ended_reason, c.title,
-             c.deleted_by)
-            for c in changes])
+    """Folds the inserted events over their sessions' current rows (`wakeline.status.advance`)
+    and writes the rows that moved: two statements for the tenant's whole share."""
+    if not events:
+        return
+    # A session_created inserted now means nothing of its session was archived before: no row to read.
+    opened = {e.session_id for e in events if isinstance(e, SessionCreated)}
+    known = sorted({e.session_id for e in events} - opened)
+    current = {r["session_id"]: SessionRow(**r) for r in await conn.fetch(LOCK_SESSIONS, known)} if known else {}
+    rows = sorted(project_sessions(current, events), key=lambda r: r.session_id)
+    if rows:
+        await conn.execute(UPSERT_SESSIONS, *([getattr(r, c) for r in rows] for c in SESSION_COLUMNS))
 
 
 async def save_offsets(conn: asyncpg.Connection, group: str, offsets: dict[tuple[str, int], int]) -> None:

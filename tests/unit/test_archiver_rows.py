@@ -1,4 +1,4 @@
-"""The archiver's pure pieces: rows, session changes, redelivery versus conflict, dead-letter rows."""
+"""The archiver's pure pieces: rows, the sessions projection, redelivery versus conflict, dead-letter rows."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from wakeline.codec import DeadLetter, MalformedRecord, encode
 from wakeline_archiver.conflict import BrokenChain, ConflictingEvent, check_skipped, keys_to_look_up, select_new
 from wakeline_archiver.dead_letters import UNPARSEABLE, letter_row
 from wakeline_archiver.records import decode_event
+from wakeline.fold import fold
+from wakeline.status import SessionRow, advance
 from wakeline.event_store import EVENT_COLUMNS, event_row
-from wakeline_archiver.rows import next_offsets, session_change, session_row
+from wakeline_archiver.rows import next_offsets, project_sessions
 
 
 def log():
@@ -31,19 +33,37 @@ def test_event_row_derives_tool_name_and_is_error_only_for_tool_events() -> None
 
 def test_session_row_opens_idle_with_owner_model_and_fork_point() -> None:
     first = log()[0]
-    row = session_row(first)
-    assert row[:8] == ("tenant-a", "sess-1", "user:alice", None, "scripted:default", "idle", 1, first.hash)
+    row = advance(None, first)
+    assert (row.tenant, row.session_id, row.owner, row.title, row.model, row.status, row.last_seq, row.last_hash) \
+        == ("tenant-a", "sess-1", "user:alice", None, "scripted:default", "idle", 1, first.hash)
+    assert (row.created_at, row.updated_at, row.parent_session_id, row.fork_seq) == (first.ts, first.ts, None, None)
 
 
-def test_session_change_speaks_the_folds_terms() -> None:
-    changes = {e.type: session_change(e) for e in log()}
-    assert changes["turn_started"].in_turn is True and changes["turn_ended"].in_turn is False
-    assert (changes["user_message"].sets_ended_reason, changes["user_message"].ended_reason) == (True, None)
-    assert (changes["session_ended"].sets_ended_reason, changes["session_ended"].ended_reason) == (True, "completed")
-    assert changes["title_generated"].title == "t" and changes["title_generated"].in_turn is None
-    assert changes["deleted"].deleted_by == "user:bob" and changes["deleted"].in_turn is False
-    assert changes["tool_call"] == session_change(log()[3])  # unchanged fields stay None / False
-    assert (changes["tool_call"].in_turn, changes["tool_call"].sets_ended_reason) == (None, False)
+def test_the_row_moves_in_the_folds_terms() -> None:
+    events, row, statuses = log(), None, []
+    for n, event in enumerate(events, 1):
+        row = advance(row, event)
+        state = fold(events[:n])
+        assert (row.status, row.last_seq, row.last_hash, row.title, row.ended_reason, row.deleted_by) \
+            == (state.status, state.last_seq, state.last_hash, state.title, state.ended_reason, state.deleted_by)
+        assert row.updated_at == event.ts
+        statuses.append(row.status)
+    assert statuses == ["idle", "idle", "running", "running", "running", "idle", "ended", "ended", "deleted"]
+    assert (row.title, row.ended_reason, row.deleted_by, row.deleted_at) == ("t", "completed", "user:bob", events[-1].ts)
+    assert row.created_at == events[0].ts
+
+
+def test_projection_moves_each_session_forward_only_and_returns_the_rows_that_moved() -> None:
+    events, other = log(), sealed([created(), draft("user_message", text="hi")], "sess-2")
+    at_three = advance(advance(advance(None, events[0]), events[1]), events[2])
+    stale = SessionRow(**{**at_three.__dict__, "session_id": "sess-3"})
+    rows = project_sessions({"sess-1": at_three, "sess-3": stale}, events + other)
+    assert [(r.session_id, r.last_seq, r.status) for r in rows] == [("sess-1", 9, "deleted"), ("sess-2", 2, "idle")]
+    assert project_sessions({"sess-1": rows[0]}, events) == []  # a redelivered batch regresses nothing
+
+
+def test_projection_opens_no_row_without_its_session_created() -> None:
+    assert project_sessions({}, log()[1:]) == []
 
 
 def test_next_offsets_is_one_past_the_highest_per_topic_partition() -> None:

@@ -1,0 +1,101 @@
+"""`wakeline.status`: the `sessions` row `advance` keeps agrees with `fold` on every log the brain can write."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+from hypothesis import given, strategies as st
+
+from tests.factories import draft, sealed
+from wakeline.events import EndReason
+from wakeline.fold import apply
+from wakeline.state import SessionState
+from wakeline.status import NoSessionRow, SessionRow, advance, session_status
+
+from .session_log import created
+from .test_fold import CONTENT, MARKERS, content_draft
+
+# What decides a status (turn boundaries, messages, ends) drawn on its own too, so it comes
+# often; a deletion comes at most once, at a drawn point, since nothing after it counts.
+DECISIVE = st.tuples(st.sampled_from(["turn_started", "turn_ended", "user_message", "session_ended"]),
+                     st.sampled_from(get_args(EndReason)))
+STEPS = st.lists(st.one_of(CONTENT, st.tuples(st.sampled_from(sorted(MARKERS)), st.none()), DECISIVE),
+                 min_size=10, max_size=40)  # every prefix is checked too
+DELETION = st.one_of(st.none(), st.tuples(st.integers(0, 40), st.sampled_from(["user:alice", "user:bob"])))
+
+
+def valid_log(steps: list[tuple[str, object]], deletion: tuple[int, str] | None = None) -> list:
+    """The steps as the brain would record them: it starts no turn in an ended or deleted
+    session (`steps.next_step`), and refuses a second deletion (rejection code `deleted`)."""
+    if deletion is not None:
+        steps = steps[:deletion[0]] + [("deleted", deletion[1])] + steps[deletion[0]:]
+    drafts, ended, deleted = [created()], False, False
+    for kind, arg in steps:
+        if kind == "turn_started" and (ended or deleted):
+            continue
+        if kind == "session_ended":
+            drafts.append(draft(kind, reason=arg))
+        elif kind == "deleted":
+            drafts.append(draft(kind, by=arg))
+        elif kind in MARKERS:
+            drafts.append(draft(kind, **MARKERS[kind]))
+        else:
+            drafts.append(content_draft(kind, str(arg), len(drafts)))
+        ended = (ended or kind == "session_ended") and kind != "user_message"
+        deleted = deleted or kind == "deleted"
+    return sealed(drafts, "sess-generated")
+
+
+def in_fold_terms(row: SessionRow) -> tuple:
+    return row.status, row.last_seq, row.last_hash, row.title, row.ended_reason, row.deleted_by
+
+
+def state_terms(state: SessionState) -> tuple:
+    return state.status, state.last_seq, state.last_hash, state.title, state.ended_reason, state.deleted_by
+
+
+@given(STEPS, DELETION)
+def test_advance_agrees_with_the_fold_after_every_event_of_a_valid_log(steps, deletion) -> None:
+    state, row = SessionState(), None
+    for event in valid_log(steps, deletion):
+        state, row = apply(state, event), advance(row, event)
+        assert in_fold_terms(row) == state_terms(state)
+        assert (row.tenant, row.session_id, row.owner, row.model) == \
+            (state.tenant, state.session_id, state.owner, state.config.model)
+        assert row.updated_at == event.ts
+
+
+def test_every_status_a_row_can_hold_is_reached_by_a_valid_log() -> None:
+    steps = [("user_message", "go"), ("turn_started", None), ("session_ended", "completed"),
+             ("user_message", "again")]
+    row, seen = None, []
+    for event in valid_log(steps, (4, "user:bob")):
+        row = advance(row, event)
+        seen.append(row.status)
+    assert seen == ["idle", "idle", "running", "ended", "idle", "deleted"]
+
+
+def test_the_first_deletion_is_the_one_the_row_keeps() -> None:
+    events = sealed([created(), draft("deleted", by="user:alice"), draft("deleted", by="user:bob")], "sess-twice")
+    row = None
+    for event in events:
+        row = advance(row, event)
+    assert (row.status, row.deleted_by, row.deleted_at, row.last_seq) == ("deleted", "user:alice", events[1].ts, 3)
+
+
+def test_no_row_moves_before_its_session_created() -> None:
+    [_, message] = sealed([created(), draft("user_message", text="hi")], "sess-headless")
+    with pytest.raises(NoSessionRow, match="user_message at seq 2 of sess-headless"):
+        advance(None, message)
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (dict(deleted=True, ended=True, in_turn=True), "deleted"),
+    (dict(deleted=False, ended=True, in_turn=True), "ended"),
+    (dict(deleted=False, ended=False, in_turn=True), "running"),
+    (dict(deleted=False, ended=False, in_turn=False), "idle"),
+    (dict(deleted=False, ended=False, in_turn=False, created=False), "new"),
+])
+def test_deleted_beats_ended_beats_running_beats_idle(flags, expected) -> None:
+    assert session_status(**flags) == expected
