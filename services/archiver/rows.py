@@ -1,8 +1,8 @@
-"""Pure translations of events into the rows the archiver writes; no I/O here.
+"""Pure pieces of the archiver's writes; no I/O here.
 
-`event_row` is one `events` row (with the derived audit columns `tool_name` and
-`is_error`); `project_sessions` the `sessions` rows a batch moves forward, through
-`wakeline.status.advance`. The SQL lives in `store.py`.
+`project_sessions`: the `sessions` rows a batch moves forward, through
+`wakeline.status.advance`; `next_offsets`: the Kafka positions it stores. The SQL lives
+in `store.py`, the events-row mapping in `wakeline.event_store`.
 """
 
 from __future__ import annotations

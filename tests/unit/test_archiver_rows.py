@@ -7,12 +7,12 @@ import pytest
 from tests.factories import draft, sealed
 from tests.unit.session_log import Record, created
 from wakeline.codec import DeadLetter, MalformedRecord, encode
+from wakeline.event_store import EVENT_COLUMNS, event_row
+from wakeline.fold import fold
+from wakeline.status import SessionRow, advance
 from wakeline_archiver.conflict import BrokenChain, ConflictingEvent, check_skipped, keys_to_look_up, select_new
 from wakeline_archiver.dead_letters import UNPARSEABLE, letter_row
 from wakeline_archiver.records import decode_event
-from wakeline.fold import fold
-from wakeline.status import SessionRow, advance
-from wakeline.event_store import EVENT_COLUMNS, event_row
 from wakeline_archiver.rows import next_offsets, project_sessions
 
 
