@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
+import asyncpg
+
 from wakeline.chain import canonical_json
 from wakeline.events import Frozen
 from wakeline.pg import TenantPool
@@ -88,21 +90,21 @@ def new_checkpoint(key: bytes, tenant: str, heads: dict[str, Head], now: datetim
     return sign(key, Checkpoint(id=uuid.uuid4(), tenant=tenant, created_at=now, heads=heads))
 
 
-async def stored_heads(conn) -> dict[str, Head]:
+async def stored_heads(conn: asyncpg.Connection) -> dict[str, Head]:
     """Each session's last stored event (seq, hash), for the tenant set on `conn`."""
     rows = await conn.fetch("SELECT DISTINCT ON (session_id) session_id, seq, hash FROM events "
                             "ORDER BY session_id, seq DESC")
     return {r["session_id"]: Head(seq=r["seq"], hash=r["hash"]) for r in rows}
 
 
-async def insert_checkpoint(conn, checkpoint: Checkpoint) -> None:
+async def insert_checkpoint(conn: asyncpg.Connection, checkpoint: Checkpoint) -> None:
     await conn.execute(
         "INSERT INTO checkpoints (id, tenant, created_at, heads, signature) VALUES ($1, $2, $3, $4::jsonb, $5)",
         checkpoint.id, checkpoint.tenant, checkpoint.created_at,
         json.dumps(checkpoint.model_dump(mode="json")["heads"]), checkpoint.signature)
 
 
-async def stored_checkpoints(conn, session_id: str | None = None, *, newest: int | None = None,
+async def stored_checkpoints(conn: asyncpg.Connection, session_id: str | None = None, *, newest: int | None = None,
                              ids: Sequence[uuid.UUID] = ()) -> list[Checkpoint]:
     """The tenant's checkpoints in the database, oldest first: all of them, or the `newest`
     naming `session_id` plus those whose id is in `ids`."""

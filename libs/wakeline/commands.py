@@ -92,7 +92,7 @@ Command = Annotated[
     ],
     Field(discriminator="type"),
 ]
-COMMAND_ADAPTER: TypeAdapter[Any] = TypeAdapter(Command)
+COMMAND_ADAPTER: TypeAdapter[Command] = TypeAdapter(Command)
 
 
 def parse_command(data: bytes | str | dict[str, Any]) -> CommandBase:

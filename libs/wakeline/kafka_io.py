@@ -8,6 +8,7 @@ Records are placed by `topics.partition_for`, never by a client's own partitione
 from __future__ import annotations
 
 import logging
+from typing import Any
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 _DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source: set on the topic itself
 
 
-def make_producer(settings: CommonSettings, **overrides) -> AIOKafkaProducer:
+def make_producer(settings: CommonSettings, **overrides: Any) -> AIOKafkaProducer:
     options = dict(bootstrap_servers=settings.kafka_bootstrap, acks="all",
                    enable_idempotence=True, linger_ms=2, request_timeout_ms=30_000,
                    max_request_size=producer_max_request_size(settings.max_record_bytes))
@@ -33,7 +34,7 @@ def make_producer(settings: CommonSettings, **overrides) -> AIOKafkaProducer:
     return AIOKafkaProducer(**options)
 
 
-def make_consumer(settings: CommonSettings, *topics: str, group_id: str | None, **overrides) -> AIOKafkaConsumer:
+def make_consumer(settings: CommonSettings, *topics: str, group_id: str | None, **overrides: Any) -> AIOKafkaConsumer:
     options = dict(bootstrap_servers=settings.kafka_bootstrap, group_id=group_id,
                    enable_auto_commit=False, auto_offset_reset="earliest",
                    isolation_level="read_committed", session_timeout_ms=10_000,
@@ -91,7 +92,7 @@ def topic_mismatches(topic: FoundTopic, settings: CommonSettings) -> list[TopicM
 
 
 async def send_keyed(producer: AIOKafkaProducer, topic: str, session_id: str, model: BaseModel,
-                     partitions: int):
+                     partitions: int) -> Any:
     """Sends one record keyed by session id to the session's partition; waits for the ack."""
     return await producer.send_and_wait(topic, encode(model), key=record_key(session_id),
                                         partition=partition_for(session_id, partitions))
@@ -131,7 +132,7 @@ async def ensure_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_
         await admin.close()
 
 
-def _raise_creation_errors(response) -> None:
+def _raise_creation_errors(response: Any) -> None:
     """The broker answers per topic; a refusal (say replication 3 on one broker) is an error."""
     errors = response.to_object()["topic_errors"] if response is not None else []
     refused = {e["topic"]: e.get("error_message") or f"error code {e['error_code']}" for e in errors
@@ -191,5 +192,6 @@ async def _describe_topics(admin: AIOKafkaAdminClient, topics: tuple[str, ...]) 
             name=d["topic"], partitions=len(d["partitions"]),
             replication=min((len(p["replicas"]) for p in d["partitions"]), default=0),
             configs={e["config_names"]: e["config_value"] for e in entries},
-            dynamic={e["config_names"]: e["config_value"] for e in entries if e["config_source"] == _DYNAMIC_TOPIC_CONFIG})
+            dynamic={e["config_names"]: e["config_value"] for e in entries
+                     if e["config_source"] == _DYNAMIC_TOPIC_CONFIG})
     return found

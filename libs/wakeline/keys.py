@@ -19,7 +19,7 @@ import json
 import re
 import secrets
 import sys
-from typing import Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import asyncpg
 
@@ -96,10 +96,10 @@ async def revoke(conn: asyncpg.Connection, key_id: str) -> bool:
         raise LookupError(f"no key {key_id}")
     status = await conn.execute("INSERT INTO api_key_revocations (key_id) VALUES ($1) "
                                 "ON CONFLICT (key_id) DO NOTHING", key_id)
-    return status.endswith(" 1")
+    return bool(status.endswith(" 1"))
 
 
-async def listing(conn: asyncpg.Connection, tenant: str | None) -> list[dict]:
+async def listing(conn: asyncpg.Connection, tenant: str | None) -> list[dict[str, Any]]:
     rows = await conn.fetch(
         "SELECT k.key_id, k.tenant, k.principal, k.role, k.created_at, k.note, r.revoked_at "
         "FROM api_keys k LEFT JOIN api_key_revocations r USING (key_id) "

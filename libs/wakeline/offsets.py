@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Hashable
+from typing import Hashable, Iterable
 
 
 @dataclass
@@ -50,7 +50,7 @@ class OffsetTracker:
         lowest = state.lowest_unfinished()
         return state.next_offset if lowest is None else lowest
 
-    def to_commit(self, partitions=None) -> dict[Hashable, int]:
+    def to_commit(self, partitions: Iterable[Hashable] | None = None) -> dict[Hashable, int]:
         """Committable offsets that moved past what `mark_committed` last recorded."""
         chosen = self._partitions if partitions is None else [p for p in partitions if p in self._partitions]
         moves = {}
@@ -71,7 +71,7 @@ class OffsetTracker:
     def in_flight(self) -> int:
         return sum(len(state.unfinished) for state in self._partitions.values())
 
-    def drop(self, partitions) -> None:
+    def drop(self, partitions: Iterable[Hashable]) -> None:
         """Forget revoked partitions: their late finishes must not move a new owner's offsets."""
         for partition in partitions:
             self._partitions.pop(partition, None)

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+import asyncpg
+
 from wakeline.events import Frozen
 
 # What ensure_events_partition (0007) raises for a month that retention dropped.
@@ -37,7 +39,7 @@ class Cut(Frozen):
         return f"retention cut [{self.range_from.isoformat()}, {self.range_to.isoformat()})"
 
 
-async def session_cuts(conn, session_id: str) -> list[Cut]:
+async def session_cuts(conn: asyncpg.Connection, session_id: str) -> list[Cut]:
     """The cuts naming `session_id`, for the tenant set on `conn` (a TenantPool transaction)."""
     return [Cut(**dict(row)) for row in await conn.fetch(_CUTS, session_id)]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 from pathlib import Path
 
 from wakeline.commands import COMMAND_ADAPTER
@@ -14,7 +15,7 @@ from wakeline.commands import COMMAND_ADAPTER
 DEFAULT_PATH = Path("docs/commands.schema.json")
 
 
-def command_schema() -> dict:
+def command_schema() -> dict[str, Any]:
     schema = COMMAND_ADAPTER.json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "Wakeline command (a record value on wakeline.inbox, keyed by session_id)"

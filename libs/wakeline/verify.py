@@ -187,7 +187,7 @@ def newest_per_session(genuine: Sequence[Checkpoint]) -> dict[str, Checkpoint]:
     return newest
 
 
-async def verify_session(conn, session_id: str, *, key: bytes | None = None,
+async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: bytes | None = None,
                          anchored: Sequence[Checkpoint] = (), newest: int = RECENT_CHECKPOINTS,
                          vetted: dict[str, Checkpoint] | None = None) -> Report:
     """Verifies one session of the tenant set on `conn` (a TenantPool transaction).
@@ -226,7 +226,7 @@ async def verify_session(conn, session_id: str, *, key: bytes | None = None,
                   problems=tuple(problems), checkpoint_id=checkpoint_id, signatures_checked=key is not None)
 
 
-async def session_ids(conn, anchored: Sequence[Checkpoint] = ()) -> list[str]:
+async def session_ids(conn: asyncpg.Connection, anchored: Sequence[Checkpoint] = ()) -> list[str]:
     """Every session the tenant has a trace of: rows, registered keys or checkpoint heads."""
     rows = await conn.fetch("SELECT session_id FROM events UNION SELECT session_id FROM event_keys "
                             "UNION SELECT jsonb_object_keys(heads) FROM checkpoints")
