@@ -26,9 +26,9 @@ from wakeline.chain import Draft
 from wakeline.commands import CommandBase, parse_command
 from wakeline.event_store import event_row
 from wakeline.events import Event
-from wakeline.fold import fold
 from wakeline.kafka_io import make_consumer
 from wakeline.pg import TenantPool
+from wakeline.status import SESSION_COLUMNS, advance
 from wakeline.topics import INBOX
 from wakeline_gateway.app import create_app
 from wakeline_gateway.settings import GatewaySettings
@@ -37,15 +37,12 @@ from wakeline_gateway.settings import GatewaySettings
 SPEAKERS = Speakers(user="user:local", agent="agent:scripted:demo", runner="runner:test-host")
 OWNER = SPEAKERS.user
 draft = SPEAKERS.draft
-UPSERT_SESSION = """
-INSERT INTO sessions (tenant, session_id, owner, title, model, status, last_seq, last_hash,
-                      created_at, updated_at, ended_reason, deleted_at, deleted_by)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $11, $12)
-ON CONFLICT (session_id) DO UPDATE SET
-  title = EXCLUDED.title, status = EXCLUDED.status, last_seq = EXCLUDED.last_seq,
-  last_hash = EXCLUDED.last_hash, updated_at = EXCLUDED.updated_at,
-  ended_reason = EXCLUDED.ended_reason, deleted_at = EXCLUDED.deleted_at, deleted_by = EXCLUDED.deleted_by
-"""
+# The row the archiver would hold (wakeline.status.advance over the log), written as is.
+UPSERT_SESSION = (
+    f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) VALUES "
+    f"({', '.join(f'${i}' for i in range(1, len(SESSION_COLUMNS) + 1))}) ON CONFLICT (session_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ("title", "status", "last_seq", "last_hash", "updated_at",
+                                                  "ended_reason", "deleted_at", "deleted_by")))
 
 
 class HarnessSettings(GatewaySettings):
@@ -111,15 +108,14 @@ class Seeder:
         return history + events
 
     async def insert(self, log: list[Event], new: list[Event]) -> None:
-        state = fold(log)
+        row = None
+        for event in log:
+            row = advance(row, event)
         async with self.pool.transaction(self.tenant) as conn:
             for event in new:
                 await conn.execute("SELECT ensure_events_partition($1)", event.ts)
                 await conn.execute(INSERT_EVENT, *event_row(event))
-            last = log[-1]
-            await conn.execute(UPSERT_SESSION, self.tenant, state.session_id, state.owner, state.title,
-                               state.config.model, state.status, last.seq, last.hash, last.ts,
-                               state.ended_reason, last.ts if state.deleted_by else None, state.deleted_by)
+            await conn.execute(UPSERT_SESSION, *(getattr(row, c) for c in SESSION_COLUMNS))
 
 
 class InboxWatcher:
