@@ -11,41 +11,17 @@ import asyncio
 import os
 import random
 import signal
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from runner_harness import GATED, processes_with, wait_until
 from wakeline.commands import ToolCallRequest
 from wakeline_runner.executor import Executor
 from wakeline_runner.isolation import probe
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
-
-GATED = 'echo run >> runs; while [ ! -e go ]; do sleep 0.05; done; echo line >> counter; echo finished'
-
-
-async def wait_until(condition, timeout_s: float = 15.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    while not (result := condition()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s}s waiting for {what}")
-        await asyncio.sleep(0.02)
-    return result
-
-
-def processes_with(marker: str) -> list[int]:
-    """Live processes whose command line contains `marker` (zombies have none)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                pass
-    return found
 
 
 @pytest.fixture(params=["auto", "off"], ids=["bwrap-if-it-works", "no-bwrap"])

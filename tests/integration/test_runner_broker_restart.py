@@ -17,9 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from test_runner_adoption import GATED, wait_until
-from test_runner_isolation import others_keep_completing
-from test_runner_service import Harness, harness, kafka, stdout_of  # noqa: F401 - fixtures
+from runner_harness import GATED, Harness, others_keep_completing, stdout_of, wait_until
 
 pytestmark = pytest.mark.kafka
 KAFKA_SH = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "kafka.sh"

@@ -1,9 +1,9 @@
 """One call's output or input never stops a runner, on the real Kafka broker.
 
-Each test runs a runner in-process (its own consumer group and sandbox root, as in
-`test_runner_service.py`), feeds it one bad call, and asserts three things: the bad call
-gets a result (or a dead letter), the runner task is still running, and calls of other
-sessions sent after it kept completing (counted). Start the broker first:
+Each test runs a runner in-process through the `harness` fixture (its own consumer group
+and sandbox root; see runner_harness.py), feeds it one bad call, and asserts three things:
+the bad call gets a result (or a dead letter), the runner task is still running, and calls
+of other sessions sent after it kept completing (counted). Start the broker first:
 `bash deploy/kafka/kafka.sh up`. With CI=true an unreachable broker fails the tests.
 """
 
@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from runner_harness import GATED, Harness, others_keep_completing, stdout_of, wait_until
 from wakeline.commands import ToolCallRequest, ToolResultReport
 from wakeline.kafka_io import send_keyed
 from wakeline.limits import input_budget
@@ -24,9 +25,6 @@ from wakeline_runner.isolation import probe
 from wakeline_runner.records import CallFiles, write_result
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.executor import request_digest
-
-from test_runner_adoption import GATED, wait_until
-from test_runner_service import Harness, harness, kafka, stdout_of  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.kafka
 BIG_FILE = "head -c 1048000 /dev/urandom > big.bin"
@@ -40,21 +38,6 @@ async def send(harness: Harness, session_id: str, name: str, tool_input: dict, c
                               timeout_s=30, causation_seq=1, issued_at=issued_at or datetime.now(timezone.utc))
     await send_keyed(harness.producer, TOOL_CALLS, session_id, request, harness.kafka.partitions)
     return request
-
-
-async def others_keep_completing(harness: Harness, count: int = 6) -> int:
-    """Sends `count` calls of fresh sessions, one per partition in turn; returns how many succeeded."""
-    partitions = harness.kafka.partitions
-    sessions = [session_on(i % partitions, partitions) for i in range(count)]
-    requests = [(await harness.call(sid, f"echo other-{i}"))[0] for i, sid in enumerate(sessions)]
-    reports = [await harness.result(request) for request in requests]
-    return sum(not r.is_error and stdout_of(r) == f"other-{i}\n" for i, r in enumerate(reports))
-
-
-def session_on(partition: int, partitions: int) -> str:
-    while partition_for(session_id := str(uuid.uuid4()), partitions) != partition:
-        pass
-    return session_id
 
 
 def encoded(report: ToolResultReport) -> int:

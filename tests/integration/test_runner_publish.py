@@ -13,13 +13,12 @@ from functools import partial
 
 import pytest
 
+from runner_harness import Watch
 from wakeline.codec import DeadLetter
 from wakeline.commands import ToolResultReport
 from wakeline.kafka_io import make_producer
 from wakeline.topics import DEAD_LETTER, TOOL_RESULTS
 from wakeline_runner.publish import Publisher
-
-from test_runner_service import Watch, kafka  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.kafka
 

@@ -1,160 +1,28 @@
 """The runner service against the real Kafka broker: results, replays, isolation, dead letters.
 
-Each test starts its own runner in-process (a fresh consumer group, positioned at the
-current end of `wakeline.tool-calls`, and its own sandbox root), uses fresh session ids,
-and reads `wakeline.tool-results` filtered by those ids and by its runners' host names
-(a runner of another group on the same broker also answers our calls). Start the broker first:
-`bash deploy/kafka/kafka.sh up`. With CI=true an unreachable broker fails the tests.
+Each test starts its own runner in-process through the `harness` fixture (see
+runner_harness.py: a fresh consumer group at the current end of `wakeline.tool-calls`, its
+own sandbox root, results filtered by its sessions and hosts) and uses fresh session ids.
+Start the broker first: `bash deploy/kafka/kafka.sh up`. With CI=true an unreachable broker
+fails the tests.
 """
 
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
-import json
 import random
 import time
 import uuid
-from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
 from aiokafka import TopicPartition
 
-from tests.requirements import missing
+from runner_harness import GATED, Harness, Watch, processes_with, session_on, stdout_of, wait_until
 from wakeline.codec import DeadLetter
-from wakeline.commands import ToolCallRequest, ToolResultReport
-from wakeline.kafka_io import ensure_topics, make_consumer, make_producer, send_keyed
-from wakeline.settings import CommonSettings
-from wakeline.topics import DEAD_LETTER, TOOL_CALLS, TOOL_RESULTS, partition_for, record_key
-from wakeline_runner.app import run
-from wakeline_runner.settings import RunnerSettings
-
-from test_runner_adoption import processes_with, wait_until
+from wakeline.kafka_io import make_consumer
+from wakeline.topics import DEAD_LETTER, TOOL_CALLS, partition_for, record_key
 
 pytestmark = pytest.mark.kafka
-GATED = 'echo run >> runs; while [ ! -e go ]; do sleep 0.05; done; echo line >> counter; echo finished'
-
-
-@pytest.fixture(scope="module")
-async def kafka() -> CommonSettings:
-    settings = CommonSettings()
-    try:
-        await asyncio.wait_for(ensure_topics(settings), 30)
-    except Exception as err:  # noqa: BLE001 - any failure here means "no broker"
-        message = (f"Kafka at {settings.kafka_bootstrap} is unreachable ({err!r}); "
-                   "start it with `bash deploy/kafka/kafka.sh up`")
-        missing(message)
-    return settings
-
-
-class Watch:
-    """Reads a topic from its current end, keeping every decoded record it has seen."""
-
-    def __init__(self, settings: CommonSettings, topic: str, parse):
-        self.consumer = make_consumer(settings, group_id=None)
-        self.partitions = [TopicPartition(topic, p) for p in range(settings.partitions)]
-        self.parse, self.seen = parse, []
-
-    async def start(self) -> None:
-        await self.consumer.start()
-        self.consumer.assign(self.partitions)
-        await self.consumer.seek_to_end(*self.partitions)
-        for tp in self.partitions:
-            await self.consumer.position(tp)  # pin "the end" before anything is produced
-
-    async def wait_for(self, match, count: int = 1, timeout_s: float = 60.0, runners: tuple = ()):
-        deadline = time.monotonic() + timeout_s
-        while len(hits := [item for item in self.seen if match(item)]) < count:
-            for runner in runners:
-                if runner.done():
-                    pytest.fail(f"a runner stopped: {runner.exception()!r}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"timed out after {timeout_s}s; saw {len(hits)} of {count} matching records")
-            for records in (await self.consumer.getmany(timeout_ms=100)).values():
-                self.seen.extend(self.parse(r.value) for r in records)
-        return hits
-
-
-class Harness:
-    def __init__(self, kafka: CommonSettings, tmp_path: Path):
-        self.kafka, self.tmp_path = kafka, tmp_path
-        self.group_id = f"test-runner-{uuid.uuid4().hex}"
-        self.producer = make_producer(kafka)
-        self.results = Watch(kafka, TOOL_RESULTS, ToolResultReport.model_validate_json)
-        self.runners: list[asyncio.Task] = []
-        self.hosts: set[str] = set()
-
-    def settings(self, **overrides) -> RunnerSettings:
-        return RunnerSettings(sandbox_root=self.tmp_path / "sandboxes", group_id=self.group_id, **overrides)
-
-    async def start(self) -> None:
-        await self.producer.start()
-        await self.results.start()
-        await _commit_group_at_end(self.settings())
-
-    @asynccontextmanager
-    async def runner_running(self, **overrides):
-        overrides.setdefault("host", f"test-{uuid.uuid4().hex[:12]}")
-        self.hosts.add(overrides["host"])
-        stop = asyncio.Event()
-        runner = asyncio.create_task(run(self.settings(**overrides), stop))
-        self.runners.append(runner)
-        try:
-            yield runner
-        finally:
-            stop.set()
-            self.runners.remove(runner)
-            await asyncio.wait_for(runner, 30)
-
-    async def call(self, session_id: str, command: str, call_id: str | None = None, timeout_s: float = 30.0):
-        request = ToolCallRequest(session_id=session_id, tenant="default",
-                                  tool_call_id=call_id or f"toolu_{uuid.uuid4().hex}", name="bash",
-                                  input={"command": command}, timeout_s=timeout_s, causation_seq=1,
-                                  # so that a later run's runners answer these leftovers `expired`
-                                  issued_at=datetime.now(timezone.utc))
-        sent = await send_keyed(self.producer, TOOL_CALLS, session_id, request, self.kafka.partitions)
-        return request, sent
-
-    async def result(self, request: ToolCallRequest, count: int = 1, timeout_s: float = 60.0):
-        hits = await self.results.wait_for(lambda r: self.ours(r, request), count, timeout_s, tuple(self.runners))
-        return hits[-1]
-
-    def ours(self, report: ToolResultReport, request: ToolCallRequest) -> bool:
-        return (report.session_id, report.tool_call_id) == (request.session_id, request.tool_call_id) \
-            and report.runner in self.hosts
-
-    def work(self, session_id: str) -> Path:
-        return self.tmp_path / "sandboxes" / "default" / session_id / "work"
-
-    async def close(self) -> None:
-        await self.results.consumer.stop()
-        await self.producer.stop()
-
-
-async def _commit_group_at_end(settings: RunnerSettings) -> None:
-    """A fresh group would start at the earliest record; start it at the end instead."""
-    consumer = make_consumer(settings, group_id=settings.group_id)
-    await consumer.start()
-    try:
-        partitions = [TopicPartition(TOOL_CALLS, p) for p in range(settings.partitions)]
-        consumer.assign(partitions)
-        await consumer.seek_to_end(*partitions)
-        await consumer.commit({tp: await consumer.position(tp) for tp in partitions})
-    finally:
-        await consumer.stop()
-
-
-@pytest.fixture
-async def harness(kafka: CommonSettings, tmp_path: Path):
-    harness = Harness(kafka, tmp_path)
-    await harness.start()
-    yield harness
-    await harness.close()
-
-
-def stdout_of(report: ToolResultReport) -> str:
-    return json.loads(report.output)["stdout"]
 
 
 async def test_a_bash_call_produces_a_result(harness: Harness) -> None:
@@ -273,13 +141,6 @@ async def test_a_rebalance_mid_call_runs_nothing_twice_and_every_partition_stays
     # The new owner of the call's partition may report it too (adopted or replayed); the brain dedups.
     assert {stdout_of(r) for r in reports} == {"finished\n"}
     assert (harness.work(session_id) / "runs").read_text() == "run\n"
-
-
-def session_on(partition: int, partitions: int) -> str:
-    """A fresh session id that lands on `partition`."""
-    while partition_for(session_id := str(uuid.uuid4()), partitions) != partition:
-        pass
-    return session_id
 
 
 async def _committed(harness: Harness, tp: TopicPartition) -> int:
