@@ -25,7 +25,7 @@ from wakeline_brain.parking import park_drafts
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.steps import model_drafts, next_step
 from wakeline_brain.wake import WakeIncomplete
-from tests.unit.test_brain_loop import Log  # seals and folds drafts, purely
+from tests.unit.folded_log import Log  # seals and folds drafts, purely
 
 LIMIT = 20_000
 

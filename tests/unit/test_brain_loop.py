@@ -2,32 +2,20 @@
 
 import asyncio
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from wakeline import commands as c
-from wakeline.chain import first_broken_seq, seal
-from wakeline.fold import apply
-from wakeline.state import SessionState
+from wakeline.chain import first_broken_seq
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.scripted import ScriptedModel, load_policy
 from wakeline_brain.context import build_request
 from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
 
+from tests.unit.folded_log import Log
+
 POLICIES = Path(__file__).resolve().parents[2] / "deploy" / "policies"
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-
-class Log:
-    def __init__(self):
-        self.state, self.events = SessionState(), []
-
-    def append(self, drafts, sid):
-        for d in drafts:
-            e = seal(d, session_id=sid, tenant="t", seq=self.state.last_seq + 1, prev_hash=self.state.last_hash,
-                     ts=T0 + timedelta(seconds=len(self.events)), event_id=str(uuid.uuid4()))
-            self.state = apply(self.state, e)
-            self.events.append(e)
 
 
 def drive(log, sid, model, runner=lambda call: ("ok", False), limit=200):

@@ -11,6 +11,7 @@ from wakeline.state import Message, TextBlock, ToolResultBlock, ToolUseBlock
 
 from tests.factories import SPEAKERS, draft, new_session_id, reseal, sealed
 
+from .generated_logs import MARKERS, sessions, build
 from .session_log import conversation, created, exchange
 
 
@@ -105,43 +106,8 @@ def test_apply_refuses_an_event_of_another_session():
         apply(fold(mine[:2]), theirs[2])
 
 
-CONTENT = st.one_of(
-    st.tuples(st.sampled_from(["user_message", "model_turn"]), st.text(max_size=8)),
-    st.tuples(st.sampled_from(["tool_call", "tool_result"]), st.sampled_from(["tc-a", "tc-b"])),
-    st.tuples(st.just("compaction"), st.just("")),
-)
-MARKERS = {"turn_started": {"turn": 1}, "turn_ended": {"turn": 1}, "title_generated": {"title": "t"},
-           "woke": {"host": "brain-1", "reason": "wake", "from_seq": 1}, "file_reference": {"path": "a"},
-           "message_queued": {"command_id": "cmd-q", "text": "later"}}
-
-
 def test_generated_sessions_use_every_marker_type():
     assert set(MARKERS) == MARKER_TYPES
-
-
-def content_draft(kind, arg, last_seq):
-    if kind == "compaction":  # covers everything before it, so a marker moving seqs covers the same messages
-        return draft(kind, summary="s", covered_from_seq=1, covered_to_seq=last_seq, tokens_before=2, tokens_after=1)
-    if kind in ("tool_call", "tool_result"):
-        extra = {"input": {}} if kind == "tool_call" else {"output": "out"}
-        return draft(kind, tool_call_id=arg, name="bash", **extra)
-    return draft(kind, "cmd-q" if kind == "user_message" else None, text=arg)
-
-
-def build(content, markers):
-    drafts = [created()]
-    for (kind, arg), before in zip(content, markers):
-        drafts += [draft(m, **MARKERS[m]) for m in before]
-        drafts.append(content_draft(kind, arg, len(drafts)))
-    return sealed(drafts, "sess-generated")
-
-
-@st.composite
-def sessions(draw):
-    content = draw(st.lists(CONTENT, max_size=10))
-    markers = draw(st.lists(st.lists(st.sampled_from(sorted(MARKERS)), max_size=2),
-                            min_size=len(content), max_size=len(content)))
-    return content, markers
 
 
 def transcript(state):

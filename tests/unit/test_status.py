@@ -14,7 +14,7 @@ from wakeline.state import SessionState
 from wakeline.status import NoSessionRow, SessionRow, advance, session_status
 
 from .session_log import created
-from .test_fold import CONTENT, MARKERS, content_draft
+from .generated_logs import CONTENT, MARKERS, content_draft
 
 # What decides a status (turn boundaries, messages, ends) drawn on its own too, so it comes
 # often; a deletion comes at most once, at a drawn point, since nothing after it counts.
