@@ -2,7 +2,6 @@
 
 import asyncio
 import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 
 from wakeline import commands as c
@@ -15,7 +14,6 @@ from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
 from tests.unit.folded_log import Log
 
 POLICIES = Path(__file__).resolve().parents[2] / "deploy" / "policies"
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def drive(log, sid, model, runner=lambda call: ("ok", False), limit=200):
