@@ -142,7 +142,7 @@ async def _warm_up(sessions: Sessions, say, timeout: float = 180) -> None:
             raise RuntimeError("the warm-up session did not end; see the service logs")
         await asyncio.sleep(0.5)
         await sessions.refresh()
-    say(f"chaos: warm-up session ended; starting the kills")
+    say("chaos: warm-up session ended; starting the kills")
 
 
 async def _kill_loop(plan: Plan, rng: random.Random, procs: Processes, sessions: Sessions, say) -> list:

@@ -92,7 +92,8 @@ class CommandPublic(BaseModel):
 
 class EventsQuery(Strict):
     after: int | None = Field(default=None, ge=0, le=PG_BIGINT_MAX, description="Only events with seq > after.")
-    before: int | None = Field(default=None, ge=1, le=PG_BIGINT_MAX, description="The `limit` events right before this seq.")
+    before: int | None = Field(default=None, ge=1, le=PG_BIGINT_MAX,
+                               description="The `limit` events right before this seq.")
     limit: int = Field(default=100, ge=1, le=1000)
     type: list[EventType] = Field(default_factory=list, description="Only these types (repeatable).")
 

@@ -103,7 +103,8 @@ async def test_the_matrix_covers_every_route_the_app_serves(world) -> None:
     served = routes(world["app"])
     # Enough that a router forgotten in create_app would show: every module's routes are here.
     for expected in [("GET", "/v1/sessions/{session_id}/transcript"), ("GET", "/v1/sessions/{session_id}/stream"),
-                     ("GET", "/v1/audit/events"), ("GET", "/v1/audit/access-log"), ("DELETE", "/v1/sessions/{session_id}"),
+                     ("GET", "/v1/audit/events"), ("GET", "/v1/audit/access-log"),
+                     ("DELETE", "/v1/sessions/{session_id}"),
                      ("POST", "/v1/sessions/{session_id}/tool-results/{tool_call_id}")]:
         assert expected in served
     assert len(served) >= 20
@@ -277,13 +278,15 @@ async def seed_timeline(pool: TenantPool, tenant: str) -> dict[str, list]:
     }
     out = {}
     for name, plan in plans.items():
-        drafts = [draft(type_, f"c-{name}-{i}", actor=actor, **payload) for i, (_, type_, actor, payload) in enumerate(plan)]
+        drafts = [draft(type_, f"c-{name}-{i}", actor=actor, **payload)
+                  for i, (_, type_, actor, payload) in enumerate(plan)]
         events = sealed(drafts, f"{tenant}-{name}", tenant)
         events = [e.model_copy(update={"ts": at(plan[i][0])}) for i, e in enumerate(events)]
         # Re-seal with the chosen times so the chain stays valid.
         prev, resealed = events[0].prev_hash, []
         for d, e in zip(drafts, events):
-            fixed = seal(d, session_id=e.session_id, tenant=tenant, seq=e.seq, prev_hash=prev, ts=e.ts, event_id=e.event_id)
+            fixed = seal(d, session_id=e.session_id, tenant=tenant, seq=e.seq, prev_hash=prev, ts=e.ts,
+                         event_id=e.event_id)
             resealed.append(fixed)
             prev = fixed.hash
         await seeder.insert(resealed, resealed)

@@ -64,7 +64,8 @@ async def test_bad_input_is_a_422_problem_not_a_500(gw, method, path, params, he
     body = answer.json()
     assert answer.status_code == 422, body
     assert answer.headers["content-type"] == "application/problem+json"
-    assert (body["status"], body["code"], body["type"]) == (422, "invalid_request", "urn:wakeline:problem:invalid_request")
+    assert (body["status"], body["code"], body["type"]) == \
+        (422, "invalid_request", "urn:wakeline:problem:invalid_request")
 
 
 async def test_a_body_that_is_not_utf8_json_is_a_422_problem(gw) -> None:

@@ -49,7 +49,8 @@ def test_the_row_moves_in_the_folds_terms() -> None:
         assert row.updated_at == event.ts
         statuses.append(row.status)
     assert statuses == ["idle", "idle", "running", "running", "running", "idle", "ended", "ended", "deleted"]
-    assert (row.title, row.ended_reason, row.deleted_by, row.deleted_at) == ("t", "completed", "user:bob", events[-1].ts)
+    assert (row.title, row.ended_reason, row.deleted_by, row.deleted_at) == \
+        ("t", "completed", "user:bob", events[-1].ts)
     assert row.created_at == events[0].ts
 
 

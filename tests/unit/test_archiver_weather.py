@@ -6,7 +6,12 @@ import asyncio
 
 import asyncpg
 import pytest
-from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, MessageSizeTooLargeError, NotLeaderForPartitionError
+from aiokafka.errors import (
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    MessageSizeTooLargeError,
+    NotLeaderForPartitionError,
+)
 
 from wakeline_archiver.conflict import BrokenChain, ConflictingEvent
 from wakeline.weather import is_weather

@@ -59,7 +59,8 @@ def test_run_streams_until_the_end_and_exits_with_the_terminal_reason(reason, co
     out = capsys.readouterr().out.splitlines()
     sent = json.loads(gateway.requests[0].content)
     assert sent == {"message": "list files", "title": None, "config": {"model": "scripted:demo", "max_turns": 2}}
-    assert [line.split()[:2] for line in out] == [["1", "session_created"], ["2", "tool_result"], ["3", "session_ended"]]
+    assert [line.split()[:2] for line in out] == \
+        [["1", "session_created"], ["2", "tool_result"], ["3", "session_ended"]]
     assert "\x1b" not in "".join(out) and "\x07" not in "".join(out)
     assert gateway.requests[-1].headers["Last-Event-ID"] == "0"
 

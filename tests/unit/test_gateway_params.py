@@ -115,7 +115,8 @@ def test_key_ids_from_an_idempotency_key_are_stable_and_scoped() -> None:
     same = key_id_for("t", "s", "k") == key_id_for("t", "s", "k")
     scoped = len({key_id_for("t", "s", "k"), key_id_for("t2", "s", "k"), key_id_for("t", "s2", "k")})
     assert same and scoped == 3
-    assert session_id_for("t", "user:a", "k") == session_id_for("t", "user:a", "k") != session_id_for("t2", "user:a", "k")
+    assert session_id_for("t", "user:a", "k") == session_id_for("t", "user:a", "k") \
+        != session_id_for("t2", "user:a", "k")
     assert session_id_for("t", "user:a", "k") != session_id_for("t", "user:b", "k")
 
 
