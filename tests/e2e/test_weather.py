@@ -11,7 +11,7 @@ import uuid
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole
 from tests.e2e.stack import ROOT
-from tests.e2e.test_failure_isolation import SETTINGS, assert_partition_serves, create, produce
+from tests.e2e.inbox_records import SETTINGS, assert_partition_serves, create, produce
 from wakeline.codec import encode
 from wakeline.topics import partition_for, record_key
 

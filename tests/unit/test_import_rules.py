@@ -49,3 +49,18 @@ def test_a_service_imports_only_itself_and_wakeline():
         offending |= {module: sorted(names - allowed) for module, names in wakeline_imports(service).items()
                       if names - allowed}
     assert offending == {}
+
+
+def test_no_test_module_imports_another():
+    """Shared test code lives in modules named for what they hold (harnesses, factories),
+    never in a `test_*` module another test imports (pytest would collect its tests twice)."""
+    offending = {}
+    for module in sorted((ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(module.read_text(encoding="utf-8"), str(module))
+        for node in ast.walk(tree):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            if any(name.split(".")[-1].startswith("test_") for name in names):
+                offending.setdefault(str(module.relative_to(ROOT)), []).extend(names)
+    assert (ROOT / "tests" / "unit" / "test_fold.py").exists()  # the walk sees the tests
+    assert offending == {}
