@@ -33,7 +33,7 @@ RejectionCode = Literal[
 ]
 REJECTION_CODES: tuple[str, ...] = get_args(RejectionCode)
 MARKER_TYPES = frozenset(
-    {"turn_started", "turn_ended", "woke", "title_generated", "file_reference", "message_queued"}
+    {"turn_started", "turn_ended", "woke", "title_generated", "file_reference", "message_queued", "snapshot"}
 )
 
 
@@ -186,6 +186,15 @@ class DeletedPayload(Frozen):
     reason: str | None = None
 
 
+class SnapshotPayload(Frozen):
+    """The fold of every event before this one, as `wakeline.state_json` renders it, and its
+    hash: a wake may start from it instead of the first event. Verify checks it against the
+    fold of its prefix (`wakeline.snapshots`)."""
+
+    state: dict[str, Any]
+    state_hash: str
+
+
 class EventBase(Frozen):
     session_id: str = Field(min_length=1, max_length=200)
     seq: int = Field(ge=1)
@@ -301,24 +310,30 @@ class SessionDeleted(EventBase):
     payload: DeletedPayload
 
 
+class SnapshotTaken(EventBase):
+    type: Literal["snapshot"] = "snapshot"
+    payload: SnapshotPayload
+
+
 # Written out (not built from a tuple) so a type checker sees every member: `event.type`
 # and `event.payload` are then typed, and `match` on the classes narrows them.
 Event = Annotated[
     Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded,
           ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived,
           ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack,
-          TitleGenerated, FileReferenced, InputRejected, SessionDeleted],
+          TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken],
     Field(discriminator="type"),
 ]
 Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload, TurnStartedPayload,
                 ModelTurnPayload, ToolCallPayload, ApprovalRequestedPayload, ApprovalGrantedPayload,
                 ApprovalDeniedPayload, ToolResultPayload, CompactionPayload, TurnEndedPayload,
                 SessionEndedPayload, WokePayload, TakeoverPayload, HandbackPayload, TitlePayload,
-                FileReferencePayload, InputRejectedPayload, DeletedPayload]
+                FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload]
 EventType = Literal["session_created", "user_message", "message_queued", "turn_started", "model_turn",
                     "tool_call", "approval_requested", "approval_granted", "approval_denied",
                     "tool_result", "compaction", "turn_ended", "session_ended", "woke", "takeover",
-                    "handback", "title_generated", "file_reference", "input_rejected", "deleted"]
+                    "handback", "title_generated", "file_reference", "input_rejected", "deleted",
+                    "snapshot"]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])

@@ -8,6 +8,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from tests.factories import draft, sealed
+from wakeline.fold import fold
+from wakeline.snapshots import snapshot_payload
 
 from .session_log import created
 
@@ -18,7 +20,7 @@ CONTENT = st.one_of(
 )
 MARKERS = {"turn_started": {"turn": 1}, "turn_ended": {"turn": 1}, "title_generated": {"title": "t"},
            "woke": {"host": "brain-1", "reason": "wake", "from_seq": 1}, "file_reference": {"path": "a"},
-           "message_queued": {"command_id": "cmd-q", "text": "later"}}
+           "message_queued": {"command_id": "cmd-q", "text": "later"}, "snapshot": None}
 
 
 def content_draft(kind, arg, last_seq):
@@ -30,10 +32,18 @@ def content_draft(kind, arg, last_seq):
     return draft(kind, "cmd-q" if kind == "user_message" else None, text=arg)
 
 
+def marker(kind, drafts):
+    """A snapshot holds the fold of everything before it, as the brain writes one."""
+    if kind == "snapshot":
+        return draft(snapshot_payload(fold(sealed(drafts, "sess-generated"))))
+    return draft(kind, **MARKERS[kind])
+
+
 def build(content, markers):
     drafts = [created()]
     for (kind, arg), before in zip(content, markers):
-        drafts += [draft(m, **MARKERS[m]) for m in before]
+        for m in before:
+            drafts.append(marker(m, drafts))
         drafts.append(content_draft(kind, arg, len(drafts)))
     return sealed(drafts, "sess-generated")
 

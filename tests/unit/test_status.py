@@ -14,7 +14,7 @@ from wakeline.state import SessionState
 from wakeline.status import NoSessionRow, SessionRow, advance, session_status
 
 from .session_log import created
-from .generated_logs import CONTENT, MARKERS, content_draft
+from .generated_logs import CONTENT, MARKERS, content_draft, marker
 
 # What decides a status (turn boundaries, messages, ends) drawn on its own too, so it comes
 # often; a deletion comes at most once, at a drawn point, since nothing after it counts.
@@ -39,7 +39,7 @@ def valid_log(steps: list[tuple[str, object]], deletion: tuple[int, str] | None 
         elif kind == "deleted":
             drafts.append(draft(kind, by=arg))
         elif kind in MARKERS:
-            drafts.append(draft(kind, **MARKERS[kind]))
+            drafts.append(marker(kind, drafts))
         else:
             drafts.append(content_draft(kind, str(arg), len(drafts)))
         ended = (ended or kind == "session_ended") and kind != "user_message"

@@ -1,0 +1,37 @@
+"""`SessionState` as canonical JSON and back, and the hash of that form.
+
+What a snapshot event carries (`events.SnapshotPayload`) and what the gateway's replay
+shows. Sets are sorted lists, so one state always renders the same bytes; the round trip
+`state_from_json(state_to_json(s)) == s` is exact. Snapshots themselves (when one is
+taken, how a fold resumes from one, how verify checks one) are in `snapshots.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from wakeline.chain import canonical_json
+from wakeline.state import SessionState
+
+_STATE: TypeAdapter[SessionState] = TypeAdapter(SessionState)
+_SETS = ("awaiting_approval", "seen_inputs")
+
+
+def state_to_json(state: SessionState) -> dict[str, Any]:
+    data: dict[str, Any] = _STATE.dump_python(state, mode="json")
+    for name in _SETS:
+        data[name] = sorted(data[name])
+    return data
+
+
+def state_from_json(data: dict[str, Any]) -> SessionState:
+    """The state `data` renders; raises `pydantic.ValidationError` if it renders none."""
+    return _STATE.validate_python(data)
+
+
+def state_hash(data: dict[str, Any]) -> str:
+    """SHA-256 of the canonical bytes of a rendered state (`state_to_json`)."""
+    return hashlib.sha256(canonical_json(data)).hexdigest()
