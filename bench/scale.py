@@ -1,0 +1,182 @@
+"""Scale: the whole loop with every service on this machine, at growing session counts;
+runner throughput with 1, 2 and 4 runners on sleep-bound tools; brain memory per idle session.
+
+Each figure starts its own processes (`tests.e2e.stack.Stack`: one brain, runners, the
+archiver) on the running broker and database, so the services' CPU can be read from
+`/proc` per process. Sessions are created by producing `create_session` commands straight
+onto the inbox, as any Kafka client may; timings come from the brain's own `ts` stamps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from bench.harness import service, summary
+from tests.e2e.stack import Stack
+from wakeline.commands import CreateSession
+from wakeline.kafka_io import make_producer
+from wakeline.settings import CommonSettings
+from wakeline.topics import INBOX, partition_for, record_key
+
+POLICIES = Path(__file__).resolve().parent / "policies"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU of a process and its waited-for children, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / TICK
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def create_sessions(count: int, policy: str, tenant: str = "default") -> list[str]:
+    settings = CommonSettings()
+    ids = [str(uuid.uuid4()) for _ in range(count)]
+    producer = make_producer(settings)
+    await producer.start()
+    try:
+        sent = [await producer.send(
+            INBOX, CreateSession(command_id=str(uuid.uuid4()), session_id=sid, tenant=tenant, actor="user:bench",
+                                 message="bench", config={"model": f"scripted:{policy}", "max_turns": 100}
+                                 ).model_dump_json().encode(),
+            key=record_key(sid), partition=partition_for(sid, settings.partitions)) for sid in ids]
+        await asyncio.gather(*sent)
+    finally:
+        await producer.stop()
+    return ids
+
+
+async def wait_ended(ids: list[str], timeout_s: float) -> None:
+    conn = await service()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            async with conn.transaction():
+                await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
+                ended = await conn.fetchval("SELECT count(*) FROM events WHERE session_id = ANY($1) "
+                                            "AND type = 'session_ended'", ids)
+            if ended >= len(ids):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{ended} of {len(ids)} sessions ended within {timeout_s:g} s")
+            await asyncio.sleep(0.25)
+    finally:
+        await conn.close()
+
+
+async def log_figures(ids: list[str]) -> dict:
+    """From the stored log: events, first → last event time, tool round trips."""
+    conn = await service()
+    try:
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
+            span = await conn.fetchrow("SELECT count(*) AS events, min(ts) AS first, max(ts) AS last FROM events "
+                                       "WHERE session_id = ANY($1)", ids)
+            trips = await conn.fetch(
+                "SELECT c.ts AS called, r.ts AS answered FROM events c JOIN events r"
+                " ON r.session_id = c.session_id AND r.type = 'tool_result'"
+                " AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id'"
+                " WHERE c.session_id = ANY($1) AND c.type = 'tool_call'", ids)
+    finally:
+        await conn.close()
+    seconds = (span["last"] - span["first"]).total_seconds()
+    millis = [(r["answered"] - r["called"]).total_seconds() * 1000 for r in trips]
+    return {"events": span["events"], "log_span_s": round(seconds, 2),
+            "events_per_s": round(span["events"] / seconds, 1) if seconds else None,
+            "tool_round_trip_ms": summary(millis) if millis else None}
+
+
+def start(stack: Stack, name: str, kind: str | None = None, **env: str) -> int:
+    service_ = stack.start(name, kind, WAKELINE_POLICY_DIR=str(POLICIES), WAKELINE_IDLE_EVICT_S="600", **env)
+    assert service_.proc is not None
+    return service_.proc.pid
+
+
+async def whole_loop(counts: tuple[int, ...], timeout_s: float = 900) -> list[dict]:
+    """One brain, one runner, the archiver: N concurrent sessions of ten no-op tool calls each."""
+    stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-scale-")))
+    pids = {name: start(stack, name) for name in ("archiver", "runner", "brain")}
+    lines = []
+    try:
+        await asyncio.sleep(8)  # group joins and partition assignment, before the clock starts
+        for count in counts:
+            before = {name: cpu_s(pid) for name, pid in pids.items()}
+            started = time.monotonic()
+            ids = await create_sessions(count, "noop10")
+            await wait_ended(ids, timeout_s)
+            complete_s = time.monotonic() - started
+            used = {name: cpu_s(pid) - before[name] for name, pid in pids.items()}
+            figures = await log_figures(ids)
+            lines.append({"bench": "scale_whole_loop", "sessions": count, "complete_s": round(complete_s, 2),
+                          **figures,
+                          "cpu_ms_per_event": {n: round(s * 1000 / figures["events"], 3) for n, s in used.items()},
+                          "brain_rss_mb": round(rss_kb(pids["brain"]) / 1024, 1)})
+    finally:
+        stack.stop_all()
+    return lines
+
+
+async def idle_memory(count: int = 1000) -> dict:
+    """Brain RSS growth per session it holds idle (ended sessions stay until idle eviction)."""
+    stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-idle-")))
+    for name in ("archiver", "runner"):
+        start(stack, name)
+    brain = start(stack, "brain")
+    try:
+        await asyncio.sleep(8)
+        warm = await create_sessions(20, "noop10")  # imports, pools and caches before the baseline
+        await wait_ended(warm, 300)
+        await asyncio.sleep(1)
+        baseline = rss_kb(brain)
+        ids = await create_sessions(count, "noop10")
+        await wait_ended(ids, 900)
+        await asyncio.sleep(1)
+        held = rss_kb(brain)
+    finally:
+        stack.stop_all()
+    return {"bench": "brain_idle_session_kb", "sessions": count, "rss_before_mb": round(baseline / 1024, 1),
+            "rss_after_mb": round(held / 1024, 1), "kb_per_session": round((held - baseline) / count, 1)}
+
+
+async def runner_scaling(runners: tuple[int, ...] = (1, 2, 4), sessions: int = 48,
+                         timeout_s: float = 600) -> dict:
+    """Sessions of five 0.2 s `sleep` calls, with 1, 2, 4 runners in the group: calls per second."""
+    rates = {}
+    for count in runners:
+        stack = Stack(Path(tempfile.mkdtemp(prefix=f"wakeline-runners{count}-")))
+        try:
+            for name in ("archiver", "brain"):
+                start(stack, name)
+            for index in range(count):
+                start(stack, f"runner-{index}", "runner")
+            await asyncio.sleep(10)  # every runner in the group before the clock starts
+            started = time.monotonic()
+            ids = await create_sessions(sessions, "sleep5")
+            await wait_ended(ids, timeout_s)
+            rates[count] = round(sessions * 5 / (time.monotonic() - started), 2)
+        finally:
+            stack.stop_all()
+    first = rates[runners[0]]
+    return {"bench": "runner_scaling", "sessions": sessions, "calls_per_s": rates,
+            "ratio_to_one": {n: round(r / first, 2) for n, r in rates.items()}}
+
+
+async def run(counts: tuple[int, ...] = (10, 100, 500, 1000)) -> list[dict]:
+    return [*await whole_loop(counts), await runner_scaling(), await idle_memory()]
+
+
+if __name__ == "__main__":
+    for line in asyncio.run(run()):
+        print(json.dumps(line), flush=True)
