@@ -1,7 +1,8 @@
 """The composition root: `create_app(settings)` builds the FastAPI app; nothing at import.
 
-The lifespan opens the tenant-scoped Postgres pool and the Kafka producer and closes them
-on shutdown; routes reach them only through `deps.py`.
+The lifespan opens the tenant-scoped Postgres pool, the Kafka producer and the events feed
+(unless `events_feed` is off) and closes them on shutdown; routes reach them only through
+`deps.py`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from wakeline.postgres_store import PostgresEventStore
 from wakeline_gateway.bodylimit import BodyLimit, body_cap
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.openapi import problem_openapi
+from wakeline_gateway.feed import EventsFeed, FeedState, feed_consumer
 from wakeline_gateway.inbox import Inbox
+from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.audit import AuditStore
 from wakeline_gateway.routes import audit, commands, health, reads, sessions, stream, tenant
 from wakeline_gateway.settings import GatewaySettings
@@ -34,9 +37,21 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             app.state.store = SessionStore(pool, PostgresEventStore(pool))
             app.state.audit = AuditStore(pool)
             app.state.inbox = Inbox(producer, settings.partitions)
-            yield
+            async with events_feed(settings) as feed:
+                app.state.feed = feed
+                yield
         finally:
             await producer.stop()
+
+
+@asynccontextmanager
+async def events_feed(settings: GatewaySettings) -> AsyncIterator[FeedState]:
+    listeners = Listeners(settings.stream_queue_size)
+    if not settings.events_feed:
+        yield FeedState(listeners)
+        return
+    async with EventsFeed(feed_consumer(settings), settings.partitions, listeners) as feed:
+        yield FeedState(listeners, feed)
 
 
 DESCRIPTION = ("Commands go to wakeline.inbox; reads come from Postgres. Every error is an RFC 9457 "

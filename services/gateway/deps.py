@@ -15,8 +15,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from wakeline_gateway.audit import AuditStore
 from wakeline_gateway.auth import Caller, caller_for, check_role, presented_key
 from wakeline_gateway.bounds import SessionIdPath
-from wakeline_gateway.dispatch import CommandDispatcher
+from wakeline_gateway.dispatch import CommandDispatcher, Waits
 from wakeline_gateway.errors import ApiError
+from wakeline_gateway.feed import FeedState
+from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.shapes import SessionPublic
@@ -80,9 +82,18 @@ RetentionReader = Annotated[Caller, Depends(permit("tenant.retention.read"))]
 RetentionSetter = Annotated[Caller, Depends(permit("tenant.retention.set"))]
 
 
-def get_dispatcher(inbox: InboxDep, store: StoreDep, settings: SettingsDep) -> CommandDispatcher:
-    return CommandDispatcher(inbox, store, settings.wait_timeout_s, settings.outcome_poll_s,
-                             settings.max_record_bytes, settings.submit_timeout_s)
+def get_feed(request: Request) -> FeedState:
+    # An app run without its lifespan (stores overridden in unit tests) has no feed: waits poll.
+    return getattr(request.app.state, "feed", None) or FeedState(Listeners())
+
+
+FeedDep = Annotated[FeedState, Depends(get_feed)]
+
+
+def get_dispatcher(inbox: InboxDep, store: StoreDep, settings: SettingsDep, feed: FeedDep) -> CommandDispatcher:
+    waits = Waits(settings.wait_timeout_s, settings.outcome_poll_s, settings.outcome_recheck_s)
+    return CommandDispatcher(inbox, store, waits, settings.max_record_bytes, settings.submit_timeout_s,
+                             feed.listeners, feed.running)
 
 
 DispatcherDep = Annotated[CommandDispatcher, Depends(get_dispatcher)]

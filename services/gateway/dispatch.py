@@ -2,14 +2,21 @@
 
 The brain answers every command it sequences with an event whose `causation_id` is the
 command id: the effect (`user_message`, `approval_granted`, ...) or `input_rejected`. The
-gateway polls Postgres for that event; when the wait runs out it says the command is
-pending rather than guessing. A rejection becomes an HTTP error whose status comes from
+gateway hears that event on its events feed (`feed.py`) as soon as the brain commits it,
+registering before it sends so nothing slips between; Postgres is the fallback, checked
+every `recheck_s` while the feed runs and every `poll_s` when it does not, and once more at
+the deadline, so a feed gap delays an answer but never loses it. A command that changes
+what reads see (create, delete) also waits until its outcome is archived, so the next read
+agrees with the answer. When the wait runs out the gateway says the command is pending
+rather than guessing. A rejection becomes an HTTP error whose status comes from
 the rejection's `code` (REJECTION_STATUS) and whose body carries that code unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 from pydantic import BaseModel
@@ -21,6 +28,7 @@ from wakeline_gateway.admission import admit, admit_command
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.idempotency import key_id_of, keyed
 from wakeline_gateway.inbox import Inbox
+from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.rejections import rejection_code, rejection_status
 from wakeline_gateway.shapes import CommandPublic
 from wakeline_gateway.store import SessionStore
@@ -45,43 +53,91 @@ def describe(command: CommandBase, event: Event | None, wait_s: float) -> Comman
                          outcome=event.type, seq=event.seq, queued=queued)
 
 
+@dataclass(frozen=True)
+class Waits:
+    """How long a request waits for its outcome, and how often it asks Postgres meanwhile."""
+
+    wait_s: float
+    poll_s: float  # Postgres, when the feed is not running
+    recheck_s: float = 1.0  # Postgres, while the feed runs: only what the feed missed
+    archive_poll_s: float = 0.02  # Postgres, for an outcome the feed has seen but the archiver not yet
+
+
 class CommandDispatcher:
-    def __init__(self, inbox: Inbox, store: SessionStore, wait_s: float, poll_s: float, max_record_bytes: int,
-                 submit_timeout_s: float = 10.0):
-        self._inbox, self._store = inbox, store
-        self._wait_s, self._poll_s = wait_s, poll_s
+    def __init__(self, inbox: Inbox, store: SessionStore, waits: Waits, max_record_bytes: int,
+                 submit_timeout_s: float = 10.0, listeners: Listeners | None = None,
+                 feed_running: Callable[[], bool] = lambda: False):
+        self._inbox, self._store, self._waits = inbox, store, waits
         self._max_record_bytes, self._submit_timeout_s = max_record_bytes, submit_timeout_s
+        self._listeners = listeners or Listeners()
+        self._feed_running = feed_running
 
     def admit(self, request_body: BaseModel | None) -> None:
         """413 for a body that could not fit in one event, before a command is built from it."""
         admit(request_body, self._max_record_bytes)
 
     async def dispatch(self, command: CommandBase, wait: bool = True,
-                       idempotency_key: str | None = None) -> CommandPublic:
+                       idempotency_key: str | None = None, archived: bool = False) -> CommandPublic:
         """Sends the command unless its outcome is already recorded (a retry); raises on
-        rejection (by code), on a key reused for another request (422) and on size (413)."""
+        rejection (by code), on a key reused for another request (422) and on size (413).
+        `archived`: answer only once Postgres holds the outcome (or the wait runs out)."""
+        command, outcome = await self.send(command, wait, idempotency_key, archived)
+        return describe(command, outcome, self._waits.wait_s)
+
+    async def send(self, command: CommandBase, wait: bool = True, idempotency_key: str | None = None,
+                   archived: bool = False) -> tuple[CommandBase, Event | None]:
+        """`dispatch`, returning the command as sent and its outcome event (None: pending)."""
         admit_command(command, self._max_record_bytes)
-        outcome = None
         if idempotency_key is not None:
             command = keyed(command, idempotency_key)
-            outcome = await self._first_outcome_of_key(command, idempotency_key)
-        if outcome is None:
-            await self._submit(command)
-            if wait:
-                outcome = await self.await_outcome(command)
+        with self._listeners.outcome(command.tenant, command.session_id, command.command_id) as heard:
+            outcome = None
+            if idempotency_key is not None:
+                outcome = await self._first_outcome_of_key(command, idempotency_key)
+            if outcome is None:
+                await self._submit(command)
+                if wait:
+                    outcome = await self.await_outcome(command, heard, earlier_possible=idempotency_key is not None)
+                    if outcome is not None and archived:
+                        outcome = await self._archived(command, outcome)
         if isinstance(outcome, InputRejected):
             await self._raise_rejection(command, outcome)
-        return describe(command, outcome, self._wait_s)
+        return command, outcome
 
-    async def await_outcome(self, command: CommandBase) -> Event | None:
+    async def await_outcome(self, command: CommandBase, heard: asyncio.Future[Event],
+                            earlier_possible: bool = False) -> Event | None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._wait_s
+        deadline = loop.time() + self._waits.wait_s
         while True:
-            event = await self._store.outcome(command.tenant, command.session_id, command.command_id)
             remaining = deadline - loop.time()
+            live = self._feed_running()
+            pause = max(0.0, min(self._waits.recheck_s if live else self._waits.poll_s, remaining))
+            if live and pause > 0:
+                await asyncio.wait({heard}, timeout=pause)
+            if heard.done() and not heard.cancelled():
+                return await self._earliest(command, heard.result()) if earlier_possible else heard.result()
+            event = await self._store.outcome(command.tenant, command.session_id, command.command_id)
             if event is not None or remaining <= 0:
                 return event
-            await asyncio.sleep(min(self._poll_s, remaining))
+            if not live:
+                await asyncio.sleep(pause)
+
+    async def _earliest(self, command: CommandBase, heard: Event) -> Event:
+        """A retried command's first outcome may predate this request (a queued message is
+        answered twice): the feed then shows the later one, Postgres the first."""
+        stored = await self._store.outcome(command.tenant, command.session_id, command.command_id)
+        return stored if stored is not None and stored.seq < heard.seq else heard
+
+    async def _archived(self, command: CommandBase, heard: Event) -> Event:
+        """The outcome as Postgres has it, polled briefly: the brain has answered, so only the
+        archiver's lag is left. At the deadline the feed's answer stands."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._waits.wait_s
+        while (stored := await self._store.outcome(command.tenant, command.session_id, command.command_id)) is None:
+            if loop.time() >= deadline:
+                return heard
+            await asyncio.sleep(self._waits.archive_poll_s)
+        return stored
 
     async def _first_outcome_of_key(self, command: CommandBase, idempotency_key: str) -> Event | None:
         key_id = key_id_of(command.command_id)
@@ -112,7 +168,8 @@ class CommandDispatcher:
         if code == "conflict":
             # The rejection is itself an event, so the session has moved past it: a retry
             # must use the seq as it is now, never the one the brain compared against.
-            extra.update(expected_seq=event.payload.expected_seq,
-                         current_seq=await self._store.last_seq(command.tenant, command.session_id))
+            # The feed may answer before the archiver has stored the rejection itself.
+            stored_seq = await self._store.last_seq(command.tenant, command.session_id)
+            extra.update(expected_seq=event.payload.expected_seq, current_seq=max(stored_seq, event.seq))
         raise ApiError(rejection_status(code), f"the brain rejected the command: {event.payload.reason}",
                        code=code, **extra)

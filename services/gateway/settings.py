@@ -26,6 +26,14 @@ class GatewaySettings(CommonSettings):
     # How long a request waits for the event that answers its command before a 202.
     wait_timeout_s: float = Field(default=15.0, ge=0, le=300)
     outcome_poll_s: float = Field(default=0.1, gt=0)
+    # The events feed (feed.py) answers commands and live streams as the brain commits;
+    # false falls back to polling Postgres every outcome_poll_s / stream_poll_s.
+    events_feed: bool = True
+    # While the feed runs, Postgres is still asked this often, for whatever the feed missed.
+    outcome_recheck_s: float = Field(default=1.0, gt=0)
+    stream_recheck_s: float = Field(default=1.0, gt=0)
+    # Events a live stream may have waiting before its client is cut off as too slow.
+    stream_queue_size: int = Field(default=1000, ge=1)
     # How long Kafka may take to acknowledge a command before the caller gets a 503 (a
     # producer that lost its broker would otherwise hold the request forever).
     submit_timeout_s: float = Field(default=10.0, gt=0, le=300)

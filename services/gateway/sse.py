@@ -1,17 +1,24 @@
 """Live tail of a session's events as server-sent events.
 
 One frame per event (`id: <seq>`, `event: <type>`, `data: <event json>`), so a client that
-reconnects with `Last-Event-ID` resumes right after the last event it saw. The tail polls
-Postgres; a comment line every so often keeps idle connections (and proxies) open.
+reconnects with `Last-Event-ID` resumes right after the last event it saw. The tail
+subscribes to the events feed (`feed.py`) first, then replays history from Postgres, then
+sends what the feed brings; each event is sent once, in seq order, by the one cursor
+(`seq <= cursor` is a duplicate, `seq > cursor + 1` a gap that Postgres fills). Postgres
+is also read whenever the feed is quiet for `recheck_s` (every `poll_s` when the feed is
+off), so a feed that misses an event delays a frame, never loses it. A comment line every
+so often keeps idle connections (and proxies) open; a client too slow for its queue is cut
+off and resumes with `Last-Event-ID`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 
 from wakeline.events import Event
+from wakeline_gateway.listeners import Listeners, Subscription
 from wakeline_gateway.store import EventQuery, Scope, SessionStore
 
 BATCH = 500
@@ -34,6 +41,26 @@ def ends_stream(turning_point: str | None, until_end: bool) -> bool:
     return turning_point == "deleted" or (until_end and turning_point == "session_ended")
 
 
+@dataclass
+class Cursor:
+    """Where the stream stands: the last seq sent, and live events held until their turn."""
+
+    seq: int
+    turning_point: str | None
+    held: list[Event] = field(default_factory=list)
+
+    def take(self, event: Event) -> None:
+        self.seq = event.seq
+        if event.type in TURNING_POINTS:
+            self.turning_point = event.type
+
+    def ready(self) -> Event | None:
+        """The held event that comes right after the cursor, dropping those already sent."""
+        while self.held and self.held[0].seq <= self.seq:
+            self.held.pop(0)
+        return self.held.pop(0) if self.held and self.held[0].seq == self.seq + 1 else None
+
+
 @dataclass(frozen=True)
 class Tail:
     store: SessionStore
@@ -41,26 +68,75 @@ class Tail:
     session_id: str
     poll_s: float
     heartbeat_s: float
+    listeners: Listeners = field(default_factory=Listeners)
+    feed_running: Callable[[], bool] = lambda: False
+    recheck_s: float = 1.0
 
     async def frames(self, after: int, until_end: bool) -> AsyncIterator[str]:
         yield ": wakeline stream\n\n"
-        cursor, quiet_s, turning_point = after, 0.0, await self._turning_point_until(after)
+        # Subscribed before the first read: whatever commits after it is either in
+        # Postgres by then or on its way here.
+        with self.listeners.subscription(self.scope.tenant, self.session_id) as live:
+            cursor = Cursor(after, await self._turning_point_until(after))
+            quiet_s, read_store, gap_reads = 0.0, True, 0
+            while True:
+                while (event := cursor.ready()) is not None:
+                    yield frame(event)
+                    cursor.take(event)
+                if cursor.held:  # a gap: events the feed passed before this stream subscribed
+                    if gap_reads and not await self._gap_pause(live, cursor):
+                        return  # the archiver lags so far that the client is better off resuming
+                    gap_reads, read_store = gap_reads + 1, True
+                else:
+                    gap_reads = 0
+                if read_store:
+                    seq_before = cursor.seq
+                    async for text in self._stored_after(cursor):
+                        yield text
+                    quiet_s = 0.0 if cursor.seq > seq_before else quiet_s
+                    read_store = False
+                    continue
+                if ends_stream(cursor.turning_point, until_end) or live.cut_off:
+                    return
+                read_store, waited = await self._wait(live, cursor)
+                quiet_s = quiet_s + waited if read_store else 0.0
+                if quiet_s >= self.heartbeat_s:
+                    yield ": heartbeat\n\n"
+                    quiet_s = 0.0
+
+    async def _stored_after(self, cursor: Cursor) -> AsyncIterator[str]:
         while True:
-            events = await self.store.events(self.scope, self.session_id, EventQuery(after=cursor, limit=BATCH))
+            events = await self.store.events(self.scope, self.session_id, EventQuery(after=cursor.seq, limit=BATCH))
             for event in events:
                 yield frame(event)
-                cursor = event.seq
-                if event.type in TURNING_POINTS:
-                    turning_point = event.type
-            if len(events) == BATCH:
-                continue
-            if ends_stream(turning_point, until_end):
+                cursor.take(event)
+            if len(events) < BATCH:
                 return
-            quiet_s = 0.0 if events else quiet_s + self.poll_s
-            if quiet_s >= self.heartbeat_s:
-                yield ": heartbeat\n\n"
-                quiet_s = 0.0
-            await asyncio.sleep(self.poll_s)
+
+    async def _wait(self, live: Subscription, cursor: Cursor) -> tuple[bool, float]:
+        """(whether to read Postgres next, how long was waited): the feed's next event, or
+        a quiet interval after which Postgres is asked."""
+        timeout = self.recheck_s if self.feed_running() else self.poll_s
+        try:
+            event = await asyncio.wait_for(live.queue.get(), timeout)
+        except TimeoutError:
+            return True, timeout
+        cursor.held.append(event)
+        self._hold(live, cursor)  # a cut-off stream still sends what it holds, then ends
+        return False, 0.0
+
+    async def _gap_pause(self, live: Subscription, cursor: Cursor) -> bool:
+        """Gives the archiver `poll_s` to store the gap, holding what the feed brings meanwhile."""
+        await asyncio.sleep(self.poll_s)
+        return self._hold(live, cursor)
+
+    def _hold(self, live: Subscription, cursor: Cursor) -> bool:
+        """Moves what the feed has queued into `held`; False when it would outgrow the queue."""
+        while not live.queue.empty():
+            cursor.held.append(live.queue.get_nowait())
+        if len(cursor.held) > live.queue.maxsize > 0:
+            live.cut_off = True
+        return not live.cut_off
 
     async def _turning_point_until(self, seq: int) -> str | None:
         """Where a resuming client stands, so a stream of a finished session still ends."""

@@ -42,7 +42,8 @@ async def gw():
 @pytest.fixture(scope="module")
 async def played():
     """The gateway with the test as its brain: commands go to a FakeInbox, answers to Postgres."""
-    settings = gateway_settings(wait_timeout_s=3.0)
+    # The test's answers go straight to Postgres, never past the events feed: recheck often.
+    settings = gateway_settings(wait_timeout_s=3.0, outcome_recheck_s=0.05)
     inbox = FakeInbox()
     async with running_gateway(settings) as (app, client):
         app.dependency_overrides[get_inbox] = lambda: inbox

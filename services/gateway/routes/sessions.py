@@ -5,19 +5,22 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
 from wakeline.commands import CreateSession, DeleteSession
-from wakeline.events import SessionConfig
+from wakeline.events import Event, SessionConfig, SessionCreated
+from wakeline.status import advance
 from wakeline_gateway.deps import (
     Creator, DeletableSessionDep, Deleter, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep,
     StoreDep,
 )
 from wakeline_gateway.bounds import is_plain_id, utc_convertible
 from wakeline_gateway.errors import ApiError
+from wakeline_gateway.dispatch import describe
 from wakeline_gateway.idempotency import new_command_id, session_id_for
 from wakeline_gateway.problem import responses
 from wakeline_gateway.shapes import CommandPublic, SessionCreate, SessionPublic, SessionsPublic
@@ -47,12 +50,13 @@ async def create_session(body: SessionCreate, caller: Creator, settings: Setting
     command = CreateSession(
         command_id=new_command_id(), session_id=session_id, tenant=caller.tenant, actor=caller.actor,
         config=with_model(body.config, settings.default_model), message=body.message, title=body.title)
-    answer = await dispatcher.dispatch(command, body.wait, idempotency_key)
-    if answer.status == "pending":
+    sent, outcome = await dispatcher.send(command, body.wait, idempotency_key, archived=True)
+    answer = describe(sent, outcome, settings.wait_timeout_s)
+    if outcome is None:
         response.status_code = 202
         return answer
     row = await store.session(caller.scope, session_id)
-    answer.session = SessionPublic.model_validate(dict(row)) if row is not None else None
+    answer.session = SessionPublic.model_validate(dict(row)) if row is not None else opened(outcome)
     return answer
 
 
@@ -79,10 +83,17 @@ async def delete_session(session: DeletableSessionDep, caller: Deleter, dispatch
                          wait: bool = True) -> CommandPublic:
     command = DeleteSession(command_id=new_command_id(), session_id=session.session_id, tenant=caller.tenant,
                             actor=caller.actor, reason=reason)
-    answer = await dispatcher.dispatch(command, wait, idempotency_key)
+    answer = await dispatcher.dispatch(command, wait, idempotency_key, archived=True)
     response.status_code = 200 if answer.status == "done" else 202
     answer.note = DELETE_NOTE if answer.status == "done" else f"{answer.note}. {DELETE_NOTE}"
     return answer
+
+
+def opened(outcome: Event) -> SessionPublic | None:
+    """The session as its first event makes it, when the archiver has not stored it in time."""
+    if not isinstance(outcome, SessionCreated):
+        return None
+    return SessionPublic.model_validate(asdict(advance(None, outcome)))
 
 
 def encode_cursor(created_at: datetime, session_id: str) -> str:

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 
-from wakeline_gateway.deps import Reader, SessionDep, SettingsDep, StoreDep
+from wakeline_gateway.deps import FeedDep, Reader, SessionDep, SettingsDep, StoreDep
 from wakeline_gateway.bounds import PG_BIGINT_MAX, is_position
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
@@ -31,11 +31,12 @@ def resume_after(last_event_id: str | None, after: int | None) -> int:
 @router.get("/stream", response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {}},
                              "description": "`id: <seq>`, `event: <type>`, `data: <event json>` frames."}})
-async def stream_events(session: SessionDep, caller: Reader, store: StoreDep, settings: SettingsDep,
+async def stream_events(session: SessionDep, caller: Reader, store: StoreDep, settings: SettingsDep, feed: FeedDep,
                         after: Annotated[int | None, Query(ge=0, le=PG_BIGINT_MAX)] = None,
                         until_end: bool = False,
                         last_event_id: Annotated[str | None, Header(max_length=50)] = None) -> StreamingResponse:
-    tail = Tail(store, caller.scope, session.session_id, settings.stream_poll_s, settings.stream_heartbeat_s)
+    tail = Tail(store, caller.scope, session.session_id, settings.stream_poll_s, settings.stream_heartbeat_s,
+                feed.listeners, feed.running, settings.stream_recheck_s)
     return StreamingResponse(tail.frames(resume_after(last_event_id, after), until_end),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -1,0 +1,103 @@
+"""The gateway's events feed: one read-committed consumer of `wakeline.events` per process.
+
+No consumer group: it is assigned every partition and starts at the end when the gateway
+starts. It needs no history (Postgres has it) and commits nothing; it only tells this
+process's listeners (`listeners.py`) about events as the brain commits them, so a command
+learns its outcome and a live stream its next frame in milliseconds rather than after the
+archiver's batch and a poll. Postgres stays the fallback: whoever waits on the feed also
+checks Postgres, so a feed that stops or misses an event delays an answer, never loses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.structs import TopicPartition
+
+from wakeline.codec import MalformedRecord, decode
+from wakeline.events import parse_event
+from wakeline.kafka_io import make_consumer
+from wakeline.settings import CommonSettings
+from wakeline.topics import EVENTS
+from wakeline_gateway.listeners import Listeners
+
+log = logging.getLogger(__name__)
+RESTART_S = 1.0
+
+
+@dataclass(frozen=True)
+class FeedState:
+    """What requests see of the feed: its listeners, and whether it is running (`None`:
+    switched off by `WAKELINE_EVENTS_FEED=false`, so every wait polls Postgres)."""
+
+    listeners: Listeners
+    feed: EventsFeed | None = None
+
+    def running(self) -> bool:
+        return self.feed is not None and self.feed.running
+
+
+def feed_consumer(settings: CommonSettings) -> AIOKafkaConsumer:
+    # fetch_max_wait_ms only bounds an empty long poll; a committed record answers it at once.
+    return make_consumer(settings, group_id=None, auto_offset_reset="latest", fetch_max_wait_ms=200)
+
+
+class EventsFeed:
+    """`async with EventsFeed(...)`: positioned at the end of every partition before it returns."""
+
+    def __init__(self, consumer: AIOKafkaConsumer, partitions: int, listeners: Listeners):
+        self._consumer, self._partitions, self.listeners = consumer, partitions, listeners
+        self._task: asyncio.Task[None] | None = None
+        self._healthy = False
+
+    @property
+    def running(self) -> bool:
+        """Whether waiting on the feed is worth it; when not, listeners poll Postgres instead."""
+        return self._healthy and self._task is not None and not self._task.done()
+
+    async def __aenter__(self) -> EventsFeed:
+        await self._consumer.start()
+        parts = [TopicPartition(EVENTS, p) for p in range(self._partitions)]
+        self._consumer.assign(parts)
+        await self._consumer.seek_to_end(*parts)
+        for tp in parts:  # resolve the lazy seek now, so nothing committed after start is missed
+            await self._consumer.position(tp)
+        self._healthy = True
+        self._task = asyncio.create_task(self._run(), name="events-feed")
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._healthy = False
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self._consumer.stop()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                batches = await self._consumer.getmany(timeout_ms=1000)
+                self._healthy = True
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - the fallback covers the gap; say so and try again
+                log.exception("events feed: fetch failed; answers fall back to Postgres until it recovers")
+                self._healthy = False
+                await asyncio.sleep(RESTART_S)
+                continue
+            for records in batches.values():
+                for record in records:
+                    self._deliver(record.value, record.partition, record.offset)
+
+    def _deliver(self, value: bytes | None, partition: int, offset: int) -> None:
+        try:
+            event = decode(value, parse_event)
+        except MalformedRecord as err:
+            # The archiver dead-letters it; here it only cannot wake anyone up.
+            log.warning("events feed: %s[%d]@%d is not an event (%s); skipped", EVENTS, partition, offset,
+                        err.reason)
+            return
+        self.listeners.deliver(event)

@@ -1,0 +1,97 @@
+"""Who in this gateway is waiting for which events: command waiters and live stream subscribers.
+
+The events feed (`feed.py`) hands every decoded event to `Listeners.deliver`; this module
+decides who sees it. Both kinds of listener are keyed by the event's own `tenant` and
+`session_id`, so one tenant's waiter or stream never sees another tenant's events (the feed
+reads every tenant's events and RLS is not there to help). A listener that goes away is
+removed by its context manager; a subscriber whose bounded queue fills is cut off rather
+than allowed to slow the feed (its client reconnects with `Last-Event-ID`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from wakeline.events import Event
+
+WaiterKey = tuple[str, str, str]  # tenant, session_id, causation_id
+SessionKey = tuple[str, str]  # tenant, session_id
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One live stream's view of the feed: its session's events in log order, bounded."""
+
+    tenant: str
+    session_id: str
+    queue: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
+    cut_off: bool = False
+
+    def offer(self, event: Event) -> bool:
+        """False once the queue is full: the subscriber is too slow and is cut off."""
+        if event.tenant != self.tenant or event.session_id != self.session_id:
+            return True  # never reached through the keyed table; a second line all the same
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:
+            self.cut_off = True
+            return False
+        return True
+
+
+class Listeners:
+    def __init__(self, queue_size: int = 1000):
+        self._queue_size = queue_size
+        self._waiters: dict[WaiterKey, list[asyncio.Future[Event]]] = {}
+        self._subscribers: dict[SessionKey, list[Subscription]] = {}
+
+    @contextmanager
+    def outcome(self, tenant: str, session_id: str, causation_id: str) -> Iterator[asyncio.Future[Event]]:
+        """A future for the first event this gateway's feed sees caused by `causation_id`."""
+        key = (tenant, session_id, causation_id)
+        heard: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(key, []).append(heard)
+        try:
+            yield heard
+        finally:
+            _discard(self._waiters, key, heard)
+            heard.cancel()
+
+    @contextmanager
+    def subscription(self, tenant: str, session_id: str) -> Iterator[Subscription]:
+        key = (tenant, session_id)
+        subscriber = Subscription(tenant, session_id, asyncio.Queue(self._queue_size))
+        self._subscribers.setdefault(key, []).append(subscriber)
+        try:
+            yield subscriber
+        finally:
+            _discard(self._subscribers, key, subscriber)
+
+    def deliver(self, event: Event) -> None:
+        if event.causation_id is not None:
+            for heard in self._waiters.get((event.tenant, event.session_id, event.causation_id), ()):
+                if not heard.done():
+                    heard.set_result(event)
+        for subscriber in list(self._subscribers.get((event.tenant, event.session_id), ())):
+            if not subscriber.offer(event):
+                _discard(self._subscribers, (event.tenant, event.session_id), subscriber)
+
+    def counts(self) -> tuple[int, int]:
+        """(waiters, subscribers) registered now: what bounded memory is checked against."""
+        return (sum(map(len, self._waiters.values())), sum(map(len, self._subscribers.values())))
+
+
+def _discard(table: dict[K, list[V]], key: K, item: V) -> None:
+    entries = table.get(key)
+    if entries is None:
+        return
+    if item in entries:
+        entries.remove(item)
+    if not entries:
+        del table[key]
