@@ -48,6 +48,11 @@ SELECT_FIRST_CAUSED_BY = (f"SELECT {SELECT_LIST} FROM events WHERE session_id = 
 SELECT_FIRST_CAUSED_UNDER = (f"SELECT {SELECT_LIST} FROM events WHERE session_id = $1 "
                              "AND (causation_id = $2 OR starts_with(causation_id, $2 || '.')) ORDER BY seq LIMIT 1")
 SELECT_LAST_SEQ = "SELECT coalesce(max(seq), 0) FROM events WHERE session_id = $1"
+# A wake's read: the newest snapshot and what follows it (the whole log if it has none).
+# The (session_id, seq) key read backwards finds the snapshot within the snapshot cadence.
+SELECT_FROM_SNAPSHOT = (f"SELECT {SELECT_LIST} FROM events WHERE session_id = $1 AND seq >= coalesce("
+                        "(SELECT seq FROM events WHERE session_id = $1 AND type = 'snapshot' "
+                        "ORDER BY seq DESC LIMIT 1), 1) ORDER BY seq")
 
 
 def tool_name(event: Event) -> str | None:
@@ -172,3 +177,9 @@ async def stored_hashes(conn: asyncpg.Connection, keys: Sequence[Key]) -> dict[K
 async def session_events(conn: asyncpg.Connection, session_id: str) -> list[Event]:
     """Every stored event of the session, in seq order, in `conn`'s snapshot."""
     return [event_from_row(r) for r in await conn.fetch(SELECT_SESSION, session_id)]
+
+
+async def events_from_snapshot(conn: asyncpg.Connection, session_id: str) -> list[Event]:
+    """The session's newest stored `snapshot` event and every event after it, in seq order
+    (all of them if it has none): what `wakeline.snapshots.resume` folds."""
+    return [event_from_row(r) for r in await conn.fetch(SELECT_FROM_SNAPSHOT, session_id)]

@@ -6,6 +6,8 @@ why. The hash is recomputed over the raw columns, not a parsed event, so a value
 would coerce back (1.0 for 1, "5" for 5) is still a changed byte. Seqs that retention
 dropped are accepted as retained out when retention_log's cut vouches for them
 (retention_cuts.py); the chain is then checked across the cut through their tombstones.
+A log with `snapshot` events is folded from its first event and each snapshot compared
+with the fold of its prefix: a correctly chained snapshot that lies is reported at its seq.
 Fixing anything is not done here: a bad report is evidence, kept as found.
 """
 
@@ -28,9 +30,11 @@ from wakeline.checkpoints import (
     Checkpoint, CheckpointSettings, load_key, read_anchor, signature_valid, stored_checkpoints,
 )
 from wakeline.event_store import READ_COLUMNS, SELECT_LIST, event_from_row, is_error, tool_name
-from wakeline.events import GENESIS_HASH, CorruptEvent, Frozen
+from wakeline.events import GENESIS_HASH, CorruptEvent, Event, Frozen
+from wakeline.fold import FoldError
 from wakeline.pg import TenantPool
 from wakeline.retention_cuts import retained_out, session_cuts
+from wakeline.snapshots import SnapshotMismatch, checked_fold
 
 # Enough to find the newest genuine one past a few forged rows; verify_all checks all.
 RECENT_CHECKPOINTS = 8
@@ -128,6 +132,31 @@ def _own_problems(row: Any) -> Iterable[str]:
         yield "derived audit columns (tool_name, is_error) disagree with the payload"
 
 
+def snapshot_problems(rows: Sequence[Any], retained: frozenset[int] = frozenset()) -> list[Problem]:
+    """The first `snapshot` row that does not hold the fold of the rows before it.
+
+    Checked only while the log folds from seq 1: a log cut by retention, a gap or a row
+    that is not an event stops the check there (those are reported by `row_problems`).
+    """
+    if retained or not any(r["type"] == "snapshot" for r in rows if r["seq"] is not None):
+        return []
+    events: list[Event] = []
+    for row in rows:
+        if row["seq"] is None or row["seq"] != len(events) + 1:
+            break
+        try:
+            events.append(event_from_row({c: row[c] for c in READ_COLUMNS}))
+        except CorruptEvent:
+            break
+    try:
+        checked_fold(events)
+    except SnapshotMismatch as lie:
+        return [Problem(seq=lie.seq, reason=f"snapshot disagrees with the fold of its prefix: {lie.reason}")]
+    except FoldError:
+        pass
+    return []
+
+
 def checkpoint_integrity(stored: Sequence[Checkpoint], anchored: Sequence[Checkpoint],
                          key: bytes | None) -> tuple[list[Problem], list[Checkpoint]]:
     """Each anchored checkpoint present and unchanged in the database, each signature valid.
@@ -216,7 +245,8 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
         found = head_problems(session_id, stored[0], hash_at) if stored else []
         checkpoint_id = stored[0].id if stored else None
     # By seq; problems of a checkpoint as a whole (no seq) last.
-    problems = sorted([*row_problems(rows, retained), *(Problem(seq=s, reason=r) for s, r in cut_found), *found],
+    problems = sorted([*row_problems(rows, retained), *snapshot_problems(rows, retained),
+                       *(Problem(seq=s, reason=r) for s, r in cut_found), *found],
                       key=lambda p: (p.seq is None, p.seq or 0))
     first = problems[0] if problems else None
     seqs = [r["seq"] for r in rows if r["seq"] is not None]

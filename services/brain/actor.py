@@ -25,8 +25,9 @@ from wakeline import commands as c
 from wakeline import events as e
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
-from wakeline.fold import apply, fold
+from wakeline.fold import apply
 from wakeline.limits import RecordTooLarge, check_record
+from wakeline.snapshots import resume, snapshot_payload
 from wakeline.state import SessionState
 from wakeline.topics import EVENTS, TOOL_CALLS, record_key
 from wakeline_brain.context import build_request, plan_compaction
@@ -53,6 +54,10 @@ class ActorDeps:
     now: Callable[[], Any]
     new_id: Callable[[], str]
     max_record_bytes: int = 1_000_000
+    # A snapshot event every this many events, and on eviction once this many came since
+    # the last: a wake then folds at most about this many, not the whole log.
+    snapshot_every: int = 1000
+    snapshot_on_evict_after: int = 100
 
 
 class SessionUnwakeable(RuntimeError):
@@ -78,6 +83,8 @@ class SessionActor:
     _held: list[Token] = field(default_factory=list)
     _issued: set[str] = field(default_factory=set)
     _model_task: asyncio.Task | None = None
+    _snapshot_seq: int = 0  # the newest snapshot's seq, or where one was too large to write
+    _snapshot_refused: bool = False
 
     async def run(self, why: str) -> None:
         try:
@@ -93,6 +100,7 @@ class SessionActor:
                     item = await asyncio.wait_for(self.mailbox.get(), timeout=self.deps.idle_evict_s)
                 except asyncio.TimeoutError:
                     if self._quiet() and self.mailbox.empty():
+                        await self._snapshot_on_evict()
                         return  # idle eviction: the log keeps everything
                     continue
                 await self._guarded(item)
@@ -101,7 +109,9 @@ class SessionActor:
                 self._model_task.cancel()
 
     async def _wake(self, why: str) -> None:
-        self.state = await self._fold(await self._load())
+        events = await self._load()
+        self.state = await self._fold(events)
+        self._snapshot_seq = max((ev.seq for ev in events if isinstance(ev, e.SnapshotTaken)), default=0)
         self.tenant = self.state.tenant or self.tenant  # the log's owner, not the input's claim
         if self.state.last_seq:
             woke = e.WokePayload(host=self.deps.host, reason=why, from_seq=self.state.last_seq)
@@ -121,7 +131,7 @@ class SessionActor:
 
     async def _fold(self, events: list[e.Event]) -> SessionState:
         try:
-            return fold(events)
+            return resume(events)
         except ValueError as err:  # FoldError: a gap, a foreign event, a start past seq 1
             raise SessionUnwakeable(f"its log does not fold: {err}") from err
 
@@ -224,21 +234,53 @@ class SessionActor:
             reply, error = None, f"{type(err).__name__}: {err}"
         await self.mailbox.put(_ModelDone(turn=state.turns, reply=reply, error=error))
 
-    async def _append(self, drafts: list[Draft]) -> None:
-        if not drafts:
+    async def _append(self, drafts: list[Draft], snapshot: bool = False) -> None:
+        if not drafts and not snapshot:
             return
         state, records = self.state, []
         for draft in drafts:
-            event = seal(draft, session_id=self.session_id, tenant=self.tenant, seq=state.last_seq + 1,
-                         prev_hash=state.last_hash, ts=self.deps.now(), event_id=self.deps.new_id())
+            event = self._seal(draft, state)
             state = apply(state, event)
             value = encode(event)
             check_record(value, self.deps.max_record_bytes, f"the {event.type} event at seq {event.seq}")
             records.append(Record(EVENTS, record_key(self.session_id), value))
+        snapshot_seq = self._snapshot_seq
+        if snapshot or state.last_seq - snapshot_seq >= self.deps.snapshot_every:
+            state, snapshot_seq = self._snapshot(state, records)
         calls = self._tool_calls_to_issue(state)
         await self.writer.append(records + list(calls.values()))
         self._issued.update(calls)  # only once sent: a refused append issues nothing
-        self.state = state
+        self.state, self._snapshot_seq = state, snapshot_seq
+
+    def _seal(self, draft: Draft, state: SessionState) -> e.Event:
+        return seal(draft, session_id=self.session_id, tenant=self.tenant, seq=state.last_seq + 1,
+                    prev_hash=state.last_hash, ts=self.deps.now(), event_id=self.deps.new_id())
+
+    def _snapshot(self, state: SessionState, records: list[Record]) -> tuple[SessionState, int]:
+        """Adds a snapshot of `state` to `records`, in the same transaction as the events
+        before it. One over the record limit is not written (a wake then folds the whole
+        log: slower, never wrong), and not tried again for another `snapshot_every` events."""
+        event = self._seal(Draft(payload=snapshot_payload(state), actor="system:brain", trust="instruction"), state)
+        value = encode(event)
+        if len(value) > self.deps.max_record_bytes:
+            if not self._snapshot_refused:
+                log.warning("session %s: a snapshot at seq %d is %d bytes, over max_record_bytes; "
+                            "its wakes fold the whole log", self.session_id, event.seq, len(value))
+                self._snapshot_refused = True
+            return state, state.last_seq
+        records.append(Record(EVENTS, record_key(self.session_id), value))
+        return apply(state, event), event.seq
+
+    async def _snapshot_on_evict(self) -> None:
+        """The next wake starts from here; a short tail since the last snapshot is not worth one."""
+        if self.state.last_seq - self._snapshot_seq < self.deps.snapshot_on_evict_after:
+            return
+        try:
+            await self._append([], snapshot=True)
+        except WriterClosed:
+            raise
+        except Exception:  # the log is whole without it: eviction goes on
+            log.exception("session %s: the snapshot on eviction failed", self.session_id)
 
     def _tool_calls_to_issue(self, state: SessionState) -> dict[str, Record]:
         """Pending calls go to the runners in the same transaction as the events that made

@@ -45,7 +45,8 @@ class Brain:
             host=settings.host, idle_evict_s=settings.idle_evict_s, load=load, model_for=model_for,
             tools=tools, release=self._release, dead_letter=self._dead_letter_input,
             now=lambda: datetime.now(timezone.utc), new_id=lambda: str(uuid.uuid4()),
-            max_record_bytes=settings.max_record_bytes)
+            max_record_bytes=settings.max_record_bytes, snapshot_every=settings.snapshot_every,
+            snapshot_on_evict_after=settings.snapshot_on_evict_after)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)

@@ -17,6 +17,11 @@ class BrainSettings(CommonSettings):
     archiver_group: str = ARCHIVER_GROUP
     host: str = Field(default_factory=socket.gethostname)
     idle_evict_s: float = 300.0
+    # A `snapshot` event every this many events of a session, and when an idle session is
+    # evicted once this many came since its last: a wake reads and folds only what follows
+    # its newest snapshot. Small sessions fold fast from the start and get none.
+    snapshot_every: int = Field(default=1000, ge=1)
+    snapshot_on_evict_after: int = Field(default=100, ge=1)
     # Failure detection for the brain group: a killed brain's partitions are owned again
     # about this long after it died. Lower means faster recovery but a brain whose event
     # loop stalls this long is taken for dead.

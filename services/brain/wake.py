@@ -3,8 +3,9 @@
 Postgres holds what the archiver has stored, and `archived_next_offset`
 (`wakeline.archive_position`) says how far into each events partition that is — both
 read in one snapshot, so the Kafka tail read from that offset to the partition's end
-covers exactly the rest. Together they are every committed event of the session; the
-fold of them is the state to continue from.
+covers exactly the rest. Together they are every committed event of the session. Postgres
+is read from the session's newest `snapshot` event (`wakeline.snapshots`), so a wake
+reads and folds what came after it, not the whole log, however long the session is.
 
 A session id names one session across tenants: the owner comes from the log
 (`session_tenant`, migration 0009, or the tail), never from the input that woke it.
@@ -21,7 +22,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
 from wakeline.archive_position import ARCHIVER_GROUP, archived_next_offset, parked_session
-from wakeline.event_store import session_events
+from wakeline.event_store import events_from_snapshot
 from wakeline.events import Event, parse_event
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
@@ -64,8 +65,9 @@ class SessionLoader:
         self._lock = asyncio.Lock()
 
     async def load(self, session_id: str, tenant: str, partition: int) -> list[Event]:
-        """Every committed event of the session, under the tenant that owns it (which may
-        not be `tenant`, the claim of the input that woke it)."""
+        """Every committed event of the session from its newest archived snapshot on (from
+        its first without one), under the tenant that owns it (which may not be `tenant`,
+        the claim of the input that woke it). `wakeline.snapshots.resume` folds them."""
         owner, archived, offset = await self._archived(session_id, tenant, partition)
         last = archived[-1].seq if archived else 0
         tail = [e for e in await self._read_tail(session_id, partition, offset) if e.seq > last]
@@ -84,7 +86,7 @@ class SessionLoader:
             if parked:
                 raise SessionParked(f"the archiver parked it from seq {parked.from_seq}: {parked.reason}")
             await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", owner or tenant)
-            archived = await session_events(conn, session_id)
+            archived = await events_from_snapshot(conn, session_id)
         return owner, archived, offset
 
     async def _read_tail(self, session_id: str, partition: int, start: int) -> list[Event]:

@@ -1,34 +1,30 @@
 """A session's replay: the state `wakeline.fold` derives after each event. Pure.
 
-States are rendered as JSON through pydantic (the state is a dataclass holding pydantic
-parts); sets become sorted lists so the same log always renders the same bytes.
+States are rendered by `wakeline.state_json` (sets as sorted lists, so the same log always
+renders the same bytes). The replay folds from the first event, so each `snapshot` event
+on the way is checked against the state before it: one that lies stops the replay as a
+broken log does (`SnapshotMismatch`, a `FoldError`).
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-from pydantic import TypeAdapter
-
-from wakeline.events import Event
+from wakeline.events import Event, SnapshotTaken
 from wakeline.fold import apply
+from wakeline.snapshots import SnapshotMismatch, mismatch
 from wakeline.state import SessionState
+from wakeline.state_json import state_to_json
 
-_STATE = TypeAdapter(SessionState)
-_SETS = ("awaiting_approval", "seen_inputs")
-
-
-def state_json(state: SessionState) -> dict[str, Any]:
-    data = _STATE.dump_python(state, mode="json")
-    for name in _SETS:
-        data[name] = sorted(data[name])
-    return data
+state_json = state_to_json  # the replay's rendering is the snapshot's: one definition
 
 
 def replay_steps(events: Iterable[Event]) -> list[dict[str, Any]]:
     """One `{seq, type, state}` per event; raises `wakeline.fold.FoldError` on a broken log."""
     state, steps = SessionState(), []
     for event in events:
+        if isinstance(event, SnapshotTaken) and (reason := mismatch(state, event)) is not None:
+            raise SnapshotMismatch(event.seq, reason)
         state = apply(state, event)
         steps.append({"seq": event.seq, "type": event.type, "state": state_json(state)})
     return steps

@@ -8,7 +8,12 @@ import pytest
 
 from conftest_pg import fresh_session_id, fresh_tenant, insert_event_as, new_event, require_kafka, \
     require_postgres, service_connection
+from tests.factories import LIVE, draft, sealed
+from wakeline.event_store import insert_events
+from wakeline.events import SnapshotTaken
+from wakeline.fold import fold
 from wakeline.pg import TenantPool
+from wakeline.snapshots import checked_fold, resume, snapshot_payload
 from wakeline.settings import CommonSettings
 from wakeline.topics import partition_for
 from wakeline_brain.wake import SessionLoader, SessionParked, tail_consumer
@@ -55,3 +60,42 @@ async def test_a_session_the_archiver_parked_is_not_woken_from_a_short_history()
                 await loader.load(sid, tenant, partition_for(sid, settings.partitions))
         finally:
             await tail.stop()
+
+
+def exchange(turn: int) -> list:
+    """A user message, the model's tool call, its result: one input each with its own id."""
+    return [draft("user_message", f"cmd-{turn}", text=f"question {turn}"),
+            draft("model_turn", text="Let me look."),
+            draft("tool_call", tool_call_id=f"tc-{turn}", name="bash", input={"cmd": "ls"}),
+            draft("tool_result", f"tr-{turn}", tool_call_id=f"tc-{turn}", name="bash", output="a.txt\n")]
+
+
+async def test_a_wake_reads_from_the_newest_snapshot_and_resumes_to_the_whole_logs_state():
+    settings = CommonSettings()
+    await require_postgres()
+    await require_kafka(settings)
+    tenant, sid = fresh_tenant(), fresh_session_id()
+    # Sealed as a running brain does (now, fresh ids), a snapshot after each turn, then
+    # three events after the newest.
+    log = sealed([draft("session_created", "cmd-create", config={}, owner="user:ann")], sid, tenant=tenant,
+                 stamps=LIVE)
+    for turn in range(1, 6):
+        log += sealed(exchange(turn), sid, tenant=tenant, after=log[-1], stamps=LIVE)
+        if turn < 5:
+            log += sealed([draft(snapshot_payload(fold(log)))], sid, tenant=tenant, after=log[-1], stamps=LIVE)
+    log = log[:-1]
+    async with service_connection() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
+        await insert_events(conn, log)
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+        tail = tail_consumer(settings)
+        loader = SessionLoader(pool, tail, f"test-wake-{uuid.uuid4().hex[:8]}")
+        await tail.start()
+        try:
+            loaded = await loader.load(sid, tenant, partition_for(sid, settings.partitions))
+        finally:
+            await tail.stop()
+    newest = max(e.seq for e in log if isinstance(e, SnapshotTaken))
+    assert [e.seq for e in loaded] == list(range(newest, len(log) + 1))
+    assert resume(loaded) == fold(log) == checked_fold(log)  # each snapshot holds its prefix
+    assert {"cmd-create", "cmd-1", "tr-1", "cmd-4"} <= resume(loaded).seen_inputs

@@ -27,9 +27,11 @@ from tests.requirements import missing
 from wakeline.chain import Draft
 from wakeline.checkpoints import Checkpoint, Head, load_key, new_checkpoint, read_anchor, write_checkpoint
 from wakeline.event_store import event_row
-from wakeline.events import GENESIS_HASH, Event
+from wakeline.events import GENESIS_HASH, Event, SnapshotPayload
+from wakeline.fold import fold
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
+from wakeline.state_json import state_hash, state_to_json
 from wakeline.verify import Report, verify_all, verify_session
 
 pytestmark = pytest.mark.postgres
@@ -429,3 +431,27 @@ async def test_a_forged_retention_log_entry_does_not_excuse_a_deleted_row(cut: C
     found = reasons(report)
     assert (5, MISSING.format(5)) in found and report.retained_out == 3
     assert [seq for seq, reason in found if "still in events inside the dropped range" in reason] == [4, 6]
+
+
+async def test_a_correctly_chained_snapshot_that_lies_about_its_prefix_is_reported_at_its_seq(setup: Setup) -> None:
+    """No tampering with the database: a brain (buggy or forged) seals a snapshot whose
+    state is not the fold of the events before it. Its chain holds; its content does not."""
+    def with_snapshot(lying: bool) -> list[Event]:
+        prefix = sealed(setup.tenant, fresh_session_id())
+        state = state_to_json(fold(prefix))
+        if lying:
+            state["messages"] = state["messages"][1:]  # a wake from it would forget what was asked
+        rest = [draft(SnapshotPayload(state=state, state_hash=state_hash(state))), draft("user_message", text="now?")]
+        return prefix + factories.sealed(rest, prefix[0].session_id, tenant=setup.tenant, after=prefix[-1],
+                                         stamps=factories.LIVE)
+
+    lying, honest = with_snapshot(lying=True), with_snapshot(lying=False)
+    async with service_connection() as conn, conn.transaction():
+        await set_tenant(conn, setup.tenant)
+        for event in [*lying, *honest]:
+            await insert_event(conn, as_row(event))
+    report = await setup.verify(lying[0].session_id)
+    assert (report.ok, report.first_bad_seq, report.events) == (False, 7, 8)
+    assert reasons(report) == [(7, "snapshot disagrees with the fold of its prefix: "
+                                   "its state differs from the fold of seq 1..6 in messages")]
+    assert (await setup.verify(honest[0].session_id)).ok

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 
-from wakeline.events import parse_event
+import pytest
+
+from wakeline.events import SnapshotPayload, parse_event
 from wakeline.fold import fold
+from wakeline.snapshots import SnapshotMismatch, snapshot_payload
+from wakeline.state_json import state_hash
 from wakeline_gateway.replay import replay_steps, state_json
 from wakeline_gateway.sse import ends_stream, frame
 
-from tests.factories import new_session_id
+from tests.factories import draft, new_session_id, redrafted, sealed
 
 from .session_log import conversation
 
@@ -42,3 +46,14 @@ def test_the_stream_ends_on_deleted_and_on_session_ended_only_when_asked() -> No
     assert ends_stream("deleted", until_end=False) and ends_stream("session_ended", until_end=True)
     assert not ends_stream("session_ended", until_end=False)
     assert not ends_stream("user_message", until_end=True) and not ends_stream(None, until_end=True)
+
+
+def test_replay_checks_each_snapshot_against_the_state_before_it() -> None:
+    sid = new_session_id()
+    drafts = redrafted(conversation(6, sid))
+    honest = sealed(drafts + [draft(snapshot_payload(fold(conversation(6, sid))))], sid)
+    assert replay_steps(honest)[-1]["state"] == state_json(fold(honest))
+    forged = dict(honest[-1].payload.state, turns=99)
+    lying = sealed(drafts + [draft(SnapshotPayload(state=forged, state_hash=state_hash(forged)))], sid)
+    with pytest.raises(SnapshotMismatch, match="snapshot at seq 7: .* in turns"):
+        replay_steps(lying)

@@ -1,0 +1,125 @@
+"""The brain's snapshots: one every `snapshot_every` events and one on eviction, each in the
+transaction of the events before it; a wake from the newest is the fold from the first event;
+one over the record limit is left out and the session goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+
+from aiokafka.structs import TopicPartition
+
+from tests.fakes.kafka import FakeProducer
+from wakeline import commands as c
+from wakeline.chain import first_broken_seq
+from wakeline.events import Event, SnapshotTaken, parse_event
+from wakeline.fold import fold
+from wakeline.offsets import OffsetTracker
+from wakeline.snapshots import checked_fold, resume
+from wakeline.tools import tool_schemas
+from wakeline.topics import EVENTS, INBOX, TOOL_RESULTS
+from wakeline_brain.actor import ActorDeps, SessionActor
+from wakeline_brain.model import ModelReply, ModelRequest, ToolUse
+from wakeline_brain.writer import PartitionWriter
+
+INPUTS = [TopicPartition(INBOX, 0), TopicPartition(TOOL_RESULTS, 0)]
+
+
+class ToolLoop:
+    """A model that calls one tool per turn until told to stop."""
+
+    name = "fake"
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        return ModelReply(tool_uses=[ToolUse(id=f"tc-{uuid.uuid4()}", name="list_files", input={})])
+
+
+class Brain:
+    def __init__(self, **deps: int) -> None:
+        self.producer, self.tracker = FakeProducer(), OffsetTracker()
+        self.writer = PartitionWriter(0, self.producer, "wakeline-brain", self.tracker, INPUTS)
+        self.deps, self.offset = deps, 0
+
+    def events(self, sid: str) -> list[Event]:
+        return [parse_event(s.value) for t in self.producer.committed for s in t.sent
+                if s.topic == EVENTS and s.key == sid.encode()]
+
+    def actor(self, sid: str) -> SessionActor:
+        async def from_snapshot(sid: str, tenant: str, partition: int) -> list[Event]:
+            events = self.events(sid)  # as wake.SessionLoader reads: the newest snapshot on
+            at = max((i for i, e in enumerate(events) if isinstance(e, SnapshotTaken)), default=0)
+            return events[at:]
+
+        async def dead_letter(item: object, reason: str) -> None:
+            raise AssertionError(reason)
+
+        deps = ActorDeps(host="test", idle_evict_s=0.1, load=from_snapshot, model_for=lambda name: ToolLoop(),
+                         tools=tool_schemas(), release=lambda tokens: None, dead_letter=dead_letter,
+                         now=lambda: datetime.now(UTC), new_id=lambda: str(uuid.uuid4()), **self.deps)
+        return SessionActor(session_id=sid, tenant="t", partition=0, writer=self.writer, deps=deps)
+
+    async def results(self, sid: str, rounds: int, create: bool = True) -> None:
+        """Creates the session, then answers its pending call `rounds` times, an actor a round."""
+        if create:
+            await self.run(sid, c.CreateSession(command_id=f"create-{sid}", session_id=sid, tenant="t",
+                                                actor="user:ann", message="go", config={"model": "fake"}))
+        for _ in range(rounds):
+            [call] = fold(self.events(sid)).pending_tool_calls
+            await self.run(sid, c.ToolResultReport(session_id=sid, tenant="t", tool_call_id=call.tool_call_id,
+                                                   name="list_files", output="{}", runner="r1"))
+
+    async def run(self, sid: str, item: object) -> None:
+        actor = self.actor(sid)
+        actor.mailbox.put_nowait((item, (INPUTS[0], self.offset)))
+        self.offset += 1
+        await asyncio.wait_for(actor.run("test"), timeout=10)  # returns on idle eviction
+
+
+async def test_a_snapshot_every_n_events_in_the_transaction_of_the_events_before_it():
+    brain = Brain(snapshot_every=10, snapshot_on_evict_after=1000)
+    await brain.writer.start()
+    try:
+        await brain.results("s1", rounds=8)
+    finally:
+        await brain.writer.close()
+    events = brain.events("s1")
+    snapshots = [e for e in events if isinstance(e, SnapshotTaken)]
+    assert first_broken_seq(events) is None and len(snapshots) >= 3
+    assert all(b.seq - a.seq <= 10 + 5 for a, b in zip(snapshots, snapshots[1:]))  # a cadence, not a pile
+    assert checked_fold(events) == fold(events)  # each holds the fold of its prefix
+    for snap in snapshots:
+        [txn] = [t for t in brain.producer.committed if any(parse_event(s.value) == snap for s in t.sent
+                                                            if s.topic == EVENTS)]
+        assert parse_event(txn.sent[0].value).seq < snap.seq  # never a transaction of its own
+
+
+async def test_eviction_leaves_a_snapshot_the_next_wake_starts_from_with_every_input_seen():
+    brain = Brain(snapshot_every=1000, snapshot_on_evict_after=5)
+    await brain.writer.start()
+    try:
+        await brain.results("s2", rounds=3)
+        before = brain.events("s2")
+        assert isinstance(before[-1], SnapshotTaken)  # left by the last eviction
+        woken = resume((await brain.actor("s2").deps.load("s2", "t", 0)))
+        assert woken == fold(before) and "create-s2" in woken.seen_inputs
+        # A redelivered create is a no-op for a session woken from its snapshot.
+        await brain.run("s2", c.CreateSession(command_id="create-s2", session_id="s2", tenant="t",
+                                              actor="user:ann", message="go", config={"model": "fake"}))
+    finally:
+        await brain.writer.close()
+    after = brain.events("s2")
+    assert [e.type for e in after[len(before):]] == ["woke"]
+
+
+async def test_a_snapshot_over_the_record_limit_is_left_out_and_the_session_goes_on():
+    brain = Brain(snapshot_every=4, snapshot_on_evict_after=4, max_record_bytes=1400)  # events fit, states not
+    await brain.writer.start()
+    try:
+        await brain.results("s3", rounds=4)
+    finally:
+        await brain.writer.close()
+    events = brain.events("s3")
+    assert first_broken_seq(events) is None and len(events) > 12
+    assert not any(isinstance(e, SnapshotTaken) for e in events)
+    assert fold(events).status == "running" and len(fold(events).pending_tool_calls) == 1
