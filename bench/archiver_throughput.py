@@ -4,6 +4,12 @@ kind of rows into the same table, measured side by side in one run.
 The archiver runs as its own process under a fresh consumer group whose stored offsets are
 set to the topic's current end, so it archives exactly the events produced here. Its rate
 is taken from the first stored row to the last (its start-up is reported apart).
+
+Lag under load: a producer writes at a steady rate (a fraction of the rate just
+measured, in one Kafka transaction per tick, like the brain) while the archiver runs;
+the archiver's lag (`wakeline_archiver.lag`: committed events between the partition's
+end and the archive's stored offset, summed over partitions) is sampled throughout. In
+seconds it is that many events at the producing rate.
 """
 
 from __future__ import annotations
@@ -20,11 +26,18 @@ import uuid
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from bench.harness import ROOT, produce_events, service, superuser
+from aiokafka import AIOKafkaProducer
+
+from bench.harness import ROOT, percentile, produce_events, service, superuser
 from bench.synthetic import session_events
+from wakeline.codec import encode
 from wakeline.event_store import EVENT_COLUMNS, event_row
+from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
-from wakeline.topics import EVENTS
+from wakeline.topics import EVENTS, partition_for, record_key
+from wakeline_archiver.lag import LagProbe
+
+TICK_S = 0.1
 
 
 async def _seed_offsets(settings: CommonSettings, group: str) -> None:
@@ -52,6 +65,13 @@ async def _count(session_ids: list[str]) -> int:
         await conn.close()
 
 
+def _start_archiver(group: str) -> subprocess.Popen:
+    env = {**os.environ, "WAKELINE_ARCHIVER_GROUP": group,
+           "WAKELINE_ARCHIVER_DATA_DIR": tempfile.mkdtemp(prefix="bench-archiver-")}
+    return subprocess.Popen([sys.executable, "-m", "wakeline_archiver"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 async def archiver_rate(sessions: int, per_session: int) -> dict:
     settings = CommonSettings()
     group = f"bench-archiver-{uuid.uuid4().hex[:8]}"
@@ -60,11 +80,8 @@ async def archiver_rate(sessions: int, per_session: int) -> dict:
     ids = [s[0].session_id for s in batch]
     await _seed_offsets(settings, group)
     await produce_events(settings, events)
-    env = {**os.environ, "WAKELINE_ARCHIVER_GROUP": group,
-           "WAKELINE_ARCHIVER_DATA_DIR": tempfile.mkdtemp(prefix="bench-archiver-")}
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "wakeline_archiver"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _start_archiver(group)
     first = None
     try:
         while True:
@@ -101,11 +118,83 @@ async def copy_rate(sessions: int, per_session: int) -> dict:
     return {"events": len(events), "events_per_s": round(len(events) / elapsed, 1)}
 
 
-async def run(sessions: int = 100, per_session: int = 200) -> dict:
+async def lag_under_load(rate: float, seconds: float, sessions: int = 200) -> dict:
+    """The archiver's lag while `rate` events/s arrive for `seconds`, round-robin over `sessions`."""
+    settings = CommonSettings()
+    group = f"bench-archiver-lag-{uuid.uuid4().hex[:8]}"
+    per_tick = max(1, round(rate * TICK_S))
+    per_session = -(-per_tick * round(seconds / TICK_S) // sessions)
+    chains = [session_events(per_session) for _ in range(sessions)]
+    # Round-robin, each session in seq order: what many concurrent sessions look like.
+    events = [chain[i] for i in range(per_session) for chain in chains]
+    await _seed_offsets(settings, group)
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+                                linger_ms=5, transactional_id=f"wakeline-bench-{uuid.uuid4()}")
+    proc = _start_archiver(group)
+    samples: list[int] = []
+    try:
+        async with TenantPool(settings.postgres_dsn, min_size=1, max_size=1) as pool, \
+                LagProbe(settings) as probe:
+            await producer.start()
+            await _wait_started(probe, pool, group, proc, producer, settings)
+            loop = asyncio.get_running_loop()
+            sampler = asyncio.create_task(_sample_lag(probe, pool, group, samples))
+            started = loop.time()
+            for tick, first in enumerate(range(0, len(events), per_tick)):
+                async with producer.transaction():
+                    for ev in events[first:first + per_tick]:
+                        await producer.send(EVENTS, encode(ev), key=record_key(ev.session_id),
+                                            partition=partition_for(ev.session_id, settings.partitions))
+                await asyncio.sleep(max(0.0, started + (tick + 1) * TICK_S - loop.time()))
+            produced_s = loop.time() - started
+            sampler.cancel()
+            await asyncio.gather(sampler, return_exceptions=True)
+    finally:
+        await producer.stop()
+        proc.terminate()
+        proc.wait(timeout=30)
+    achieved = len(events) / produced_s
+    return {"events": len(events), "target_events_per_s": round(rate), "produced_events_per_s": round(achieved),
+            "samples": len(samples), "lag_events_p50": percentile([float(s) for s in samples], 50),
+            "lag_events_p99": percentile([float(s) for s in samples], 99),
+            "lag_s_p50": round(percentile([float(s) for s in samples], 50) / achieved, 3),
+            "lag_s_p99": round(percentile([float(s) for s in samples], 99) / achieved, 3)}
+
+
+async def _wait_started(probe: LagProbe, pool: TenantPool, group: str, proc: subprocess.Popen,
+                        warm_up: AIOKafkaProducer, settings: CommonSettings) -> None:
+    """Until the archiver has stored a first warm-up session: its start-up is not lag under load."""
+    seeded = sum(p["archived_offset"] for p in (await probe.measure(pool, group)).values())
+    async with warm_up.transaction():
+        for ev in session_events(5):
+            await warm_up.send(EVENTS, encode(ev), key=record_key(ev.session_id),
+                               partition=partition_for(ev.session_id, settings.partitions))
+    deadline = time.perf_counter() + 60
+    while time.perf_counter() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("the archiver exited during start-up")
+        lag = await probe.measure(pool, group)
+        if sum(p["archived_offset"] for p in lag.values()) > seeded and not sum(p["lag"] for p in lag.values()):
+            return
+        await asyncio.sleep(0.1)
+    raise RuntimeError("the archiver did not start within 60 s")
+
+
+async def _sample_lag(probe: LagProbe, pool: TenantPool, group: str, samples: list[int]) -> None:
+    while True:
+        lag = await probe.measure(pool, group)
+        samples.append(sum(p["lag"] for p in lag.values()))
+        await asyncio.sleep(0.2)
+
+
+async def run(sessions: int = 100, per_session: int = 200, load_fraction: float = 0.8,
+              load_s: float = 10.0) -> dict:
     archiver = await archiver_rate(sessions, per_session)
     raw = await copy_rate(sessions, per_session)
+    lag = await lag_under_load(archiver["events_per_s"] * load_fraction, load_s)
     return {"bench": "archiver_throughput", "archiver": archiver, "copy": raw,
-            "ratio_archiver_to_copy": round(archiver["events_per_s"] / raw["events_per_s"], 3)}
+            "ratio_archiver_to_copy": round(archiver["events_per_s"] / raw["events_per_s"], 3),
+            "lag_under_load": {"load_fraction": load_fraction, **lag}}
 
 
 if __name__ == "__main__":

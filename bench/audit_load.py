@@ -47,6 +47,46 @@ async def ensure_loaded(dsn: str, sessions: int = SESSIONS) -> dict:
                 "events_per_s": round((wanted - present) / loaded_s), "vacuum_analyze_s": round(vacuumed_s, 1)}
 
 
+# Every byte an archived event costs: the events partitions with their indexes and TOAST,
+# the key registry, and the sessions projection's share.
+_STORAGE = """
+WITH parts AS (SELECT inhrelid AS oid FROM pg_inherits WHERE inhparent = 'public.events'::regclass),
+rels AS (SELECT oid, 'events' AS part FROM parts
+         UNION ALL SELECT 'public.event_keys'::regclass, 'event_keys'
+         UNION ALL SELECT 'public.sessions'::regclass, 'sessions')
+SELECT part, sum(pg_total_relation_size(oid))::bigint AS total, sum(pg_relation_size(oid))::bigint AS heap,
+       sum(pg_total_relation_size(oid) - pg_relation_size(oid) - pg_indexes_size(oid))::bigint AS toast
+FROM rels GROUP BY part
+"""
+# Index sizes summed over partitions by the parent's index name (events_y2026m03_pkey -> pkey).
+_INDEXES = """
+SELECT coalesce(pi.relname, i.relname) AS name, sum(pg_relation_size(i.oid))::bigint AS bytes
+FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+LEFT JOIN pg_inherits h ON h.inhrelid = i.oid LEFT JOIN pg_class pi ON pi.oid = h.inhparent
+WHERE x.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'public.events'::regclass)
+   OR x.indrelid IN ('public.event_keys'::regclass, 'public.sessions'::regclass)
+GROUP BY 1 ORDER BY 2 DESC
+"""
+
+
+async def storage_per_event() -> dict:
+    """Bytes per archived event over the whole database (every tenant): heap, TOAST and
+    every index of `events`, `event_keys` (one row per event ever archived) and `sessions`."""
+    conn = await superuser()
+    try:
+        events = await conn.fetchval("SELECT count(*) FROM event_keys")
+        parts = {r["part"]: dict(r) for r in await conn.fetch(_STORAGE)}
+        indexes = {r["name"]: r["bytes"] for r in await conn.fetch(_INDEXES)}
+    finally:
+        await conn.close()
+    total = sum(p["total"] for p in parts.values())
+    return {"bench": "storage_per_event", "events": events,
+            "bytes_per_event": round(total / events, 1) if events else None,
+            "heap_per_event": {k: round(p["heap"] / events, 1) for k, p in parts.items()} if events else {},
+            "toast_per_event": round(sum(p["toast"] for p in parts.values()) / events, 1) if events else None,
+            "index_per_event": {k: round(v / events, 1) for k, v in indexes.items()} if events else {}}
+
+
 async def count_events(pool: TenantPool) -> int:
     async with pool.transaction(TENANT) as conn:
         return await conn.fetchval("SELECT count(*) FROM events WHERE tenant = $1", TENANT)

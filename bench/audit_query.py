@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
-from bench.audit_load import TENANT, ensure_loaded
+from bench.audit_load import TENANT, ensure_loaded, storage_per_event
 from bench.audit_plan import explain_custom, explain_generic, plan_cache, plan_summary
 from bench.audit_sessions import AGENT
 from bench.harness import summary
@@ -119,7 +119,7 @@ async def run() -> list[dict]:
         for case in CASES:
             results += await _page_lines(pool, case, queries[case.name], timed[case.name])
     plans = {kind: sum(a[kind] - b[kind] for a, b in zip(after, before)) for kind in ("generic", "custom")}
-    return results + [{"bench": "audit_empty_transaction_ms", **timed[EMPTY]},
+    return results + [await storage_per_event(), {"bench": "audit_empty_transaction_ms", **timed[EMPTY]},
                       {"bench": "audit_plans_used", "scope": "warm-up and timed runs", **plans,
                        "loadavg_1m": round(os.getloadavg()[0], 2)}]
 

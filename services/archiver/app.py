@@ -19,14 +19,15 @@ from aiokafka import AIOKafkaProducer
 from wakeline.codec import DeadLetter, encode
 from wakeline.kafka_io import make_producer
 from wakeline.pg import TenantPool
-from wakeline_archiver.stream import ArchivedTopics, build_app
+from wakeline_archiver.stream import ArchivedTopics, Handler, build_app
 from wakeline_archiver.archiver import EventArchiver, SendDeadLetter
-from wakeline_archiver.dead_letters import DeadLetterArchiver
+from wakeline_archiver.dead_letters import DeadLetterArchiver, letter_rows
 from wakeline_archiver.gate import BatchGate
 from wakeline_archiver.lag import LagProbe
 from wakeline_archiver.quarantine import Quarantine
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.store import Archive
+from wakeline_archiver.triage import decode_all
 from wakeline_archiver.weather import ride_out
 
 log = logging.getLogger(__name__)
@@ -47,8 +48,9 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         archive = Archive(pool, settings.archiver_group)
         events = EventArchiver(archive, Quarantine(pool, settings.archiver_group),
                                _dead_letter_sender(producer, topics.dead_letter))
-        app = build_app(settings, topics=topics, events=events.archive,
-                        dead_letters=DeadLetterArchiver(pool, settings.archiver_group).archive, gate=gate,
+        letters = DeadLetterArchiver(pool, settings.archiver_group)
+        app = build_app(settings, topics=topics, events=Handler(decode_all, events.archive_decoded),
+                        dead_letters=Handler(letter_rows, letters.archive_rows), gate=gate,
                         stored_positions=partial(_stored_positions, archive, topics, gate))
         reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
         try:

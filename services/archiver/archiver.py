@@ -22,7 +22,9 @@ from wakeline_archiver.quarantine import Parked, Quarantine
 from wakeline_archiver.records import RawRecord
 from wakeline_archiver.rows import next_offsets
 from wakeline_archiver.store import Archive
-from wakeline_archiver.triage import HELD, SetAside, Triage, decode_all, held_reason, sessions_named, triage
+from wakeline_archiver.triage import (
+    HELD, Decoded, SetAside, Triage, decode_all, held_reason, sessions_named, triage,
+)
 
 log = logging.getLogger(__name__)
 SendDeadLetter = Callable[[DeadLetter, bytes | None, int], Awaitable[None]]
@@ -39,7 +41,11 @@ class EventArchiver:
         self.parked = 0    # sessions parked by this archiver
 
     async def archive(self, records: Sequence[RawRecord]) -> None:
-        decoded = decode_all(records)
+        await self.archive_decoded(decode_all(records))
+
+    async def archive_decoded(self, decoded: Sequence[Decoded]) -> None:
+        """`archive` after `triage.decode_all`, which the stream runs ahead, while the previous batch is stored."""
+        records = [record for record, _ in decoded]
         sorted_ = triage(decoded, await self._quarantine.find(sessions_named(decoded)))
         offsets = next_offsets((r.topic, r.partition, r.offset) for r in records)
         clean = not sorted_.set_aside

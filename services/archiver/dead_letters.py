@@ -45,6 +45,14 @@ def letter_row(record: RawRecord) -> tuple[Any, ...]:
             record.topic, record.partition, record.offset)
 
 
+LetterRows = tuple[list[tuple[Any, ...]], dict[tuple[str, int], int]]
+
+
+def letter_rows(records: Sequence[RawRecord]) -> LetterRows:
+    """A batch's rows and the offsets it moves to: the pure half, which the stream runs ahead."""
+    return [letter_row(r) for r in records], next_offsets((r.topic, r.partition, r.offset) for r in records)
+
+
 def _in_range(letter: DeadLetter) -> DeadLetter:
     """The reported position must fit its int and bigint columns, or the whole batch would fail."""
     if not (-2**31 <= letter.partition < 2**31 and -2**63 <= letter.offset < 2**63):
@@ -58,8 +66,11 @@ class DeadLetterArchiver:
         self._group = group
 
     async def archive(self, records: Sequence[RawRecord]) -> None:
-        rows = [letter_row(r) for r in records]
+        await self.archive_rows(letter_rows(records))
+
+    async def archive_rows(self, prepared: LetterRows) -> None:
+        rows, offsets = prepared
         async with self._pool.system_transaction() as conn:
             if rows:
                 await conn.execute(INSERT_LETTERS, *zip(*rows))
-            await save_offsets(conn, self._group, next_offsets((r.topic, r.partition, r.offset) for r in records))
+            await save_offsets(conn, self._group, offsets)

@@ -1,16 +1,21 @@
 """The archiver's stream, a faust app: one agent per projected topic, each taking batches
 through the gate.
 
-An agent acknowledges a batch's records only after its handler returned, i.e. after
-the Postgres transaction holding them committed, so faust's own Kafka commits never
-run ahead of the archive. No faust tables, no RocksDB, no web server.
+A handler has two halves: `prepare` (pure CPU: decoding, rows) and `store` (the
+Postgres transaction). While batch N is being stored, the agent already takes and
+prepares batch N+1, so Python decodes while Postgres writes; batch N+1 is stored only
+after N's transaction committed, so batches still commit one at a time and in order.
+An agent acknowledges a batch's records only after its store returned, i.e. after the
+transaction holding them committed, so faust's own Kafka commits never run ahead of the
+archive. No faust tables, no RocksDB, no web server.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import faust
 
@@ -20,7 +25,13 @@ from wakeline_archiver.records import RawRecord
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.transport import ArchiverTransport, StoredPositions
 
-Handler = Callable[[Sequence[RawRecord]], Awaitable[None]]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Handler(Generic[T]):
+    prepare: Callable[[Sequence[RawRecord]], T]  # pure: may run while the previous batch is stored
+    store: Callable[[T], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -54,10 +65,26 @@ def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Han
     return app
 
 
-def _batches(handler: Handler, settings: ArchiverSettings, gate: BatchGate) -> Callable[[Any], Awaitable[None]]:
+def _batches(handler: Handler[Any], settings: ArchiverSettings,
+             gate: BatchGate) -> Callable[[Any], Awaitable[None]]:
+    async def store_then_ack(stream: Any, prepared: Any, events: list[Any]) -> None:
+        await gate.pass_batch(handler.store, prepared)
+        for event in events:
+            await stream.ack(event)
+
     async def agent(stream: Any) -> None:
-        async for events in stream.noack_take(settings.archiver_batch_size, within=settings.archiver_batch_window_s):
-            await gate.pass_batch(handler, [event.message for event in events])
-            for event in events:
-                await stream.ack(event)
+        in_flight: asyncio.Future[None] | None = None
+        try:
+            async for events in stream.noack_take(settings.archiver_batch_size,
+                                                  within=settings.archiver_batch_window_s):
+                prepared = handler.prepare([event.message for event in events])
+                if in_flight is not None:
+                    await in_flight  # one transaction at a time, in offset order
+                in_flight = asyncio.ensure_future(store_then_ack(stream, prepared, events))
+            if in_flight is not None:
+                await in_flight
+        finally:
+            # Cancelled by the app's stop: a batch still parked in the gate goes with the agent.
+            if in_flight is not None and not in_flight.done():
+                in_flight.cancel()
     return agent

@@ -1,0 +1,34 @@
+"""The archiver benches run: throughput against the COPY floor, lag under a steady load, and
+storage per event come back with the expected keys and sane values (not timings)."""
+
+from __future__ import annotations
+
+from bench import archiver_throughput
+from bench.audit_load import storage_per_event
+from conftest_pg import require_postgres
+from wakeline.settings import CommonSettings
+
+
+async def test_archiver_bench_reports_rate_floor_ratio_and_lag(kafka: CommonSettings) -> None:
+    await require_postgres()
+    line = await archiver_throughput.run(sessions=6, per_session=150, load_fraction=0.5, load_s=1.0)
+    assert line["bench"] == "archiver_throughput"
+    assert line["archiver"]["events"] == line["copy"]["events"] == 900  # over one batch (500), so a rate exists
+    assert line["archiver"]["events_per_s"] > 0 and line["copy"]["events_per_s"] > 0
+    assert line["ratio_archiver_to_copy"] > 0
+    lag = line["lag_under_load"]
+    assert lag["events"] > 0 and lag["samples"] > 0 and lag["produced_events_per_s"] > 0
+    assert 0 <= lag["lag_events_p50"] <= lag["lag_events_p99"] <= lag["events"] + 5
+    assert 0 <= lag["lag_s_p50"] <= lag["lag_s_p99"]
+
+
+async def test_storage_bench_counts_every_relation_of_the_archive() -> None:
+    await require_postgres()
+    line = await storage_per_event()
+    assert line["bench"] == "storage_per_event"
+    assert line["events"] > 0
+    parts = line["heap_per_event"]
+    assert set(parts) == {"events", "event_keys", "sessions"}
+    assert {"events_pkey", "event_keys_pkey", "event_keys_event_id_key", "events_audit_actor"} <= set(
+        line["index_per_event"])
+    assert line["bytes_per_event"] > sum(parts.values()) + sum(line["index_per_event"].values()) - 1
