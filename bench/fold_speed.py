@@ -1,38 +1,53 @@
-"""`python -m bench.fold_speed`: fold of a 10k-event session with the fold's `evolve`
-against `dataclasses.replace` (what it used before), side by side in one process."""
+"""`python -m bench.fold_speed`: the fold of 1k, 10k and 100k-event sessions, and whether it
+is linear: per event, each size against the 1k figure (`linearity`, 1.0 is linear).
+
+Side by side in one process, alternated: `fold` (one private builder, frozen once) and the
+fold as it was, one `apply` per event (each copies the state's growing tuples: quadratic),
+the latter only up to `quadratic_up_to` events, where it still ends in seconds.
+"""
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
 import statistics
 import time
 
-import wakeline.fold as fold_module
+from bench.harness import summary
 from bench.synthetic import session_events
+from wakeline.fold import apply, fold
+from wakeline.state import SessionState
 
 
-def _median_s(events, repeats: int) -> float:
-    times = []
+def _ms(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000
+
+
+def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5,
+        quadratic_up_to: int = 10_000) -> list[dict]:
+    logs = {n: session_events(n) for n in sizes}
+    linear: dict[int, list[float]] = {n: [] for n in sizes}
+    each: dict[int, list[float]] = {n: [] for n in sizes if n <= quadratic_up_to}
     for _ in range(repeats):
-        started = time.perf_counter()
-        fold_module.fold(events)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
-
-
-def run(n: int = 10_000, repeats: int = 5) -> dict:
-    events = session_events(n)
-    evolve = fold_module.evolve
-    try:
-        fast = _median_s(events, repeats)
-        fold_module.evolve = dataclasses.replace
-        slow = _median_s(events, repeats)
-    finally:
-        fold_module.evolve = evolve
-    return {"bench": "fold_ms", "events": n, "evolve_p50": round(fast * 1000, 1),
-            "dataclasses_replace_p50": round(slow * 1000, 1), "speedup": round(slow / fast, 2)}
+        for n, events in logs.items():
+            linear[n].append(_ms(lambda: fold(events)))
+            if n in each:
+                each[n].append(_ms(lambda: functools.reduce(apply, events, SessionState())))
+    per_event_1k = statistics.median(linear[min(sizes)]) / min(sizes)
+    lines = []
+    for n in sizes:
+        p50 = statistics.median(linear[n])
+        line = {"bench": "fold_ms", "events": n, **summary(linear[n]),
+                "per_event_us": round(p50 / n * 1000, 2), "linearity": round(p50 / n / per_event_1k, 2)}
+        if n in each:
+            before = statistics.median(each[n])
+            line.update(apply_each_p50=round(before, 3), speedup=round(before / p50, 2))
+        lines.append(line)
+    return lines
 
 
 if __name__ == "__main__":
-    print(json.dumps(run()))
+    for line in run():
+        print(json.dumps(line))

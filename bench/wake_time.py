@@ -1,8 +1,16 @@
 """Wake time: load a session the brain does not hold (archive + Kafka tail) and fold it.
 
-This is `SessionLoader.load` + `fold`, the code an actor runs on wake, for sessions of 1k
-and 10k events stored by the archiver. Each size is woken several times; the median is
-the figure, with the fold's share reported apart.
+This is `SessionLoader.load` + `snapshots.resume`, the code an actor runs on wake, for
+sessions of 1k, 10k and 100k events shaped as the brain writes them: rounds of user
+message, model turn, tool call and tool result (each input with its id), a compaction
+every `compact_every` events, and a snapshot every `snapshot_every` events (only the
+newest is written here: it is all a wake reads). Rows go straight into Postgres, and a
+private archiver group's position is set to the partition's end, so the session is fully
+archived and the Kafka tail is empty, as for a session idle long enough to be evicted.
+
+Side by side in one run, alternated size by size: the wake; the wake as it was before
+snapshots (every row read and folded); and the floor, a bare indexed read of the rows the
+wake reads. Medians with p99; `ratio_to_1k` is the target's figure (≤ 2).
 """
 
 from __future__ import annotations
@@ -11,61 +19,159 @@ import asyncio
 import json
 import statistics
 import time
+import uuid
+from datetime import datetime, timedelta, timezone
 
-from bench.harness import produce_events, service, summary
-from bench.synthetic import session_events
+from aiokafka.structs import TopicPartition
+
+from bench.harness import service, summary
+from wakeline import events as e
+from wakeline.chain import Draft, seal
+from wakeline.codec import encode
+from wakeline.event_store import SELECT_FROM_SNAPSHOT, insert_events, session_events
+from wakeline.events import Event
 from wakeline.fold import fold
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
-from wakeline.topics import partition_for
+from wakeline.snapshots import resume, snapshot_payload
+from wakeline.state import SessionState
+from wakeline.topics import EVENTS, partition_for
 from wakeline_brain.wake import SessionLoader, tail_consumer
 
+TENANT = "default"
+GENESIS = "0" * 64
 
-async def _archived(session_id: str, n: int, timeout_s: float = 180) -> None:
+
+def _draft(seq: int, state: SessionState, compact_every: int) -> Draft:
+    if seq == 1:
+        config = e.SessionConfig(model="scripted:noop", max_turns=10_000)
+        return Draft(payload=e.SessionCreatedPayload(config=config, owner="user:bench"), actor="user:bench",
+                     trust="instruction", causation_id=str(uuid.uuid4()))
+    if seq % compact_every == 0 and len(state.messages) > 20:  # as context.plan_compaction keeps the recent
+        payload = e.CompactionPayload(summary="earlier: listed files, step by step", covered_from_seq=1,
+                                      covered_to_seq=state.messages[-20].seq - 1, tokens_before=9000,
+                                      tokens_after=900)
+        return Draft(payload=payload, actor="system:brain", trust="instruction")
+    call = f"toolu_{seq // 4}"
+    match seq % 4:
+        case 2:
+            return Draft(payload=e.UserMessagePayload(text=f"step {seq}: do the next thing"), actor="user:bench",
+                         trust="instruction", causation_id=str(uuid.uuid4()))
+        case 3:
+            return Draft(payload=e.ModelTurnPayload(text="Looking at the files." * 4), actor="agent:scripted:noop",
+                         trust="instruction")
+        case 0:
+            return Draft(payload=e.ToolCallPayload(tool_call_id=call, name="list_files", input={"path": "."}),
+                         actor="agent:scripted:noop", trust="instruction")
+    return Draft(payload=e.ToolResultPayload(tool_call_id=call, name="list_files", output="a.txt\nb.txt\n" * 5),
+                 actor="runner:bench", trust="data", causation_id=f"result:{call}")
+
+
+def brain_log(n: int, snapshot_every: int = 1000, compact_every: int = 1000) -> list[Event]:
+    """n events as the brain writes them; the newest snapshot where its cadence puts it."""
+    sid, start = str(uuid.uuid4()), datetime.now(timezone.utc)
+    newest = (n // (snapshot_every + 1)) * (snapshot_every + 1)  # each snapshot counts as an event
+    out: list[Event] = []
+    state, folded = SessionState(), 0  # the fold of out[:folded], caught up only where a draft needs it
+    for seq in range(1, n + 1):
+        if seq == newest or seq % compact_every == 0:
+            state, folded = fold(out[folded:], state), len(out)
+        draft = (Draft(payload=snapshot_payload(state), actor="system:brain", trust="instruction")
+                 if seq == newest else _draft(seq, state, compact_every))
+        out.append(seal(draft, session_id=sid, tenant=TENANT, seq=seq, prev_hash=out[-1].hash if out else GENESIS,
+                        ts=start + timedelta(microseconds=seq), event_id=str(uuid.uuid4())))
+    return out
+
+
+async def _store(settings: CommonSettings, events: list[Event], group: str, end: int) -> None:
     conn = await service()
     try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            async with conn.transaction():
-                await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
-                stored = await conn.fetchval("SELECT count(*) FROM events WHERE session_id = $1", session_id)
-            if stored >= n:
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"archiver stored {stored}/{n}; is it running?")
-            await asyncio.sleep(0.2)
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", TENANT)
+            await conn.execute("SELECT ensure_events_partition($1)", events[0].ts)
+            for at in range(0, len(events), 5000):
+                await insert_events(conn, events[at:at + 5000])
+            partition = partition_for(events[0].session_id, settings.partitions)
+            await conn.execute("INSERT INTO archiver_offsets (consumer_group, topic, partition, next_offset) "
+                               "VALUES ($1, $2, $3, $4)", group, EVENTS, partition, end)
     finally:
         await conn.close()
 
 
-async def run(sizes: tuple[int, ...] = (1_000, 10_000), repeats: int = 5) -> list[dict]:
+async def _timed(fn) -> tuple[float, object]:
+    started = time.perf_counter()
+    result = await fn()
+    return (time.perf_counter() - started) * 1000, result
+
+
+async def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5,
+              snapshot_every: int = 1000) -> list[dict]:
     settings = CommonSettings()
-    results = []
+    group = f"bench-wake-{uuid.uuid4().hex[:8]}"
+    logs = {n: brain_log(n, snapshot_every) for n in sizes}
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
         tail = tail_consumer(settings)
-        loader = SessionLoader(pool, tail)
+        loader = SessionLoader(pool, tail, group)
         await tail.start()
         try:
-            for n in sizes:
-                events = session_events(n)
-                sid = events[0].session_id
-                await produce_events(settings, events)
-                await _archived(sid, n)
-                totals, folds = [], []
-                for _ in range(repeats):
+            for n, log in logs.items():
+                tp = partition_for(log[0].session_id, settings.partitions)
+                end = (await tail.end_offsets([TopicPartition(EVENTS, tp)]))[TopicPartition(EVENTS, tp)]
+                await _store(settings, log, group, end)
+            times: dict[int, dict[str, list[float]]] = {n: {"wake": [], "resume": [], "full": [], "floor": []}
+                                                        for n in sizes}
+            for _ in range(repeats):  # alternated: every size and path once per round
+                for n, log in logs.items():
+                    sid, want = log[0].session_id, log[-1].seq
+                    part = partition_for(sid, settings.partitions)
+                    t = times[n]
+                    ms, loaded = await _timed(lambda: loader.load(sid, TENANT, part))
                     started = time.perf_counter()
-                    loaded = await loader.load(sid, "default", partition_for(sid, settings.partitions))
-                    folded_at = time.perf_counter()
-                    state = fold(loaded)
-                    done = time.perf_counter()
-                    assert state.last_seq == n
-                    totals.append((done - started) * 1000)
-                    folds.append((done - folded_at) * 1000)
-                results.append({"bench": "wake_ms", "events": n, **summary(totals),
-                                "fold_p50": round(statistics.median(folds), 3)})
+                    assert resume(loaded).last_seq == want  # type: ignore[arg-type]
+                    t["resume"].append((time.perf_counter() - started) * 1000)
+                    t["wake"].append(ms + t["resume"][-1])
+                    t["full"].append(await _full(pool, sid, want))
+                    t["floor"].append(await _floor(pool, sid))
         finally:
             await tail.stop()
-    return results
+    return _lines(logs, times, settings.max_record_bytes)
+
+
+async def _full(pool: TenantPool, sid: str, want: int) -> float:
+    """The wake before snapshots: every row read and folded from the first event."""
+    started = time.perf_counter()
+    async with pool.transaction(TENANT) as conn:
+        events = await session_events(conn, sid)
+    assert fold(events).last_seq == want
+    return (time.perf_counter() - started) * 1000
+
+
+async def _floor(pool: TenantPool, sid: str) -> float:
+    """A bare indexed read of the rows a wake reads: no parsing, no fold."""
+    started = time.perf_counter()
+    async with pool.transaction(TENANT) as conn:
+        await conn.fetch(SELECT_FROM_SNAPSHOT, sid)
+    return (time.perf_counter() - started) * 1000
+
+
+def _lines(logs: dict[int, list[Event]], times: dict[int, dict[str, list[float]]], limit: int) -> list[dict]:
+    base = statistics.median(times[min(logs)]["wake"])
+    lines = []
+    for n, log in logs.items():
+        snaps = [ev for ev in log if isinstance(ev, e.SnapshotTaken)]
+        t = times[n]
+        wake = statistics.median(t["wake"])
+        lines.append({
+            "bench": "wake_ms", "events": n, **summary(t["wake"]),
+            "snapshot_seq": snaps[-1].seq if snaps else None, "events_read": n - (snaps[-1].seq - 1 if snaps else 0),
+            "snapshot_bytes": len(encode(snaps[-1])) if snaps else None,
+            "snapshot_fits_record": len(encode(snaps[-1])) <= limit if snaps else None,
+            "resume_p50": round(statistics.median(t["resume"]), 3),
+            "floor_p50": round(statistics.median(t["floor"]), 3),
+            "ratio_to_floor": round(wake / statistics.median(t["floor"]), 2),
+            "before_p50": round(statistics.median(t["full"]), 3), "before_p99": round(max(t["full"]), 3),
+            "ratio_to_1k": round(wake / base, 2), "speedup": round(statistics.median(t["full"]) / wake, 2)})
+    return lines
 
 
 if __name__ == "__main__":
