@@ -80,7 +80,9 @@ class Executor:
                 " not started")), began)
         report = await asyncio.to_thread(fit_report, self._report(request, await self._dispatch(request, dirs),
                                                                   began), self.budget)
-        record_result(call, digest, report)
+        # Off the event loop (other sessions' calls go on meanwhile); only bash calls, whose
+        # re-run is not harmless, pay for an fsync.
+        await asyncio.to_thread(record_result, call, digest, report, request.name == "bash")
         return report
 
     async def _dispatch(self, request: ToolCallRequest, dirs: SessionDirs) -> ToolOutput:

@@ -72,8 +72,8 @@ def read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def write_json(path: Path, value: dict[str, Any]) -> None:
-    write_json_atomic(str(path), value)
+def write_json(path: Path, value: dict[str, Any], durable: bool = True) -> None:
+    write_json_atomic(str(path), value, durable)
 
 
 def read_result(files: CallFiles) -> tuple[str, ToolResultReport] | None:
@@ -84,8 +84,8 @@ def read_result(files: CallFiles) -> tuple[str, ToolResultReport] | None:
     return record["request_digest"], ToolResultReport.model_validate(record["report"])
 
 
-def write_result(files: CallFiles, request_digest: str, report: ToolResultReport) -> None:
-    write_json(files.result, {"request_digest": request_digest, "report": report.model_dump(mode="json")})
+def write_result(files: CallFiles, request_digest: str, report: ToolResultReport, durable: bool = True) -> None:
+    write_json(files.result, {"request_digest": request_digest, "report": report.model_dump(mode="json")}, durable)
 
 
 def recorded_result(call: CallFiles) -> tuple[str, ToolResultReport] | ToolError | None:
@@ -98,8 +98,12 @@ def recorded_result(call: CallFiles) -> tuple[str, ToolResultReport] | ToolError
                        "re-run because it may already have had side effects")
 
 
-def record_result(call: CallFiles, digest: str, report: ToolResultReport) -> None:
+def record_result(call: CallFiles, digest: str, report: ToolResultReport, durable: bool = True) -> None:
     """Records the result; if that fails, the result is published anyway.
+
+    A call that is safe to re-run (the file tools) is recorded with `durable=False`: two
+    fsyncs per call were half the runner's time on no-op tools, and what they guard
+    against, a machine crash losing the record, only costs such a call a re-run.
 
     Stopping instead would hand the call to the next runner, which fails the same way:
     one session's call would take down every runner. Running twice is still prevented
@@ -108,7 +112,7 @@ def record_result(call: CallFiles, digest: str, report: ToolResultReport) -> Non
     file tools are safe to re-run. What is lost is only a byte-identical replay.
     """
     try:
-        write_result(call, digest, report)
+        write_result(call, digest, report, durable)
     except Exception:  # noqa: BLE001 - disk full, read-only, quota: all the same to the session
         log.exception("could not record the result of call %s; publishing it unrecorded", call.call_id)
 

@@ -25,16 +25,23 @@ import uuid
 READ_CHUNK = 65536
 
 
-def write_json_atomic(path: str, value: dict) -> None:
-    """tmp + fsync + rename + fsync(dir): the record is either absent or whole, even after a crash."""
+def write_json_atomic(path: str, value: dict, durable: bool = True) -> None:
+    """tmp + fsync + rename + fsync(dir): the record is either absent or whole, even after a crash.
+
+    `durable=False` skips both fsyncs: still whole or absent to every reader and after a
+    process crash (the page cache survives it), but a machine crash may lose it.
+    """
     tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         os.write(fd, json.dumps(value).encode("utf-8"))
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    if not durable:
+        return
     dir_fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(dir_fd)
