@@ -117,12 +117,17 @@ class PartitionWriter:
             return
         try:
             async with self._producer.transaction():
+                # Offsets first: sent after the records, the offset requests reach the
+                # transaction coordinator while those records' produce request is in flight,
+                # and Kafka 4's transaction verification answers that produce with
+                # NOT_ENOUGH_REPLICAS (its CONCURRENT_TRANSACTIONS for old produce versions),
+                # a 100 ms client backoff on the hot path. The transaction is atomic either way.
+                if offsets:
+                    await self._producer.send_offsets_to_transaction(offsets, self._group_id)
                 for records, _ in batch:
                     for r in records:
                         await self._producer.send(r.topic, r.value, key=r.key,
                                                   partition=self.partition if r.partition is None else r.partition)
-                if offsets:
-                    await self._producer.send_offsets_to_transaction(offsets, self._group_id)
         except Exception as err:
             for _, done in batch:
                 if not done.done():
