@@ -3,14 +3,18 @@
 Both ends are stamped by the brain's clock (`ts` of the `tool_call` and of its
 `tool_result`), so the figure is brain → Kafka → runner → Kafka → brain → sequenced,
 with no client clock involved. Brain, runner and archiver run as separate processes.
+`run_against_floor` measures `bench.floors` in the same run, alternating with the round
+trip, and reports each size as a ratio to its floor at p50 and p99.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import uuid
 
+from bench import floors
 from bench.harness import service, summary
 from wakeline.commands import CreateSession
 from wakeline.kafka_io import make_producer, send_keyed
@@ -24,6 +28,31 @@ async def _ended(conn, session_ids: list[str]) -> int:
 
 
 async def run(sessions: int = 3, timeout_s: float = 600) -> dict:
+    return {"bench": "tool_round_trip_ms", "concurrent_sessions": sessions,
+            **summary(await round_trips(sessions, timeout_s))}
+
+
+async def run_against_floor(sizes: tuple[int, ...] = (3, 100), repeats: int = 2, floor_rounds: int = 20) -> list[dict]:
+    """Floor and round trip alternated `repeats` times per size (noise falls on both); medians
+    of the runs' p50 and p99, and the ratios. Needs brain, runner and archiver running."""
+    lines = []
+    for sessions in sizes:
+        floor_runs, trip_runs = [], []
+        for _ in range(repeats):
+            floor_runs.append(await floors.run(sessions, floor_rounds))
+            trip_runs.append(await run(sessions))
+        lines += floor_runs + trip_runs
+        floor = {q: round(statistics.median(r[q] for r in floor_runs), 3) for q in ("p50", "p99")}
+        trip = {q: round(statistics.median(r[q] for r in trip_runs), 3) for q in ("p50", "p99")}
+        lines.append({"bench": "tool_round_trip_vs_floor", "concurrent_sessions": sessions, "runs": repeats,
+                      "floor_p50": floor["p50"], "floor_p99": floor["p99"],
+                      "p50": trip["p50"], "p99": trip["p99"],
+                      "p50_ratio": round(trip["p50"] / floor["p50"], 3),
+                      "p99_ratio": round(trip["p99"] / floor["p99"], 3)})
+    return lines
+
+
+async def round_trips(sessions: int, timeout_s: float) -> list[float]:
     settings = CommonSettings()
     ids = [str(uuid.uuid4()) for _ in range(sessions)]
     producer = make_producer(settings)
@@ -54,8 +83,7 @@ async def run(sessions: int = 3, timeout_s: float = 600) -> dict:
                 " WHERE c.session_id = ANY($1) AND c.type = 'tool_call'", ids)
     finally:
         await conn.close()
-    millis = [(r["answered"] - r["called"]).total_seconds() * 1000 for r in rows]
-    return {"bench": "tool_round_trip_ms", "concurrent_sessions": sessions, **summary(millis)}
+    return [(r["answered"] - r["called"]).total_seconds() * 1000 for r in rows]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,32 @@
+"""The tool round trip bench runs against its floor in one go: the lines and ratios are there
+and sane (not timings). Brain, runner and archiver run as processes, as in `make bench`."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from bench import tool_roundtrip
+from tests.e2e.stack import Stack, require_database
+from wakeline.settings import CommonSettings
+
+POLICIES = Path(tool_roundtrip.__file__).resolve().parent / "policies"
+
+
+async def test_round_trip_is_reported_as_a_ratio_to_its_floor(kafka: CommonSettings, tmp_path: Path) -> None:
+    await asyncio.to_thread(require_database)
+    stack = Stack(tmp_path)
+    try:
+        for name in ("archiver", "runner", "brain"):
+            stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES))
+        lines = await tool_roundtrip.run_against_floor(sizes=(2,), repeats=1, floor_rounds=3)
+    finally:
+        stack.stop_all()
+    assert [line["bench"] for line in lines] == ["tool_round_trip_floor_ms", "tool_round_trip_ms",
+                                                 "tool_round_trip_vs_floor"]
+    floor, trip, ratio = lines
+    assert floor["n"] == 2 * 3 and trip["n"] == 2 * 20  # the noop policy: twenty calls a session
+    assert ratio["concurrent_sessions"] == 2 and ratio["runs"] == 1
+    assert ratio["p50_ratio"] == round(trip["p50"] / floor["p50"], 3)
+    assert ratio["p99_ratio"] == round(trip["p99"] / floor["p99"], 3)
+    assert 0 < ratio["p50_ratio"] < 1_000 and 0 < ratio["p99_ratio"] < 1_000
