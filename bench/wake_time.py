@@ -28,7 +28,7 @@ from bench.harness import service, summary
 from wakeline import events as e
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
-from wakeline.event_store import SELECT_FROM_SNAPSHOT, insert_events, session_events
+from wakeline.event_store import SELECT_NEWEST_SNAPSHOT, SELECT_SESSION_FROM, insert_events, session_events
 from wakeline.events import Event
 from wakeline.fold import fold
 from wakeline.pg import TenantPool
@@ -93,7 +93,7 @@ async def _store(settings: CommonSettings, events: list[Event], group: str, end:
                 await insert_events(conn, events[at:at + 5000])
             partition = partition_for(events[0].session_id, settings.partitions)
             await conn.execute("INSERT INTO archiver_offsets (consumer_group, topic, partition, next_offset) "
-                               "VALUES ($1, $2, $3, $4)", group, EVENTS, partition, end)
+                               "VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING", group, EVENTS, partition, end)
     finally:
         await conn.close()
 
@@ -150,7 +150,8 @@ async def _floor(pool: TenantPool, sid: str) -> float:
     """A bare indexed read of the rows a wake reads: no parsing, no fold."""
     started = time.perf_counter()
     async with pool.transaction(TENANT) as conn:
-        await conn.fetch(SELECT_FROM_SNAPSHOT, sid)
+        start = await conn.fetchval(SELECT_NEWEST_SNAPSHOT, sid) or 1
+        await conn.fetch(SELECT_SESSION_FROM, sid, start)
     return (time.perf_counter() - started) * 1000
 
 

@@ -48,11 +48,13 @@ SELECT_FIRST_CAUSED_BY = (f"SELECT {SELECT_LIST} FROM events WHERE session_id = 
 SELECT_FIRST_CAUSED_UNDER = (f"SELECT {SELECT_LIST} FROM events WHERE session_id = $1 "
                              "AND (causation_id = $2 OR starts_with(causation_id, $2 || '.')) ORDER BY seq LIMIT 1")
 SELECT_LAST_SEQ = "SELECT coalesce(max(seq), 0) FROM events WHERE session_id = $1"
-# A wake's read: the newest snapshot and what follows it (the whole log if it has none).
-# The (session_id, seq) key read backwards finds the snapshot within the snapshot cadence.
-SELECT_FROM_SNAPSHOT = (f"SELECT {SELECT_LIST} FROM events WHERE session_id = $1 AND seq >= coalesce("
-                        "(SELECT seq FROM events WHERE session_id = $1 AND type = 'snapshot' "
-                        "ORDER BY seq DESC LIMIT 1), 1) ORDER BY seq")
+# A wake's read: the newest snapshot, then it and what follows (the whole log without one).
+# The (session_id, seq) key read backwards finds the snapshot within the snapshot cadence;
+# two statements, so the second's seq bound is a parameter the index condition can use
+# (folded into one, the bound came from a sub-plan and was only a filter over every row).
+SELECT_NEWEST_SNAPSHOT = ("SELECT seq FROM events WHERE session_id = $1 AND type = 'snapshot' "
+                          "ORDER BY seq DESC LIMIT 1")
+SELECT_SESSION_FROM = f"SELECT {SELECT_LIST} FROM events WHERE session_id = $1 AND seq >= $2 ORDER BY seq"
 
 
 def tool_name(event: Event) -> str | None:
@@ -182,4 +184,5 @@ async def session_events(conn: asyncpg.Connection, session_id: str) -> list[Even
 async def events_from_snapshot(conn: asyncpg.Connection, session_id: str) -> list[Event]:
     """The session's newest stored `snapshot` event and every event after it, in seq order
     (all of them if it has none): what `wakeline.snapshots.resume` folds."""
-    return [event_from_row(r) for r in await conn.fetch(SELECT_FROM_SNAPSHOT, session_id)]
+    start = await conn.fetchval(SELECT_NEWEST_SNAPSHOT, session_id) or 1
+    return [event_from_row(r) for r in await conn.fetch(SELECT_SESSION_FROM, session_id, start)]

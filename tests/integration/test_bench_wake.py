@@ -32,4 +32,5 @@ def test_fold_bench_reports_linearity_and_the_per_event_fold_side_by_side() -> N
     lines = fold_speed.run(sizes=(100, 400), repeats=2, quadratic_up_to=100)
     assert [(ln["bench"], ln["events"]) for ln in lines] == [("fold_ms", 100), ("fold_ms", 400)]
     assert lines[0]["linearity"] == 1.0 and lines[0]["speedup"] > 0 and "speedup" not in lines[1]
-    assert all(ln["per_event_us"] > 0 and 0 < ln["p50"] <= ln["max"] for ln in lines)
+    assert all(ln["per_event_us"] > 0 and 0 < ln["p50"] <= ln["max"] and ln["untracked_p50"] > 0 for ln in lines)
+    assert lines[0]["untracked_linearity"] == 1.0
