@@ -33,8 +33,9 @@ from wakeline.events import Event, SessionEnded, parse_event
 from wakeline.kafka_io import make_consumer, make_producer, send_keyed
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS, INBOX
+from wakeline_gateway.idempotency import session_id_for
 
-MODES = ("floor", "feed", "poll", "read")
+MODES = ("floor", "feed", "poll", "read", "create:feed", "create:poll")
 # The gateway's inbox producer settings (app.py), so the floor's produce hop is the same hop.
 PRODUCER = {"linger_ms": 0}
 
@@ -138,8 +139,16 @@ async def sample(mode: str, sid: str, after_seq: int, clients: dict[str, httpx.A
         answer = await clients["feed"].get(f"/v1/sessions/{sid}")
         assert answer.status_code == 200, answer.text
         return (time.perf_counter() - started) * 1000, after_seq
+    if mode.startswith("create:"):  # a new session each time, its id fixed by the key beforehand
+        key = str(uuid.uuid4())
+        sid, after_seq = session_id_for("default", "user:bench", key), 0
     ended = committed.expect(turn_over(sid, after_seq))  # before sending: the turn may end first
-    if mode == "floor":
+    if mode.startswith("create:"):
+        started = time.perf_counter()
+        answer = await clients[mode.split(":")[1]].post("/v1/sessions", headers={"Idempotency-Key": key}, json={
+            "message": "ping", "config": {"model": "scripted:reply"}})
+        assert answer.status_code == 201 and answer.json()["session_id"] == sid, answer.text
+    elif mode == "floor":
         command = PostMessage(command_id=str(uuid.uuid4()), session_id=sid, actor="user:bench", text="ping")
         outcome = committed.expect(lambda e: e.causation_id == command.command_id)
         started = time.perf_counter()
@@ -159,9 +168,9 @@ async def measure(clients: dict[str, httpx.AsyncClient], rounds: int, per_round:
     await producer.start()
     try:
         async with Committed(settings) as committed:
-            sessions = {mode: await create_session(clients["feed"]) for mode in MODES}
-            at = {mode: (await clients["feed"].get(f"/v1/sessions/{sessions[mode]}")).json()["last_seq"]
-                  for mode in MODES}
+            sessions = {mode: await create_session(clients["feed"]) for mode in ("floor", "feed", "poll", "read")}
+            at = {mode: (await clients["feed"].get(f"/v1/sessions/{sid}")).json()["last_seq"]
+                  for mode, sid in sessions.items()}
             streams = {mode: Frames(clients[mode], sessions[mode]) for mode in ("feed", "poll")}
             await asyncio.sleep(0.5)  # the streams have replayed their (short) history
             since = time.time()
@@ -170,7 +179,8 @@ async def measure(clients: dict[str, httpx.AsyncClient], rounds: int, per_round:
             for _ in range(rounds):
                 for mode in MODES:
                     for _ in range(per_round):
-                        ms, at[mode] = await sample(mode, sessions[mode], at[mode], clients, committed, send)
+                        sid = sessions.get(mode, "")
+                        ms, at[mode] = await sample(mode, sid, at.get(mode, 0), clients, committed, send)
                         took[mode].append(ms)
             await asyncio.sleep(1.0)  # the polling stream's last frames
             for stream in streams.values():
@@ -191,6 +201,9 @@ def lines(took: dict[str, list[float]], frames: dict[str, list[float]]) -> list[
                     "ratio_p99": round(figure["p99"] / floor["p99"], 2)})
     out.append({"bench": "http_read_ms", "what": "GET /v1/sessions/{id}: HTTP, key and session read",
                 **summary(took["read"])})
+    for mode in ("feed", "poll"):
+        out.append({"bench": "http_create_done_ms", "gateway": mode, "what": "POST /v1/sessions until done "
+                    "(waits for the archived session row)", **summary(took[f"create:{mode}"])})
     for mode in ("feed", "poll"):
         out.append({"bench": "sse_frame_ms", "gateway": mode, "what": "event ts (brain) -> SSE frame received",
                     **summary(frames[mode])})

@@ -81,16 +81,15 @@ class EventsFeed:
             try:
                 batches = await self._consumer.getmany(timeout_ms=1000)
                 self._healthy = True
+                for records in batches.values():
+                    for record in records:
+                        self._deliver(record.value, record.partition, record.offset)
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - the fallback covers the gap; say so and try again
-                log.exception("events feed: fetch failed; answers fall back to Postgres until it recovers")
+                log.exception("events feed: failed; answers fall back to Postgres until it recovers")
                 self._healthy = False
                 await asyncio.sleep(RESTART_S)
-                continue
-            for records in batches.values():
-                for record in records:
-                    self._deliver(record.value, record.partition, record.offset)
 
     def _deliver(self, value: bytes | None, partition: int, offset: int) -> None:
         try:

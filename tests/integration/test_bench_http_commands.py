@@ -33,6 +33,7 @@ async def test_the_bench_reports_feed_and_polling_against_its_floor(tmp_path) ->
     by_name = {(line["bench"], line.get("gateway")): line for line in lines}
     assert set(by_name) == {("http_commands_floor_ms", None), ("http_message_done_ms", "feed"),
                             ("http_message_done_ms", "poll"), ("http_read_ms", None),
+                            ("http_create_done_ms", "feed"), ("http_create_done_ms", "poll"),
                             ("sse_frame_ms", "feed"), ("sse_frame_ms", "poll")}
     floor = by_name["http_commands_floor_ms", None]
     for mode in ("feed", "poll"):
@@ -40,5 +41,6 @@ async def test_the_bench_reports_feed_and_polling_against_its_floor(tmp_path) ->
         assert done["n"] == 2 and 0 < done["p50"] <= done["p99"] and done["floor_p50"] == floor["p50"]
         assert done["ratio_p50"] == round(done["p50"] / floor["p50"], 2)
         # each message's turn is three events (user_message, turn_started..., session_ended) or more
+        assert by_name["http_create_done_ms", mode]["n"] == 2
         assert by_name["sse_frame_ms", mode]["n"] >= 2 * 3
         assert by_name["sse_frame_ms", mode]["min"] > 0
