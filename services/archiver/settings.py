@@ -15,12 +15,12 @@ from wakeline.settings import CommonSettings
 
 
 class ArchiverSettings(CommonSettings):
-    # The Kafka consumer group, the faust app id and `archiver_offsets.consumer_group`
+    # The Kafka consumer group and `archiver_offsets.consumer_group`
     # (others read how far the archive reaches through `wakeline.archive_position`).
     archiver_group: str = ARCHIVER_GROUP
     archiver_batch_size: int = Field(default=500, ge=1, le=10_000)
     archiver_batch_window_s: float = Field(default=0.2, gt=0, le=10)
-    # faust's datadir; no tables or RocksDB live there, only faust's own bookkeeping.
+    # Unused since the stream left faust (which kept its bookkeeping here); kept so deployments setting it still start.
     archiver_data_dir: Path = Path(".data/archiver")
     archiver_lag_log_interval_s: float = Field(default=30.0, gt=0)
     # No progress for this long while events wait: exit non-zero rather than look alive.
