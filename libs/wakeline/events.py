@@ -193,6 +193,7 @@ class SnapshotPayload(Frozen):
 
     state: dict[str, Any]
     state_hash: str
+    format: str  # `state_json.STATE_FORMAT` of the code that wrote it
 
 
 class EventBase(Frozen):

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from wakeline.events import Event, SnapshotPayload, SnapshotTaken
 from wakeline.fold import FoldError, fold
 from wakeline.state import SessionState
-from wakeline.state_json import state_from_json, state_hash, state_to_json
+from wakeline.state_json import STATE_FORMAT, state_from_json, state_hash, state_to_json
 
 
 class SnapshotMismatch(FoldError):
@@ -28,13 +28,22 @@ class SnapshotMismatch(FoldError):
 
 def snapshot_payload(state: SessionState) -> SnapshotPayload:
     data = state_to_json(state)
-    return SnapshotPayload(state=data, state_hash=state_hash(data))
+    return SnapshotPayload(state=data, state_hash=state_hash(data), format=STATE_FORMAT)
+
+
+def current(snapshot: SnapshotTaken) -> bool:
+    """Written in the format this code folds to. One of another (older code, a changed
+    fold) is neither resumed from nor held against the fold: a wake reads the whole log."""
+    return snapshot.payload.format == STATE_FORMAT
 
 
 def resume(events: Sequence[Event]) -> SessionState:
     """The fold of a log read from its newest snapshot (or from its first event): what a
     wake continues from. The snapshot is taken at its word; verify is what checks it."""
     if events and isinstance(events[0], SnapshotTaken):
+        if not current(events[0]):
+            raise FoldError(f"snapshot at seq {events[0].seq} is in format {events[0].payload.format}, "
+                            f"not {STATE_FORMAT}: read the log from its first event")
         start = state_from_json(events[0].payload.state)
         if start.last_seq != events[0].seq - 1:
             raise FoldError(f"snapshot at seq {events[0].seq} holds the state at seq {start.last_seq}")
@@ -43,7 +52,10 @@ def resume(events: Sequence[Event]) -> SessionState:
 
 
 def mismatch(before: SessionState, snapshot: SnapshotTaken) -> str | None:
-    """Why `snapshot` does not hold `before` (the fold of its prefix), or None if it does."""
+    """Why `snapshot` does not hold `before` (the fold of its prefix), or None if it does
+    (or cannot be compared: another format's, which no wake resumes from)."""
+    if not current(snapshot):
+        return None
     data = state_to_json(before)
     if snapshot.payload.state != data:
         differ = sorted(k for k in data.keys() | snapshot.payload.state.keys()

@@ -2,7 +2,8 @@
 
 What a snapshot event carries (`events.SnapshotPayload`) and what the gateway's replay
 shows. Sets are sorted lists, so one state always renders the same bytes; the round trip
-`state_from_json(state_to_json(s)) == s` is exact. Snapshots themselves (when one is
+`state_from_json(state_to_json(s)) == s` is exact. `STATE_FORMAT` names the form this
+code renders and the fold that derives it; snapshots themselves (when one is
 taken, how a fold resumes from one, how verify checks one) are in `snapshots.py`.
 """
 
@@ -18,6 +19,11 @@ from wakeline.state import SessionState
 
 _STATE: TypeAdapter[SessionState] = TypeAdapter(SessionState)
 _SETS = ("awaiting_approval", "seen_inputs")
+# Bump when the fold derives another state from the same events with the same shape. A
+# change of shape (a field of the state, its config or a payload it holds) changes the
+# schema's hash on its own. A snapshot of another format is not resumed from nor compared.
+FOLD_REVISION = 1
+STATE_FORMAT = f"{FOLD_REVISION}.{hashlib.sha256(canonical_json(_STATE.json_schema())).hexdigest()[:12]}"
 
 
 def state_to_json(state: SessionState) -> dict[str, Any]:

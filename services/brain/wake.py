@@ -22,10 +22,11 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
 from wakeline.archive_position import ARCHIVER_GROUP, archived_next_offset, parked_session
-from wakeline.event_store import events_from_snapshot
-from wakeline.events import Event, parse_event
+from wakeline.event_store import events_from_snapshot, session_events
+from wakeline.events import Event, SnapshotTaken, parse_event
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
+from wakeline.snapshots import current
 from wakeline.topics import EVENTS
 from wakeline.weather import is_weather
 
@@ -87,6 +88,8 @@ class SessionLoader:
                 raise SessionParked(f"the archiver parked it from seq {parked.from_seq}: {parked.reason}")
             await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", owner or tenant)
             archived = await events_from_snapshot(conn, session_id)
+            if archived and isinstance(archived[0], SnapshotTaken) and not current(archived[0]):
+                archived = await session_events(conn, session_id)  # written by other code: all of it
         return owner, archived, offset
 
     async def _read_tail(self, session_id: str, partition: int, start: int) -> list[Event]:

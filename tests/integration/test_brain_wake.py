@@ -70,20 +70,21 @@ def exchange(turn: int) -> list:
             draft("tool_result", f"tr-{turn}", tool_call_id=f"tc-{turn}", name="bash", output="a.txt\n")]
 
 
-async def test_a_wake_reads_from_the_newest_snapshot_and_resumes_to_the_whole_logs_state():
-    settings = CommonSettings()
-    await require_postgres()
-    await require_kafka(settings)
-    tenant, sid = fresh_tenant(), fresh_session_id()
-    # Sealed as a running brain does (now, fresh ids), a snapshot after each turn, then
-    # three events after the newest.
+def brain_log(tenant: str, sid: str, turns: int, snapshot=snapshot_payload) -> list:
+    """Sealed as a running brain does (now, fresh ids): a snapshot after each turn but the
+    last, so three events follow the newest."""
     log = sealed([draft("session_created", "cmd-create", config={}, owner="user:ann")], sid, tenant=tenant,
                  stamps=LIVE)
-    for turn in range(1, 6):
+    for turn in range(1, turns + 1):
         log += sealed(exchange(turn), sid, tenant=tenant, after=log[-1], stamps=LIVE)
-        if turn < 5:
-            log += sealed([draft(snapshot_payload(fold(log)))], sid, tenant=tenant, after=log[-1], stamps=LIVE)
-    log = log[:-1]
+        if turn < turns:
+            log += sealed([draft(snapshot(fold(log)))], sid, tenant=tenant, after=log[-1], stamps=LIVE)
+    return log[:-1]
+
+
+async def woken(settings: CommonSettings, tenant: str, log: list) -> list:
+    """The events a wake loads of `log` once it is archived (the Kafka tail is empty)."""
+    sid = log[0].session_id
     async with service_connection() as conn, conn.transaction():
         await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
         await insert_events(conn, log)
@@ -92,10 +93,34 @@ async def test_a_wake_reads_from_the_newest_snapshot_and_resumes_to_the_whole_lo
         loader = SessionLoader(pool, tail, f"test-wake-{uuid.uuid4().hex[:8]}")
         await tail.start()
         try:
-            loaded = await loader.load(sid, tenant, partition_for(sid, settings.partitions))
+            return await loader.load(sid, tenant, partition_for(sid, settings.partitions))
         finally:
             await tail.stop()
+
+
+async def test_a_wake_reads_from_the_newest_snapshot_and_resumes_to_the_whole_logs_state():
+    settings = CommonSettings()
+    await require_postgres()
+    await require_kafka(settings)
+    tenant = fresh_tenant()
+    log = brain_log(tenant, fresh_session_id(), turns=5)
+    loaded = await woken(settings, tenant, log)
     newest = max(e.seq for e in log if isinstance(e, SnapshotTaken))
     assert [e.seq for e in loaded] == list(range(newest, len(log) + 1))
     assert resume(loaded) == fold(log) == checked_fold(log)  # each snapshot holds its prefix
     assert {"cmd-create", "cmd-1", "tr-1", "cmd-4"} <= resume(loaded).seen_inputs
+
+
+async def test_a_wake_whose_newest_snapshot_is_of_another_format_reads_the_whole_log():
+    settings = CommonSettings()
+    await require_postgres()
+    await require_kafka(settings)
+    tenant = fresh_tenant()
+
+    def older(state):
+        return snapshot_payload(state).model_copy(update={"format": "0.older-code"})
+
+    log = brain_log(tenant, fresh_session_id(), turns=3, snapshot=older)
+    loaded = await woken(settings, tenant, log)
+    assert [e.seq for e in loaded] == list(range(1, len(log) + 1))
+    assert resume(loaded) == fold(log)

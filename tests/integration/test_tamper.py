@@ -31,7 +31,7 @@ from wakeline.events import GENESIS_HASH, Event, SnapshotPayload
 from wakeline.fold import fold
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
-from wakeline.state_json import state_hash, state_to_json
+from wakeline.state_json import STATE_FORMAT, state_hash, state_to_json
 from wakeline.verify import Report, verify_all, verify_session
 
 pytestmark = pytest.mark.postgres
@@ -441,7 +441,8 @@ async def test_a_correctly_chained_snapshot_that_lies_about_its_prefix_is_report
         state = state_to_json(fold(prefix))
         if lying:
             state["messages"] = state["messages"][1:]  # a wake from it would forget what was asked
-        rest = [draft(SnapshotPayload(state=state, state_hash=state_hash(state))), draft("user_message", text="now?")]
+        snapshot = SnapshotPayload(state=state, state_hash=state_hash(state), format=STATE_FORMAT)
+        rest = [draft(snapshot), draft("user_message", text="now?")]
         return prefix + factories.sealed(rest, prefix[0].session_id, tenant=setup.tenant, after=prefix[-1],
                                          stamps=factories.LIVE)
 

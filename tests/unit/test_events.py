@@ -40,7 +40,7 @@ SAMPLE_PAYLOADS: dict[str, dict] = {
     "input_rejected": {"command_id": "cmd-4", "reason": "stale expected_seq", "expected_seq": 2},
     "deleted": {"by": "user:alice", "reason": "gdpr"},
     "snapshot": {"state": {"last_seq": 6, "seen_inputs": ["cmd-1"], "messages": [{"role": "user", "seq": 2}]},
-                 "state_hash": "ab" * 32},
+                 "state_hash": "ab" * 32, "format": "1.0123456789ab"},
 }
 
 

@@ -9,7 +9,7 @@ import pytest
 from wakeline.events import SnapshotPayload, parse_event
 from wakeline.fold import fold
 from wakeline.snapshots import SnapshotMismatch, snapshot_payload
-from wakeline.state_json import state_hash
+from wakeline.state_json import STATE_FORMAT, state_hash
 from wakeline_gateway.replay import replay_steps, state_json
 from wakeline_gateway.sse import ends_stream, frame
 
@@ -54,6 +54,7 @@ def test_replay_checks_each_snapshot_against_the_state_before_it() -> None:
     honest = sealed(drafts + [draft(snapshot_payload(fold(conversation(6, sid))))], sid)
     assert replay_steps(honest)[-1]["state"] == state_json(fold(honest))
     forged = dict(honest[-1].payload.state, turns=99)
-    lying = sealed(drafts + [draft(SnapshotPayload(state=forged, state_hash=state_hash(forged)))], sid)
+    forgery = SnapshotPayload(state=forged, state_hash=state_hash(forged), format=STATE_FORMAT)
+    lying = sealed(drafts + [draft(forgery)], sid)
     with pytest.raises(SnapshotMismatch, match="snapshot at seq 7: .* in turns"):
         replay_steps(lying)

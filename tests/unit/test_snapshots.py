@@ -13,9 +13,9 @@ from tests.factories import draft, new_session_id, sealed
 from wakeline.chain import canonical_json
 from wakeline.events import SnapshotPayload, SnapshotTaken
 from wakeline.fold import FoldError, apply, fold
-from wakeline.snapshots import SnapshotMismatch, checked_fold, resume, snapshot_payload
+from wakeline.snapshots import SnapshotMismatch, checked_fold, current, resume, snapshot_payload
 from wakeline.state import SessionState
-from wakeline.state_json import state_from_json, state_hash, state_to_json
+from wakeline.state_json import STATE_FORMAT, state_from_json, state_hash, state_to_json
 
 from .generated_logs import build, sessions
 from .session_log import created, exchange
@@ -79,7 +79,7 @@ def lying(events: list, at: int, **changes) -> list:
     sid = events[0].session_id
     state = dict(events[at].payload.state, **changes)
     drafts = [draft(e.payload, e.causation_id, actor=e.actor, trust=e.trust) for e in events]
-    drafts[at] = draft(SnapshotPayload(state=state, state_hash=state_hash(state)))
+    drafts[at] = draft(SnapshotPayload(state=state, state_hash=state_hash(state), format=STATE_FORMAT))
     return sealed(drafts, sid)
 
 
@@ -98,6 +98,21 @@ def test_a_snapshot_whose_hash_lies_is_caught():
     at = next(i for i, e in enumerate(events) if isinstance(e, SnapshotTaken))
     sid = events[0].session_id
     drafts = [draft(e.payload, e.causation_id, actor=e.actor, trust=e.trust) for e in events]
-    drafts[at] = draft(SnapshotPayload(state=events[at].payload.state, state_hash="0" * 64))
+    drafts[at] = draft(events[at].payload.model_copy(update={"state_hash": "0" * 64}))
     with pytest.raises(SnapshotMismatch, match="state_hash"):
         checked_fold(sealed(drafts, sid))
+
+
+def test_a_snapshot_of_another_format_is_not_resumed_from_nor_held_against_the_fold():
+    """Written by code whose state had another shape or whose fold differed: a wake reads the
+    whole log instead (wake.SessionLoader), and verify does not call it a lie."""
+    events = with_snapshots(turns=1, every=8)  # one snapshot, at the end
+    at = next(i for i, e in enumerate(events) if isinstance(e, SnapshotTaken))
+    sid = events[0].session_id
+    drafts = [draft(e.payload, e.causation_id, actor=e.actor, trust=e.trust) for e in events]
+    drafts[at] = draft(events[at].payload.model_copy(update={"format": "0.old", "state": {"gone": 1}}))
+    older = sealed(drafts, sid)
+    assert not current(older[at]) and current(events[at])
+    with pytest.raises(FoldError, match="format 0.old"):
+        resume(older[at:])
+    assert checked_fold(older) == fold(older)
