@@ -7,8 +7,10 @@ Two gateways run side by side, one answering from its events feed, one with
 `WAKELINE_EVENTS_FEED=false` (the Postgres polling it had before); floor, feed and poll
 take turns, a few samples each, round after round. Each sample goes to an idle session
 (the bench waits for the turn the message started to end), one session per mode.
-SSE: a stream per gateway is open on its session; a frame's latency is its arrival minus
-the event's `ts` (the brain's clock, when it sealed the event, just before committing).
+SSE: each gateway streams the same session, which only the "sse" turns move (messages put
+straight on the inbox), so no frame competes with a command being timed; a frame's latency
+is its arrival minus the event's `ts` (the brain's clock, when it sealed the event, just
+before committing).
 The brain and archiver must be running (`bench/__main__.py` starts them) with the bench
 policies (`reply`).
 """
@@ -35,7 +37,8 @@ from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS, INBOX
 from wakeline_gateway.idempotency import session_id_for
 
-MODES = ("floor", "feed", "poll", "read", "create:feed", "create:poll")
+MODES = ("floor", "feed", "poll", "read", "create:feed", "create:poll", "sse")
+LONG_LIVED = ("floor", "feed", "poll", "read", "sse")  # the modes that reuse one session
 # The gateway's inbox producer settings (app.py), so the floor's produce hop is the same hop.
 PRODUCER = {"linger_ms": 0}
 
@@ -148,7 +151,7 @@ async def sample(mode: str, sid: str, after_seq: int, clients: dict[str, httpx.A
         answer = await clients[mode.split(":")[1]].post("/v1/sessions", headers={"Idempotency-Key": key}, json={
             "message": "ping", "config": {"model": "scripted:reply"}})
         assert answer.status_code == 201 and answer.json()["session_id"] == sid, answer.text
-    elif mode == "floor":
+    elif mode in ("floor", "sse"):
         command = PostMessage(command_id=str(uuid.uuid4()), session_id=sid, actor="user:bench", text="ping")
         outcome = committed.expect(lambda e: e.causation_id == command.command_id)
         started = time.perf_counter()
@@ -168,10 +171,12 @@ async def measure(clients: dict[str, httpx.AsyncClient], rounds: int, per_round:
     await producer.start()
     try:
         async with Committed(settings) as committed:
-            sessions = {mode: await create_session(clients["feed"]) for mode in ("floor", "feed", "poll", "read")}
+            sessions = {mode: await create_session(clients["feed"]) for mode in LONG_LIVED}
             at = {mode: (await clients["feed"].get(f"/v1/sessions/{sid}")).json()["last_seq"]
                   for mode, sid in sessions.items()}
-            streams = {mode: Frames(clients[mode], sessions[mode]) for mode in ("feed", "poll")}
+            # Both gateways stream one session of its own, whose events come only in the
+            # "sse" turns, so frames never compete with a command being timed.
+            streams = {mode: Frames(clients[mode], sessions["sse"]) for mode in ("feed", "poll")}
             await asyncio.sleep(0.5)  # the streams have replayed their (short) history
             since = time.time()
             send = lambda c: send_keyed(producer, INBOX, c.session_id, c, settings.partitions)  # noqa: E731
@@ -205,7 +210,8 @@ def lines(took: dict[str, list[float]], frames: dict[str, list[float]]) -> list[
         out.append({"bench": "http_create_done_ms", "gateway": mode, "what": "POST /v1/sessions until done "
                     "(waits for the archived session row)", **summary(took[f"create:{mode}"])})
     for mode in ("feed", "poll"):
-        out.append({"bench": "sse_frame_ms", "gateway": mode, "what": "event ts (brain) -> SSE frame received",
+        out.append({"bench": "sse_frame_ms", "gateway": mode, "what": "event ts (brain) -> SSE frame received "
+                    "(messages sent straight to the inbox, both gateways streaming the same session)",
                     **summary(frames[mode])})
     return out
 

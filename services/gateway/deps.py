@@ -25,22 +25,24 @@ from wakeline_gateway.shapes import SessionPublic
 from wakeline_gateway.store import SessionStore
 
 
-def get_settings(request: Request) -> GatewaySettings:
+# The dependencies below are `async def` though they never wait: FastAPI runs a plain
+# `def` dependency in its thread pool, a thread hop per dependency on every request.
+async def get_settings(request: Request) -> GatewaySettings:
     return request.app.state.settings
 
 
 SettingsDep = Annotated[GatewaySettings, Depends(get_settings)]
 
 
-def get_store(request: Request) -> SessionStore:
+async def get_store(request: Request) -> SessionStore:
     return request.app.state.store
 
 
-def get_inbox(request: Request) -> Inbox:
+async def get_inbox(request: Request) -> Inbox:
     return request.app.state.inbox
 
 
-def get_audit(request: Request) -> AuditStore:
+async def get_audit(request: Request) -> AuditStore:
     return request.app.state.audit
 
 
@@ -82,7 +84,7 @@ RetentionReader = Annotated[Caller, Depends(permit("tenant.retention.read"))]
 RetentionSetter = Annotated[Caller, Depends(permit("tenant.retention.set"))]
 
 
-def get_feed(request: Request) -> FeedState:
+async def get_feed(request: Request) -> FeedState:
     # An app run without its lifespan (stores overridden in unit tests) has no feed: waits poll.
     return getattr(request.app.state, "feed", None) or FeedState(Listeners())
 
@@ -90,7 +92,7 @@ def get_feed(request: Request) -> FeedState:
 FeedDep = Annotated[FeedState, Depends(get_feed)]
 
 
-def get_dispatcher(inbox: InboxDep, store: StoreDep, settings: SettingsDep, feed: FeedDep) -> CommandDispatcher:
+async def get_dispatcher(inbox: InboxDep, store: StoreDep, settings: SettingsDep, feed: FeedDep) -> CommandDispatcher:
     waits = Waits(settings.wait_timeout_s, settings.outcome_poll_s, settings.outcome_recheck_s)
     return CommandDispatcher(inbox, store, waits, settings.max_record_bytes, settings.submit_timeout_s,
                              feed.listeners, feed.running)

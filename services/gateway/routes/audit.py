@@ -41,11 +41,11 @@ def to_audit_query(params: AuditEventsQuery) -> AuditQuery:
                       outcome=params.outcome, limit=params.limit, after=after)
 
 
-def audit_query(params: Annotated[AuditEventsQuery, Query()]) -> AuditQuery:
+async def audit_query(params: Annotated[AuditEventsQuery, Query()]) -> AuditQuery:
     return to_audit_query(params)
 
 
-def export_query(params: Annotated[AuditExportQuery, Query()]) -> tuple[AuditQuery, str]:
+async def export_query(params: Annotated[AuditExportQuery, Query()]) -> tuple[AuditQuery, str]:
     return to_audit_query(params), params.format
 
 
