@@ -23,11 +23,13 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from bench.harness import summary
-from wakeline.kafka_io import make_consumer, make_producer, topic_settings
+from wakeline.kafka_io import make_consumer, topic_settings
 from wakeline.settings import CommonSettings
 from wakeline.topics import partition_for, record_key
 from wakeline_brain.app import partition_producer
 from wakeline_brain.settings import BrainSettings
+from wakeline_runner.app import result_producer
+from wakeline_runner.settings import RunnerSettings
 
 PING = "wakeline-bench.floor-ping"
 PONG = "wakeline-bench.floor-pong"
@@ -57,10 +59,10 @@ async def _at_end(consumer: AIOKafkaConsumer, topic: str, partitions: int) -> No
         await consumer.position(tp)  # resolve now, so nothing sent after READY is skipped
 
 
-async def echo(settings: CommonSettings) -> None:
+async def echo(settings: RunnerSettings) -> None:
     """The runner's side: every ping back as a pong, on the same key and partition."""
     consumer = make_consumer(settings, group_id=None)
-    producer = make_producer(settings)
+    producer = result_producer(settings)
     await producer.start()
     await consumer.start()
     try:
@@ -186,6 +188,6 @@ async def run(sessions: int = 3, rounds: int = 20) -> dict:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["echo"]:
-        asyncio.run(echo(CommonSettings()))
+        asyncio.run(echo(RunnerSettings()))
     else:
         print(json.dumps(asyncio.run(run())))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 
+from aiokafka import AIOKafkaProducer
+
 from wakeline.kafka_io import make_consumer, make_producer
 from wakeline_runner.executor import Executor
 from wakeline_runner.isolation import probe
@@ -20,10 +22,16 @@ from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
 
 
+def result_producer(settings: RunnerSettings) -> AIOKafkaProducer:
+    """The producer of results and dead letters (the tool round trip's floor uses it too).
+    No linger: each result is sent and awaited on its own, so lingering only delays it."""
+    return make_producer(settings, linger_ms=0)
+
+
 async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
     executor = Executor(settings, Sandbox(settings, await asyncio.to_thread(probe, settings)))
     consumer = make_consumer(settings, group_id=settings.group_id)
-    publisher = Publisher(partial(make_producer, settings), settings.partitions)
+    publisher = Publisher(partial(result_producer, settings), settings.partitions)
     await publisher.start()
     try:
         await consumer.start()
