@@ -32,6 +32,9 @@ from wakeline_runner.settings import RunnerSettings
 from wakeline_runner.tools import ToolError, ToolFailure, ToolOutput, parse_input
 
 log = logging.getLogger(__name__)
+# Up to this much output a report is fitted on the event loop (a dump of a few KiB takes
+# microseconds; a thread hop takes longer under load).
+INLINE_FIT_CHARS = 16 * 1024
 
 
 class Executor:
@@ -49,6 +52,12 @@ class Executor:
                           request.session_id)
             report = self._report(request, crashed(f"the runner failed: {type(err).__name__}: {err}"), began)
         # Replays too: a result recorded before results were cut to fit may be too large.
+        return await self._fitted(report)
+
+    async def _fitted(self, report: ToolResultReport) -> ToolResultReport:
+        """`fit_report`, in a thread only when the output is large enough to cost more than the hop."""
+        if len(report.output) <= INLINE_FIT_CHARS:
+            return fit_report(report, self.budget)
         return await asyncio.to_thread(fit_report, report, self.budget)
 
     async def _execute(self, request: ToolCallRequest, began: float) -> ToolResultReport:
@@ -78,8 +87,7 @@ class Executor:
             return self._report(request, ToolError(error_kind="expired", message=(
                 f"issued at {request.issued_at.isoformat()}, more than {self.settings.stale_after_s:g} s ago;"
                 " not started")), began)
-        report = await asyncio.to_thread(fit_report, self._report(request, await self._dispatch(request, dirs),
-                                                                  began), self.budget)
+        report = await self._fitted(self._report(request, await self._dispatch(request, dirs), began))
         # Off the event loop (other sessions' calls go on meanwhile); only bash calls, whose
         # re-run is not harmless, pay for an fsync.
         await asyncio.to_thread(record_result, call, digest, report, request.name == "bash")

@@ -42,6 +42,7 @@ class ToolCallLoop:
         self.scheduler = KeyedScheduler(settings.max_concurrent_calls)
         # Stop fetching while this many records are in flight, so a backlog waits in Kafka, not here.
         self.max_in_flight = settings.max_concurrent_calls * 32
+        self._committing: asyncio.Task | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         self.consumer.subscribe([TOOL_CALLS], listener=_CommitOnRevoke(self))
@@ -52,7 +53,7 @@ class ToolCallLoop:
                 for records in (await self._fetch()).values():
                     for record in records:
                         self._accept(record)
-                await self._commit_unless_rebalancing()
+                self._commit_beside()
         finally:
             await self._shut_down()
 
@@ -108,6 +109,17 @@ class ToolCallLoop:
             await self.consumer.commit({TopicPartition(*p): offset for p, offset in moves.items()})
             self.tracker.mark_committed(moves)
 
+    def _commit_beside(self) -> None:
+        """Commits beside the fetch loop, one commit at a time: awaited in the loop, each
+        commit's round trip held back the calls that arrived meanwhile."""
+        if self._committing is None or self._committing.done():
+            self._committing = asyncio.create_task(self._commit_unless_rebalancing())
+
+    async def settle_commit(self) -> None:
+        """Waits out a commit still in flight, so the next one sees what it recorded."""
+        if self._committing is not None:
+            await asyncio.gather(self._committing, return_exceptions=True)
+
     async def _commit_unless_rebalancing(self) -> None:
         try:
             await self.commit()
@@ -130,6 +142,7 @@ class ToolCallLoop:
         if self.scheduler.tasks:
             await asyncio.wait(self.scheduler.tasks, timeout=self.settings.shutdown_drain_s)
         await self.scheduler.cancel_all()
+        await self.settle_commit()
         try:
             await self.commit()
         except KafkaError as err:
@@ -148,6 +161,7 @@ class _CommitOnRevoke(ConsumerRebalanceListener):
 
     async def on_partitions_revoked(self, revoked) -> None:
         keys = [(tp.topic, tp.partition) for tp in revoked]
+        await self.loop.settle_commit()
         try:
             await self.loop.commit(keys)
         except KafkaError as err:
