@@ -1,9 +1,12 @@
 """Archiver throughput (Kafka → Postgres, events/s) against a raw asyncpg COPY of the same
-kind of rows into the same table, measured side by side in one run.
+kind of rows into the same table, measured side by side in one run. A second floor is the
+same rows inserted as the archiver's role over its DSN, one `INSERT … SELECT FROM unnest(…)`
+per 500 rows: what a set-based writer with RLS and TCP costs, without decoding or look-ups.
 
 The archiver runs as its own process under a fresh consumer group whose stored offsets are
 set to the topic's current end, so it archives exactly the events produced here. Its rate
-is taken from the first stored row to the last (its start-up is reported apart).
+is taken from the first stored rows to the last (its start-up and first batch are left out,
+so the run must hold several batches: `WAKELINE_ARCHIVER_BATCH_SIZE`, 5000 by default).
 
 Lag under load: a producer writes at a steady rate (a fraction of the rate just
 measured, in one Kafka transaction per tick, like the brain) while the archiver runs;
@@ -31,7 +34,7 @@ from aiokafka import AIOKafkaProducer
 from bench.harness import ROOT, percentile, produce_events, service, superuser
 from bench.synthetic import session_events
 from wakeline.codec import encode
-from wakeline.event_store import EVENT_COLUMNS, event_row
+from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS, event_row
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS, partition_for, record_key
@@ -118,6 +121,23 @@ async def copy_rate(sessions: int, per_session: int) -> dict:
     return {"events": len(events), "events_per_s": round(len(events) / elapsed, 1)}
 
 
+async def insert_rate(sessions: int, per_session: int) -> dict:
+    """A second floor: the same rows as the archiver's role over its DSN (RLS, TCP), one
+    `INSERT … SELECT FROM unnest(…)` per 500 rows, each in its own transaction, no look-ups."""
+    settings = CommonSettings()
+    events = [e for _ in range(sessions) for e in session_events(per_session)]
+    rows = [event_row(e) for e in events]
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=1) as pool:
+        async with pool.transaction("default") as conn:
+            await conn.execute("SELECT ensure_events_partition($1)", events[0].ts)
+        started = time.perf_counter()
+        for first in range(0, len(rows), 500):
+            async with pool.transaction("default") as conn:
+                await conn.execute(INSERT_ROWS, *zip(*rows[first:first + 500]))
+        elapsed = time.perf_counter() - started
+    return {"events": len(events), "events_per_s": round(len(events) / elapsed, 1)}
+
+
 async def lag_under_load(rate: float, seconds: float, sessions: int = 200) -> dict:
     """The archiver's lag while `rate` events/s arrive for `seconds`, round-robin over `sessions`."""
     settings = CommonSettings()
@@ -187,13 +207,15 @@ async def _sample_lag(probe: LagProbe, pool: TenantPool, group: str, samples: li
         await asyncio.sleep(0.2)
 
 
-async def run(sessions: int = 100, per_session: int = 200, load_fraction: float = 0.8,
+async def run(sessions: int = 200, per_session: int = 200, load_fraction: float = 0.8,
               load_s: float = 10.0) -> dict:
     archiver = await archiver_rate(sessions, per_session)
     raw = await copy_rate(sessions, per_session)
+    insert = await insert_rate(sessions, per_session)
     lag = await lag_under_load(archiver["events_per_s"] * load_fraction, load_s)
-    return {"bench": "archiver_throughput", "archiver": archiver, "copy": raw,
+    return {"bench": "archiver_throughput", "archiver": archiver, "copy": raw, "unnest_insert": insert,
             "ratio_archiver_to_copy": round(archiver["events_per_s"] / raw["events_per_s"], 3),
+            "ratio_archiver_to_unnest_insert": round(archiver["events_per_s"] / insert["events_per_s"], 3),
             "lag_under_load": {"load_fraction": load_fraction, **lag}}
 
 
