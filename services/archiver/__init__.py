@@ -4,6 +4,6 @@ Every event is stored exactly once (idempotent on `(session_id, seq)`), the `ses
 projection moves forward with it, and the Kafka offsets are stored in the same
 transaction. A session whose events cannot be stored is parked (`archiver_quarantine`)
 and its records dead-lettered; every other session carries on. A database or broker
-restart is retried, never a reason to stop. One aiokafka consumer reads both topics
-(`stream.py`); `app.run` is the entry point.
+restart is retried, never a reason to stop. faust-streaming consumes (`stream.py`); `app.run` is
+the entry point.
 """

@@ -1,9 +1,8 @@
 """`run(settings, stop)`: the archiver process, wired in one place.
 
-Opens the Postgres pool, a producer for dead letters and a lag probe, starts the
-stream (`stream.py`), and waits for SIGTERM (`stop`), a projection failure (the gate
-closed) or the stream itself stopping. On the way out the batch in flight may finish; then the
-stream stops. A
+Opens the Postgres pool, a producer for dead letters and a lag probe, starts the faust
+app (`stream.py`), and waits for SIGTERM (`stop`), a projection failure (the gate
+closed) or faust itself stopping. On the way out the batch in flight may finish; then faust stops. A
 projection failure is re-raised, so the process exits non-zero and says why; bad data
 and infrastructure weather are not projection failures (see `archiver`, `weather`).
 """
@@ -20,7 +19,7 @@ from aiokafka import AIOKafkaProducer
 from wakeline.codec import DeadLetter, encode
 from wakeline.kafka_io import make_producer
 from wakeline.pg import TenantPool
-from wakeline_archiver.stream import ArchivedTopics, ArchiverStream, Handler
+from wakeline_archiver.stream import ArchivedTopics, Handler, build_app
 from wakeline_archiver.archiver import EventArchiver, SendDeadLetter
 from wakeline_archiver.dead_letters import DeadLetterArchiver, letter_rows
 from wakeline_archiver.gate import BatchGate
@@ -50,23 +49,23 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         events = EventArchiver(archive, Quarantine(pool, settings.archiver_group),
                                _dead_letter_sender(producer, topics.dead_letter))
         letters = DeadLetterArchiver(pool, settings.archiver_group)
-        stream = ArchiverStream(settings, topics=topics, events=Handler(decode_all, events.archive_decoded),
-                                dead_letters=Handler(letter_rows, letters.archive_rows), gate=gate,
-                                stored_positions=partial(_stored_positions, archive, topics, gate))
+        app = build_app(settings, topics=topics, events=Handler(decode_all, events.archive_decoded),
+                        dead_letters=Handler(letter_rows, letters.archive_rows), gate=gate,
+                        stored_positions=partial(_stored_positions, archive, topics, gate))
         reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
         try:
-            await stream.start()
+            await app.start()
             log.info("archiver %s started", settings.archiver_group)
-            await _first_of(stop.wait(), gate.closed.wait(), stream.wait_until_stopped())
+            await _first_of(stop.wait(), gate.closed.wait(), app.wait_until_stopped())
         finally:
             reporter.cancel()
             gate.close()
             await _drain(gate)
-            await stream.stop()
+            await app.stop()
     if gate.failure is not None:
         raise gate.failure
-    if stream.crashed:
-        raise RuntimeError(f"the archiver's consumer stopped: {stream.crash_reason!r}") from stream.crash_reason
+    if app.crashed:
+        raise RuntimeError(f"faust stopped the archiver: {app.crash_reason!r}") from app.crash_reason
     log.info("archiver %s stopped", settings.archiver_group)
 
 
@@ -124,7 +123,7 @@ class StallWatch:
 
 async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantPool, events: EventArchiver,
                       gate: BatchGate) -> None:
-    # Seen after a broker restart (with faust): the consumer never resumed fetching. A stalled
+    # Seen after a broker restart: faust's consumer never resumed fetching. A stalled
     # projection must not look alive, so it stops the process loudly and a supervisor
     # (or the operator) starts a fresh one, which resumes from the Postgres offsets.
     watch = StallWatch(settings.archiver_stall_exit_s)

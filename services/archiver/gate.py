@@ -6,9 +6,9 @@ through or the gate closes. Data failures never reach the gate from the events
 archiver, which quarantines per session; anything that still raises here is a bug or
 a broken deployment, and the first one closes the gate: the failure is logged once,
 loudly, and kept for `app.run` to re-raise. Once the gate is closed
-(failure or shutdown) no new batch starts; a batch parks until the stream stops and
-cancels it. A parked batch never stores its offsets, so nothing of a failed batch is
-committed anywhere, and no later batch is stored past it.
+(failure or shutdown) no new batch starts; agents park until faust cancels them. A
+parked agent never acknowledges its batch, so nothing of a failed batch is committed
+anywhere, and faust's supervisor never gets to restart an agent past it.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class BatchGate:
                 self._busy -= 1
                 if not self._busy:
                     self._quiet.set()
-        await asyncio.Future()  # parked until the stream stops and cancels it
+        await asyncio.Future()  # parked until the app stops and cancels the agent
 
     def close(self) -> None:
         self.closed.set()

@@ -1,6 +1,6 @@
 """What the archiver needs of a consumed Kafka record, and how an event is decoded from one.
 
-aiokafka's `ConsumerRecord` fits `RawRecord`, and so do the tests' stand-ins, so the
+faust's `ConsumerMessage` and aiokafka's `ConsumerRecord` both fit `RawRecord`, so the
 batch handlers do not depend on the consumer library. An event is decoded, then
 checked against `bounds`; a record that fails either is not an event the archive can
 hold, but `claimed_session` may still say which session it claims to belong to.

@@ -15,17 +15,17 @@ from wakeline.settings import CommonSettings
 
 
 class ArchiverSettings(CommonSettings):
-    # The Kafka consumer group and `archiver_offsets.consumer_group`
+    # The Kafka consumer group, the faust app id and `archiver_offsets.consumer_group`
     # (others read how far the archive reaches through `wakeline.archive_position`).
     archiver_group: str = ARCHIVER_GROUP
-    # The most records one transaction takes. A fetch hands over what Kafka already has, so
-    # batches are small when the archive keeps up and grow to this under a backlog, where
-    # fewer, larger transactions (one commit, one look-up per batch) archive faster: 5000
-    # measured ~1.8x 500 side by side (issue 10).
+    # The most records one transaction takes. faust's `take` hands over what arrived within
+    # the window, so batches are small when the archive keeps up and grow to this under a
+    # backlog, where fewer, larger transactions (one commit, one look-up per batch) archive
+    # faster (issue 10: measured side by side in docs/benchmarks.md).
     archiver_batch_size: int = Field(default=5000, ge=1, le=10_000)
-    # How long an idle fetch waits for a first record before the loop looks at the gate again.
+    # How long `take` gathers records before it hands over a smaller batch.
     archiver_batch_window_s: float = Field(default=0.2, gt=0, le=10)
-    # Unused since the stream left faust (which kept its bookkeeping here); kept so deployments setting it still start.
+    # faust's datadir; no tables or RocksDB live there, only faust's own bookkeeping.
     archiver_data_dir: Path = Path(".data/archiver")
     archiver_lag_log_interval_s: float = Field(default=30.0, gt=0)
     # No progress for this long while events wait: exit non-zero rather than look alive.
