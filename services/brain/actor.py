@@ -244,10 +244,10 @@ class SessionActor:
             value = encode(event)
             check_record(value, self.deps.max_record_bytes, f"the {event.type} event at seq {event.seq}")
             records.append(Record(EVENTS, record_key(self.session_id), value))
+        calls = self._tool_calls_to_issue(state)  # caused by the events, not by the snapshot after them
         snapshot_seq = self._snapshot_seq
         if snapshot or state.last_seq - snapshot_seq >= self.deps.snapshot_every:
             state, snapshot_seq = self._snapshot(state, records)
-        calls = self._tool_calls_to_issue(state)
         await self.writer.append(records + list(calls.values()))
         self._issued.update(calls)  # only once sent: a refused append issues nothing
         self.state, self._snapshot_seq = state, snapshot_seq

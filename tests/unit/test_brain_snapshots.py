@@ -13,12 +13,13 @@ from aiokafka.structs import TopicPartition
 from tests.fakes.kafka import FakeProducer
 from wakeline import commands as c
 from wakeline.chain import first_broken_seq
+from wakeline.codec import decode
 from wakeline.events import Event, SnapshotTaken, parse_event
 from wakeline.fold import fold
 from wakeline.offsets import OffsetTracker
 from wakeline.snapshots import checked_fold, resume
 from wakeline.tools import tool_schemas
-from wakeline.topics import EVENTS, INBOX, TOOL_RESULTS
+from wakeline.topics import EVENTS, INBOX, TOOL_CALLS, TOOL_RESULTS
 from wakeline_brain.actor import ActorDeps, SessionActor
 from wakeline_brain.model import ModelReply, ModelRequest, ToolUse
 from wakeline_brain.writer import PartitionWriter
@@ -92,6 +93,8 @@ async def test_a_snapshot_every_n_events_in_the_transaction_of_the_events_before
         [txn] = [t for t in brain.producer.committed if any(parse_event(s.value) == snap for s in t.sent
                                                             if s.topic == EVENTS)]
         assert parse_event(txn.sent[0].value).seq < snap.seq  # never a transaction of its own
+        for call in (decode(s.value, c.ToolCallRequest.model_validate_json) for s in txn.sent if s.topic == TOOL_CALLS):
+            assert call.causation_seq == snap.seq - 1  # caused by the events, not by the snapshot
 
 
 async def test_eviction_leaves_a_snapshot_the_next_wake_starts_from_with_every_input_seen():
