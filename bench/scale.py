@@ -1,5 +1,6 @@
 """Scale: the whole loop with every service on this machine, at growing session counts;
-runner throughput with 1, 2 and 4 runners on sleep-bound tools; brain memory per idle session.
+runner throughput with 1, 2 and 4 runners on sleep-bound tools; brain memory per idle session
+(from the whole loop's brain, which holds every session it ran until idle eviction).
 
 Each figure starts its own processes (`tests.e2e.stack.Stack`: one brain, runners, the
 archiver) on the running broker and database, so the services' CPU can be read from
@@ -128,26 +129,15 @@ async def whole_loop(counts: tuple[int, ...], timeout_s: float = 900) -> list[di
     return lines
 
 
-async def idle_memory(count: int = 1000) -> dict:
-    """Brain RSS growth per session it holds idle (ended sessions stay until idle eviction)."""
-    stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-idle-")))
-    for name in ("archiver", "runner"):
-        start(stack, name)
-    brain = start(stack, "brain")
-    try:
-        await asyncio.sleep(8)
-        warm = await create_sessions(20, "noop10")  # imports, pools and caches before the baseline
-        await wait_ended(warm, 300)
-        await asyncio.sleep(1)
-        baseline = rss_kb(brain)
-        ids = await create_sessions(count, "noop10")
-        await wait_ended(ids, 900)
-        await asyncio.sleep(1)
-        held = rss_kb(brain)
-    finally:
-        stack.stop_all()
-    return {"bench": "brain_idle_session_kb", "sessions": count, "rss_before_mb": round(baseline / 1024, 1),
-            "rss_after_mb": round(held / 1024, 1), "kb_per_session": round((held - baseline) / count, 1)}
+def idle_memory(lines: list[dict]) -> dict:
+    """Brain RSS growth per session held idle, from `whole_loop`'s lines: every ended session
+    stays in the brain until idle eviction (600 s here), so the growth after the first
+    (warm-up) size over the sessions added since is the cost of one held session."""
+    first, last = lines[0], lines[-1]
+    held = sum(line["sessions"] for line in lines[1:])
+    return {"bench": "brain_idle_session_kb", "sessions": held, "rss_after_warm_up_mb": first["brain_rss_mb"],
+            "rss_after_mb": last["brain_rss_mb"],
+            "kb_per_session": round((last["brain_rss_mb"] - first["brain_rss_mb"]) * 1024 / held, 1) if held else None}
 
 
 async def runner_scaling(runners: tuple[int, ...] = (1, 2, 4), sessions: int = 48,
@@ -174,7 +164,8 @@ async def runner_scaling(runners: tuple[int, ...] = (1, 2, 4), sessions: int = 4
 
 
 async def run(counts: tuple[int, ...] = (10, 100, 500, 1000)) -> list[dict]:
-    return [*await whole_loop(counts), await runner_scaling(), await idle_memory()]
+    loop = await whole_loop(counts)
+    return [*loop, idle_memory(loop), await runner_scaling()]
 
 
 if __name__ == "__main__":
