@@ -46,7 +46,7 @@ Token = Any  # opaque to the actor: handed back to `release` when the input is s
 class ActorDeps:
     host: str
     idle_evict_s: float
-    load: Callable[[str, str, int], Awaitable[list[e.Event]]]
+    load: Callable[[str, str, int, bool], Awaitable[list[e.Event]]]  # (session, tenant, partition, whole)
     model_for: Callable[[str], Model]
     tools: list[dict[str, Any]]
     release: Callable[[list[Token]], None]
@@ -110,18 +110,27 @@ class SessionActor:
 
     async def _wake(self, why: str) -> None:
         events = await self._load()
-        self.state = await self._fold(events)
+        try:
+            self.state = await self._fold(events)
+        except SessionUnwakeable as err:
+            if not (events and isinstance(events[0], e.SnapshotTaken)):
+                raise
+            # A snapshot is a shortcut, never the only way in: one that will not resume
+            # (unreadable state, a wrong seq) costs a full read, not the session.
+            log.warning("waking %s: %s; folding its whole log instead", self.session_id, err)
+            events = await self._load(whole=True)
+            self.state = await self._fold(events)
         self._snapshot_seq = max((ev.seq for ev in events if isinstance(ev, e.SnapshotTaken)), default=0)
         self.tenant = self.state.tenant or self.tenant  # the log's owner, not the input's claim
         if self.state.last_seq:
             woke = e.WokePayload(host=self.deps.host, reason=why, from_seq=self.state.last_seq)
             await self._append([Draft(payload=woke, actor="system:brain", trust="instruction")])
 
-    async def _load(self) -> list[e.Event]:
+    async def _load(self, whole: bool = False) -> list[e.Event]:
         delay = 0.2
         while True:
             try:
-                return await self.deps.load(self.session_id, self.tenant, self.partition)
+                return await self.deps.load(self.session_id, self.tenant, self.partition, whole)
             except Exception as err:
                 if not is_transient(err):
                     raise SessionUnwakeable(f"its log cannot be read: {type(err).__name__}: {err}") from err
@@ -132,7 +141,7 @@ class SessionActor:
     async def _fold(self, events: list[e.Event]) -> SessionState:
         try:
             return resume(events)
-        except ValueError as err:  # FoldError: a gap, a foreign event, a start past seq 1
+        except (ValueError, KeyError, TypeError) as err:  # FoldError; a snapshot state that will not parse
             raise SessionUnwakeable(f"its log does not fold: {err}") from err
 
     async def _guarded(self, item: Any) -> None:

@@ -65,11 +65,11 @@ class SessionLoader:
         self._tail_deadline_s = tail_deadline_s
         self._lock = asyncio.Lock()
 
-    async def load(self, session_id: str, tenant: str, partition: int) -> list[Event]:
+    async def load(self, session_id: str, tenant: str, partition: int, whole: bool = False) -> list[Event]:
         """Every committed event of the session from its newest archived snapshot on (from
-        its first without one), under the tenant that owns it (which may not be `tenant`,
-        the claim of the input that woke it). `wakeline.snapshots.resume` folds them."""
-        owner, archived, offset = await self._archived(session_id, tenant, partition)
+        its first without one, or with `whole`), under the tenant that owns it (which may not
+        be `tenant`, the claim of the input that woke it). `wakeline.snapshots.resume` folds them."""
+        owner, archived, offset = await self._archived(session_id, tenant, partition, whole)
         last = archived[-1].seq if archived else 0
         tail = [e for e in await self._read_tail(session_id, partition, offset) if e.seq > last]
         if owner is None and tail:
@@ -77,7 +77,7 @@ class SessionLoader:
         return [e for e in archived + tail if e.tenant == (owner or tenant)]
 
     async def _archived(self, session_id: str, tenant: str,
-                        partition: int) -> tuple[str | None, list[Event], int]:
+                        partition: int, whole: bool = False) -> tuple[str | None, list[Event], int]:
         # Offset first, rows second: the rows then hold at least everything before the
         # offset, and the tail read from it overlaps rather than leaves a gap.
         async with self._pool.system_transaction() as conn:
@@ -87,7 +87,7 @@ class SessionLoader:
             if parked:
                 raise SessionParked(f"the archiver parked it from seq {parked.from_seq}: {parked.reason}")
             await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", owner or tenant)
-            archived = await events_from_snapshot(conn, session_id)
+            archived = await (session_events if whole else events_from_snapshot)(conn, session_id)
             if archived and isinstance(archived[0], SnapshotTaken) and not current(archived[0]):
                 archived = await session_events(conn, session_id)  # written by other code: all of it
         return owner, archived, offset

@@ -54,7 +54,7 @@ class Partition:
         async def dead_letter(item: object, reason: str) -> None:
             self.letters.append((item, reason))
 
-        async def history(sid: str, tenant: str, partition: int) -> list[Event]:
+        async def history(sid: str, tenant: str, partition: int, whole: bool = False) -> list[Event]:
             return self.events(sid)  # what was committed before: a later run wakes from it
 
         def release(tokens: list[tuple[TopicPartition, int]]) -> None:

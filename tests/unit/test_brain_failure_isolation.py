@@ -59,7 +59,7 @@ def make_actor(model, load=None):
     async def dead_letter(item, reason):
         letters.append((item, reason))
 
-    async def own_history(session_id, tenant, partition):
+    async def own_history(session_id, tenant, partition, whole=False):
         return writer.events()  # what this actor appended before: a later run wakes from it
 
     deps = ActorDeps(host="test", idle_evict_s=0.2, load=load or own_history, model_for=lambda name: model,
@@ -139,7 +139,7 @@ async def test_a_session_woken_by_a_foreign_tenant_continues_under_its_own_tenan
     await run_with(first, create())
     history = writer0.events()
 
-    async def load(session_id, tenant, partition):
+    async def load(session_id, tenant, partition, whole=False):
         return history
 
     actor, writer, _, _ = make_actor(FakeModel([]), load=load)
@@ -150,7 +150,7 @@ async def test_a_session_woken_by_a_foreign_tenant_continues_under_its_own_tenan
 
 
 async def test_a_log_that_does_not_fold_refuses_the_inputs_and_releases_them():
-    async def load(session_id, tenant, partition):
+    async def load(session_id, tenant, partition, whole=False):
         raise FoldError("expected seq 1, got 7")
 
     actor, writer, released, letters = make_actor(FakeModel([]), load=load)
@@ -167,7 +167,7 @@ async def test_a_log_that_does_not_fold_refuses_the_inputs_and_releases_them():
 async def test_a_transient_load_failure_is_waited_out(weather):
     calls = []
 
-    async def load(session_id, tenant, partition):
+    async def load(session_id, tenant, partition, whole=False):
         calls.append(1)
         if len(calls) < 3:
             raise weather

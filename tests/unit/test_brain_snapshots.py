@@ -5,6 +5,7 @@ one over the record limit is left out and the session goes on."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from datetime import UTC, datetime
 
@@ -47,9 +48,9 @@ class Brain:
                 if s.topic == EVENTS and s.key == sid.encode()]
 
     def actor(self, sid: str) -> SessionActor:
-        async def from_snapshot(sid: str, tenant: str, partition: int) -> list[Event]:
+        async def from_snapshot(sid: str, tenant: str, partition: int, whole: bool = False) -> list[Event]:
             events = self.events(sid)  # as wake.SessionLoader reads: the newest snapshot on
-            at = max((i for i, e in enumerate(events) if isinstance(e, SnapshotTaken)), default=0)
+            at = 0 if whole else max((i for i, e in enumerate(events) if isinstance(e, SnapshotTaken)), default=0)
             return events[at:]
 
         async def dead_letter(item: object, reason: str) -> None:
@@ -126,3 +127,33 @@ async def test_a_snapshot_over_the_record_limit_is_left_out_and_the_session_goes
     assert first_broken_seq(events) is None and len(events) > 12
     assert not any(isinstance(e, SnapshotTaken) for e in events)
     assert fold(events).status == "running" and len(fold(events).pending_tool_calls) == 1
+
+
+async def test_a_snapshot_that_will_not_resume_costs_a_full_read_not_the_session():
+    brain = Brain(snapshot_every=1000, snapshot_on_evict_after=5)
+    await brain.writer.start()
+    try:
+        await brain.results("s4", rounds=2)
+        honest = brain.events("s4")
+        assert isinstance(honest[-1], SnapshotTaken)
+        mangled = honest[-1].model_copy(update={"payload": honest[-1].payload.model_copy(
+            update={"state": {"not": "a session state"}})})
+        reads: list[bool] = []
+
+        async def mangled_snapshot(sid: str, tenant: str, partition: int, whole: bool = False) -> list[Event]:
+            reads.append(whole)
+            return brain.events(sid) if whole else [mangled]
+
+        actor = brain.actor("s4")
+        actor.deps = dataclasses.replace(actor.deps, load=mangled_snapshot)
+        [call] = fold(honest).pending_tool_calls
+        actor.mailbox.put_nowait((c.ToolResultReport(session_id="s4", tenant="t", tool_call_id=call.tool_call_id,
+                                                     name="list_files", output="{}", runner="r1"),
+                                  (INPUTS[0], brain.offset)))
+        await asyncio.wait_for(actor.run("test"), timeout=10)
+    finally:
+        await brain.writer.close()
+    assert reads == [False, True]  # the snapshot first, then the whole log
+    after = brain.events("s4")[len(honest):]
+    assert [e.type for e in after][:2] == ["woke", "tool_result"]  # woken and carried on, nothing rejected
+    assert not any(e.type == "input_rejected" for e in after)
