@@ -18,6 +18,13 @@ from wakeline.topics import EVENTS, partition_for, record_key
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# Each tool call's round trip from the log: the brain's `ts` of the call and of its result.
+ROUND_TRIPS = ("SELECT c.ts AS called, r.ts AS answered FROM events c JOIN events r"
+               " ON r.session_id = c.session_id AND r.type = 'tool_result'"
+               " AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id'"
+               " WHERE c.session_id = ANY($1) AND c.type = 'tool_call'")
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]

@@ -18,7 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.harness import service, summary
+from bench.harness import ROUND_TRIPS, service, summary
 from tests.e2e.stack import Stack
 from wakeline.commands import CreateSession
 from wakeline.kafka_io import make_producer
@@ -85,11 +85,7 @@ async def log_figures(ids: list[str]) -> dict:
             await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
             span = await conn.fetchrow("SELECT count(*) AS events, min(ts) AS first, max(ts) AS last FROM events "
                                        "WHERE session_id = ANY($1)", ids)
-            trips = await conn.fetch(
-                "SELECT c.ts AS called, r.ts AS answered FROM events c JOIN events r"
-                " ON r.session_id = c.session_id AND r.type = 'tool_result'"
-                " AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id'"
-                " WHERE c.session_id = ANY($1) AND c.type = 'tool_call'", ids)
+            trips = await conn.fetch(ROUND_TRIPS, ids)
     finally:
         await conn.close()
     seconds = (span["last"] - span["first"]).total_seconds()

@@ -15,7 +15,7 @@ import statistics
 import uuid
 
 from bench import floors
-from bench.harness import service, summary
+from bench.harness import ROUND_TRIPS, service, summary
 from wakeline.commands import CreateSession
 from wakeline.kafka_io import make_producer, send_keyed
 from wakeline.settings import CommonSettings
@@ -76,11 +76,7 @@ async def round_trips(sessions: int, timeout_s: float) -> list[float]:
                 await asyncio.sleep(0.2)
         async with conn.transaction():
             await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
-            rows = await conn.fetch(
-                "SELECT c.ts AS called, r.ts AS answered FROM events c JOIN events r"
-                " ON r.session_id = c.session_id AND r.type = 'tool_result'"
-                " AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id'"
-                " WHERE c.session_id = ANY($1) AND c.type = 'tool_call'", ids)
+            rows = await conn.fetch(ROUND_TRIPS, ids)
     finally:
         await conn.close()
     return [(r["answered"] - r["called"]).total_seconds() * 1000 for r in rows]
