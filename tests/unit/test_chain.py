@@ -5,11 +5,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+import pydantic
 import pytest
 from hypothesis import given, strategies as st
 
-from wakeline.chain import canonical_json, compute_hash, first_broken_seq
-from wakeline.events import Event, parse_event
+from wakeline.chain import Draft, canonical_json, compute_hash, first_broken_seq
+from wakeline.events import (
+    ApprovalDeniedPayload, ApprovalGrantedPayload, ApprovalRequestedPayload, Event, SessionConfig, Usage, parse_event,
+)
 
 from tests.factories import new_session_id
 
@@ -141,3 +144,15 @@ def test_sealing_replaces_nul_characters_postgres_cannot_store():
                  ts=datetime(2026, 1, 1, tzinfo=timezone.utc), event_id="00000000-0000-0000-0000-000000000001")
     assert event.payload.text == "a\ufffdb"
     assert first_broken_seq([event]) is None
+
+
+def test_a_drafts_type_follows_its_payload_class_even_for_payloads_with_equal_fields():
+    drafts = [Draft(payload=cls(tool_call_id="tc-1"), actor="user:x", trust="instruction")
+              for cls in (ApprovalRequestedPayload, ApprovalGrantedPayload, ApprovalDeniedPayload)]
+    assert [d.type for d in drafts] == ["approval_requested", "approval_granted", "approval_denied"]
+
+
+def test_a_draft_refuses_a_payload_that_belongs_to_no_event():
+    for stranger in (Usage(), SessionConfig()):
+        with pytest.raises(pydantic.ValidationError):
+            Draft(payload=stranger, actor="user:x", trust="instruction")
