@@ -18,13 +18,13 @@ from wakeline.codec import encode
 from wakeline.settings import CommonSettings
 from wakeline.topics import INBOX, partition_for, record_key
 
-SETTINGS = CommonSettings()
+SETTINGS = CommonSettings()  # partitions and limits; the broker is read per call (a test may bring its own)
 
 
 def produce(values: list[tuple[bytes, bytes]], partition: int) -> None:
     """Raw records onto the inbox, as any Kafka client could send them (up to the broker's limit)."""
     async def send():
-        producer = AIOKafkaProducer(bootstrap_servers=SETTINGS.kafka_bootstrap, acks="all",
+        producer = AIOKafkaProducer(bootstrap_servers=CommonSettings().kafka_bootstrap, acks="all",
                                     max_request_size=2_000_000)
         await producer.start()
         try:

@@ -25,11 +25,13 @@ from aiokafka.structs import TopicPartition
 
 from conftest_pg import fresh_tenant, require_kafka, require_postgres
 from tests.factories import LIVE, Speakers, sealed
+from tests.private_broker import held_partitions
 from wakeline.chain import Draft
 from wakeline.events import Event
 from wakeline.event_store import session_events
 from wakeline.kafka_io import send_keyed
 from wakeline.pg import TenantPool
+from wakeline.settings import CommonSettings
 from wakeline_archiver.app import run
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.stream import ArchivedTopics
@@ -209,7 +211,9 @@ async def eventually(probe: Callable[[], Awaitable[T]], what: str, timeout: floa
         if failed is not None and failed():
             raise AssertionError(f"gave up waiting for {what}: {failed()!r}")
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last saw {value!r}")
+            settings = CommonSettings()
+            held = await held_partitions(settings.kafka_bootstrap, settings.partitions)
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last saw {value!r}; {held}")
         await asyncio.sleep(every)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from aiokafka import TopicPartition
 
+from tests.private_broker import held_partitions
 from tests.requirements import missing
 from wakeline.commands import ToolCallRequest, ToolResultReport
 from wakeline.kafka_io import ensure_topics, make_consumer, make_producer, send_keyed
@@ -71,6 +72,7 @@ class Watch:
 
     def __init__(self, settings: CommonSettings, topic: str, parse):
         self.consumer = make_consumer(settings, group_id=None)
+        self.settings = settings
         self.partitions = [TopicPartition(topic, p) for p in range(settings.partitions)]
         self.parse, self.seen = parse, []
 
@@ -88,7 +90,8 @@ class Watch:
                 if runner.done():
                     pytest.fail(f"a runner stopped: {runner.exception()!r}")
             if time.monotonic() > deadline:
-                pytest.fail(f"timed out after {timeout_s}s; saw {len(hits)} of {count} matching records")
+                held = await held_partitions(self.settings.kafka_bootstrap, self.settings.partitions)
+                pytest.fail(f"timed out after {timeout_s}s; saw {len(hits)} of {count} matching records; {held}")
             for records in (await self.consumer.getmany(timeout_ms=100)).values():
                 self.seen.extend(self.parse(r.value) for r in records)
         return hits

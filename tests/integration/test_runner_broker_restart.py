@@ -1,39 +1,47 @@
 """A broker restart is weather for the runner: it waits, retries, and carries on by itself.
 
-This test restarts the broker the tests use (`deploy/kafka/kafka.sh down`, then `up`),
-so it runs against the local broker that script manages; point WAKELINE_KAFKA_* at a
-broker of your own when others share the default one. A tool finishes while the broker
-is down, and the broker stays down longer than the producer's own retries last: its
-result must be published once the broker is back, by the same runner task, and other
-sessions' calls sent afterwards must complete.
+The broker here is one of its own (`tests.private_broker`, stopped and started with
+`deploy/kafka/kafka.sh down` and `up`): restarting the shared broker would change it under
+every test that runs after this one. A tool finishes while the broker is down, and the
+broker stays down longer than the producer's own retries last: its result must be
+published once the broker is back, by the same runner task, and other sessions' calls sent
+afterwards must complete.
 """
 
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
 
-from runner_harness import GATED, Harness, others_keep_completing, stdout_of, wait_until
+from runner_harness import GATED, Harness, others_keep_completing, reachable_kafka, stdout_of, wait_until
+from tests.private_broker import PrivateBroker, environ, private_broker
+from wakeline.settings import CommonSettings
 
 pytestmark = pytest.mark.kafka
-KAFKA_SH = Path(__file__).resolve().parents[2] / "deploy" / "kafka" / "kafka.sh"
 
 
-def broker(command: str) -> None:
-    done = subprocess.run(["bash", str(KAFKA_SH), command], capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stdout + done.stderr
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with private_broker(tmp_path_factory.mktemp("broker")) as broker, \
+            environ(WAKELINE_KAFKA_BOOTSTRAP=broker.bootstrap):
+        yield broker
 
 
-async def test_a_result_finished_while_the_broker_was_down_is_published_after_it_returns(harness: Harness) -> None:
+@pytest.fixture(scope="module")
+async def kafka(broker: PrivateBroker) -> CommonSettings:
+    """The harness (and the runner's settings, read from the environment) on the private broker."""
+    return await reachable_kafka()
+
+
+async def test_a_result_finished_while_the_broker_was_down_is_published_after_it_returns(
+        harness: Harness, broker: PrivateBroker) -> None:
     session_id = str(uuid.uuid4())
     async with harness.runner_running() as runner:
         request, _ = await harness.call(session_id, GATED)
         await wait_until(lambda: (harness.work(session_id) / "runs").exists(), what="the tool to start")
-        await asyncio.to_thread(broker, "down")
+        await asyncio.to_thread(broker.command, "down")
         try:
             (harness.work(session_id) / "go").touch()
             await wait_until(lambda: harness.work(session_id).joinpath("counter").exists(), 30, "the tool to end")
@@ -41,7 +49,7 @@ async def test_a_result_finished_while_the_broker_was_down_is_published_after_it
             await asyncio.sleep(40)
             assert not runner.done(), runner.exception() if runner.done() else None
         finally:
-            await asyncio.to_thread(broker, "up")
+            await asyncio.to_thread(broker.command, "up")
         report = await harness.result(request, timeout_s=120)
         assert await others_keep_completing(harness) == 6
         assert not runner.done()

@@ -1,0 +1,107 @@
+"""A throwaway Kafka broker for the tests that restart one, and what an open transaction holds.
+
+A test that restarts the shared broker changes it under every test after it: a transaction
+left open by a restart pins a partition's last stable offset, and every read-committed
+consumer of that partition waits, in whatever test runs next. So the tests that restart a
+broker start their own (`deploy/kafka/kafka.sh` on free ports and a data directory of their
+own, the topics created as `make up` creates them) and restart that one.
+
+`held_partitions` names the partitions whose read-committed end lags the high watermark:
+what a consumer that "sees nothing" is waiting behind. Tests put it in their failure
+messages, so a stall says where it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from tests.requirements import missing
+from wakeline.topics import ALL_TOPICS
+
+ROOT = Path(__file__).resolve().parents[1]
+KAFKA_SH = ROOT / "deploy" / "kafka" / "kafka.sh"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class PrivateBroker:
+    bootstrap: str
+    env: dict[str, str]  # what kafka.sh needs to find this broker and no other
+
+    def command(self, what: str) -> None:
+        """`kafka.sh up|down|restart` on this broker; a failure names the script's own words."""
+        done = subprocess.run(["bash", str(KAFKA_SH), what], env=self.env, capture_output=True, text=True,
+                              timeout=240)
+        assert done.returncode == 0, f"kafka.sh {what} failed:\n{done.stdout}{done.stderr}"
+
+
+@contextmanager
+def private_broker(data_dir: Path) -> Iterator[PrivateBroker]:
+    port = _free_port()
+    env = {**os.environ, "WAKELINE_KAFKA_PORT": str(port), "WAKELINE_KAFKA_CONTROLLER_PORT": str(_free_port()),
+           "WAKELINE_KAFKA_DATA": str(data_dir), "WAKELINE_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}"}
+    broker = PrivateBroker(f"127.0.0.1:{port}", env)
+    try:
+        started = subprocess.run(["bash", str(KAFKA_SH), "up"], env=env, capture_output=True, text=True,
+                                 timeout=240)
+        if started.returncode != 0:
+            missing(f"a private Kafka broker did not start: {started.stdout}{started.stderr}")
+        topics = subprocess.run([sys.executable, "-m", "wakeline.admin", "topics"], env=env, capture_output=True,
+                                text=True, timeout=120, cwd=ROOT)
+        assert topics.returncode == 0, f"topics on the private broker: {topics.stdout}{topics.stderr}"
+        yield broker
+    finally:
+        subprocess.run(["bash", str(KAFKA_SH), "down"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@contextmanager
+def environ(**values: str) -> Iterator[None]:
+    """`os.environ` with `values` set for the block (settings classes read it when built)."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+async def held_partitions(bootstrap: str, partitions: int) -> str:
+    """Partitions whose read-committed end is short of the high watermark (an open transaction
+    holds them), as one line; what was found instead if the broker cannot be asked."""
+    tps = [TopicPartition(topic, p) for topic in ALL_TOPICS for p in range(partitions)]
+    ends: dict[str, dict[TopicPartition, int]] = {}
+    try:
+        for isolation in ("read_committed", "read_uncommitted"):
+            consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                                        request_timeout_ms=5_000)
+            await asyncio.wait_for(consumer.start(), 10)
+            try:
+                ends[isolation] = await asyncio.wait_for(consumer.end_offsets(tps), 10)
+            finally:
+                await consumer.stop()
+    except Exception as err:  # noqa: BLE001 - a diagnosis must not replace the failure it explains
+        return f"(could not read the partitions' ends: {err!r})"
+    held = [f"{tp.topic}[{tp.partition}] stable to {ends['read_committed'][tp]} of {ends['read_uncommitted'][tp]}"
+            for tp in tps if ends["read_committed"][tp] < ends["read_uncommitted"][tp]]
+    return "held by an open transaction: " + ", ".join(held) if held else "no partition is held by a transaction"
