@@ -34,8 +34,7 @@ class SessionStore:
             await conn.fetchval("SELECT 1")
 
     async def api_key(self, key_id: str) -> keys.StoredKey | None:
-        async with self._pool.system_transaction() as conn:
-            return await keys.lookup(conn, key_id)
+        return await self._pool.system_statement(keys.lookup, key_id)
 
     async def session(self, scope: Scope, session_id: str) -> asyncpg.Record | None:
         """The projection row, deleted or not; callers decide what a deleted one means."""

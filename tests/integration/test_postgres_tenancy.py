@@ -74,6 +74,28 @@ async def test_tenant_pool_scopes_tenant_to_the_transaction() -> None:
     assert (leaked or "", seen, own) == ("", 0, 1)
 
 
+async def test_without_asyncpgs_reset_query_a_released_connection_keeps_no_tenant_and_no_transaction() -> None:
+    """TenantPool skips asyncpg's reset query (pg.py): the tenant must still end with its
+    transaction, and a statement run alone sees no tenant's rows."""
+    await require_postgres()
+    tenant, session_id = fresh_tenant(), fresh_session_id()
+    async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=1) as pool:
+        async with pool.transaction(tenant, viewer="user:someone") as conn:
+            await conn.fetchval("SELECT 1")
+        async with pool.transaction(tenant) as conn:
+            await insert_event(conn, new_event(tenant, session_id))
+
+        async def alone(conn: asyncpg.Connection) -> tuple:
+            row = await conn.fetchrow(
+                "SELECT current_setting('wakeline.tenant', true) AS tenant, "
+                "current_setting('wakeline.viewer', true) AS viewer, "
+                "(SELECT count(*) FROM events WHERE session_id = $1) AS seen", session_id)
+            return (*row, conn.is_in_transaction())
+
+        tenant_seen, viewer_seen, seen, in_transaction = await pool.system_statement(alone)
+    assert (tenant_seen or "", viewer_seen or "", seen, in_transaction) == ("", "", 0, False)
+
+
 async def test_tenant_pool_rolls_back_when_the_block_raises() -> None:
     await require_postgres()
     tenant, session_id = fresh_tenant(), fresh_session_id()
