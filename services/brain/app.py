@@ -29,6 +29,7 @@ def partition_producer(settings: BrainSettings, partition: int) -> AIOKafkaProdu
     return AIOKafkaProducer(
         bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
         transactional_id=f"{settings.group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1,
+        retry_backoff_ms=settings.txn_retry_backoff_ms,
         max_request_size=producer_max_request_size(settings.max_record_bytes))
 
 
