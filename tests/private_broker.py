@@ -33,10 +33,16 @@ ROOT = Path(__file__).resolve().parents[1]
 KAFKA_SH = ROOT / "deploy" / "kafka" / "kafka.sh"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """`count` distinct ports free now: held open together, so no two come back the same."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 @dataclass(frozen=True)
@@ -53,8 +59,8 @@ class PrivateBroker:
 
 @contextmanager
 def private_broker(data_dir: Path) -> Iterator[PrivateBroker]:
-    port = _free_port()
-    env = {**os.environ, "WAKELINE_KAFKA_PORT": str(port), "WAKELINE_KAFKA_CONTROLLER_PORT": str(_free_port()),
+    port, controller_port = _free_ports(2)
+    env = {**os.environ, "WAKELINE_KAFKA_PORT": str(port), "WAKELINE_KAFKA_CONTROLLER_PORT": str(controller_port),
            "WAKELINE_KAFKA_DATA": str(data_dir), "WAKELINE_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}"}
     broker = PrivateBroker(f"127.0.0.1:{port}", env)
     try:
