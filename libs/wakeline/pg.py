@@ -27,7 +27,11 @@ class TenantPool:
 
     def __init__(self, dsn: str, **pool_options: Any) -> None:
         self._dsn = dsn
-        self._pool_options = {"reset": _no_reset_query, **pool_options}
+        # asyncpg's reset query on release (~0.3 ms a transaction) stays: it is also what
+        # terminates a connection a Postgres restart broke mid-operation, instead of handing
+        # it to the next borrower. Without it (tried on 2026-11-30), the archiver's next
+        # transaction after a restart died on "another operation is in progress".
+        self._pool_options = pool_options
         self._pool: asyncpg.Pool | None = None
 
     async def __aenter__(self) -> TenantPool:
@@ -80,15 +84,3 @@ class TenantPool:
             raise RuntimeError("TenantPool is not open; use `async with TenantPool(dsn)`")
         async with self._pool.acquire() as conn:
             yield conn
-
-
-async def _no_reset_query(conn: asyncpg.Connection) -> None:
-    """Released connections skip asyncpg's reset query.
-
-    By default asyncpg runs `pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL` on
-    every release: a round trip (~0.3 ms here) per transaction. Borrowers of this pool hold a
-    connection only inside one managed transaction whose settings are transaction-local
-    (`set_config(..., true)`), and none takes session locks, listens or sets session state,
-    so there is nothing for it to undo. A transaction that did not end is still rolled back:
-    asyncpg does that before calling a custom reset.
-    """

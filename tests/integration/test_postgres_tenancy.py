@@ -74,9 +74,9 @@ async def test_tenant_pool_scopes_tenant_to_the_transaction() -> None:
     assert (leaked or "", seen, own) == ("", 0, 1)
 
 
-async def test_without_asyncpgs_reset_query_a_released_connection_keeps_no_tenant_and_no_transaction() -> None:
-    """TenantPool skips asyncpg's reset query (pg.py): the tenant must still end with its
-    transaction, and a statement run alone sees no tenant's rows."""
+async def test_a_system_statement_runs_alone_with_no_tenant_on_a_connection_a_tenant_used() -> None:
+    """`system_statement` runs outside any transaction; the tenant and viewer of the
+    connection's previous transaction are gone, and no tenant's rows are visible."""
     await require_postgres()
     tenant, session_id = fresh_tenant(), fresh_session_id()
     async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=1) as pool:
