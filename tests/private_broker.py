@@ -78,6 +78,13 @@ def private_broker(data_dir: Path) -> Iterator[PrivateBroker]:
 
 
 @contextmanager
+def private_broker_in_environ(data_dir: Path) -> Iterator[PrivateBroker]:
+    """A private broker that settings built inside the block connect to (WAKELINE_KAFKA_BOOTSTRAP)."""
+    with private_broker(data_dir) as broker, environ(WAKELINE_KAFKA_BOOTSTRAP=broker.bootstrap):
+        yield broker
+
+
+@contextmanager
 def environ(**values: str) -> Iterator[None]:
     """`os.environ` with `values` set for the block (settings classes read it when built)."""
     before = {key: os.environ.get(key) for key in values}

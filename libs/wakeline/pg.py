@@ -20,7 +20,8 @@ T = TypeVar("T")
 
 
 class TenantPool:
-    """An asyncpg pool whose connections are only handed out inside a transaction.
+    """An asyncpg pool whose connections are only handed out inside a transaction, or for
+    one statement that needs no tenant (`system_statement`).
 
     `async with TenantPool(dsn) as pool:` opens the pool; nothing connects before that.
     """

@@ -18,15 +18,14 @@ from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stack import require_database, running_stack
 from tests.e2e.stored_log import assert_log_whole
 from tests.e2e.inbox_records import SETTINGS, assert_partition_serves, create, produce
-from tests.private_broker import environ, held_partitions, private_broker
+from tests.private_broker import held_partitions, private_broker_in_environ
 from wakeline.codec import encode
 from wakeline.topics import partition_for, record_key
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with private_broker(tmp_path_factory.mktemp("broker")) as broker, \
-            environ(WAKELINE_KAFKA_BOOTSTRAP=broker.bootstrap):
+    with private_broker_in_environ(tmp_path_factory.mktemp("broker")) as broker:
         yield broker
 
 

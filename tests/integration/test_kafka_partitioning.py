@@ -11,7 +11,7 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
-from tests.private_broker import PrivateBroker, environ, private_broker
+from tests.private_broker import PrivateBroker, private_broker_in_environ
 from tests.requirements import require
 from wakeline.kafka_io import ensure_topics
 from wakeline.settings import CommonSettings
@@ -67,7 +67,7 @@ async def test_records_of_one_session_land_in_the_partition_java_picks():
 
 async def test_an_acknowledged_record_survives_a_broker_restart(tmp_path):
     # A broker of its own: restarting the shared one would change it under the tests after this one.
-    with private_broker(tmp_path / "broker") as broker, environ(WAKELINE_KAFKA_BOOTSTRAP=broker.bootstrap):
+    with private_broker_in_environ(tmp_path / "broker") as broker:
         await _survives_a_restart(broker)
 
 

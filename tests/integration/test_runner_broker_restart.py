@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from runner_harness import GATED, Harness, others_keep_completing, reachable_kafka, stdout_of, wait_until
-from tests.private_broker import PrivateBroker, environ, private_broker
+from tests.private_broker import PrivateBroker, private_broker_in_environ
 from wakeline.settings import CommonSettings
 
 pytestmark = pytest.mark.kafka
@@ -24,8 +24,7 @@ pytestmark = pytest.mark.kafka
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with private_broker(tmp_path_factory.mktemp("broker")) as broker, \
-            environ(WAKELINE_KAFKA_BOOTSTRAP=broker.bootstrap):
+    with private_broker_in_environ(tmp_path_factory.mktemp("broker")) as broker:
         yield broker
 
 
