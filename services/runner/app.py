@@ -1,6 +1,7 @@
 """`run(settings, stop)`: the runner process, wired in one place.
 
-Probes the isolation the machine allows, builds the executor over its sandbox, the
+Probes the isolation (refusing to start without it), detects the control groups it may
+use and logs which limits are in force, builds the executor over its sandbox, the
 tool-call consumer and the result publisher, and runs the `ToolCallLoop` (`loop.py`)
 until SIGTERM. The publisher outlives the consumer: results still being sent when the
 consumer stops are not cut off.
@@ -9,17 +10,21 @@ consumer stops are not cut off.
 from __future__ import annotations
 
 import asyncio
+import logging
 from functools import partial
 
 from aiokafka import AIOKafkaProducer
 
 from wakeline.kafka_io import make_consumer, make_producer
+from wakeline_runner import cgroups
 from wakeline_runner.executor import Executor
-from wakeline_runner.isolation import probe
+from wakeline_runner.isolation import probe, rlimits
 from wakeline_runner.loop import ToolCallLoop
 from wakeline_runner.publish import Publisher
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
+
+log = logging.getLogger(__name__)
 
 
 def result_producer(settings: RunnerSettings) -> AIOKafkaProducer:
@@ -29,7 +34,11 @@ def result_producer(settings: RunnerSettings) -> AIOKafkaProducer:
 
 
 async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
-    executor = Executor(settings, Sandbox(settings, await asyncio.to_thread(probe, settings)))
+    isolation = await asyncio.to_thread(probe, settings)
+    groups, limits = cgroups.detect(settings.cgroup_parent, settings.nproc, settings.memory_bytes)
+    log.info("per-session limits: %s; rlimits per process %s; /tmp %d bytes; work dir %d bytes",
+             limits, rlimits(settings), settings.tmp_bytes, settings.work_dir_bytes)
+    executor = Executor(settings, Sandbox(settings, isolation, groups))
     consumer = make_consumer(settings, group_id=settings.group_id)
     publisher = Publisher(partial(result_producer, settings), settings.partitions)
     await publisher.start()

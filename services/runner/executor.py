@@ -18,7 +18,6 @@ import logging
 import time
 from datetime import datetime, timezone
 from functools import partial
-from pathlib import Path
 from typing import Callable
 
 from wakeline.commands import ToolCallRequest, ToolResultReport
@@ -103,7 +102,7 @@ class Executor:
                     return outcome.result
                 return ToolError(error_kind=outcome.error_kind, message=outcome.message or "",
                                  details=outcome.result.model_dump())
-            return await asyncio.wait_for(asyncio.to_thread(self._file_tool(tool_input, dirs.work)), timeout_s)
+            return await asyncio.wait_for(asyncio.to_thread(self._file_tool(tool_input, dirs)), timeout_s)
         except ToolFailure as failure:
             return _error(failure)
         except asyncio.TimeoutError:
@@ -112,10 +111,10 @@ class Executor:
             log.exception("tool call %s (%s) crashed", request.tool_call_id, request.name)
             return crashed(f"{type(err).__name__}: {err}")
 
-    def _file_tool(self, tool_input: ToolInput, work: Path) -> Callable[[], ToolOutput]:
-        owner = self.sandbox.isolation.drop_to
+    def _file_tool(self, tool_input: ToolInput, dirs: SessionDirs) -> Callable[[], ToolOutput]:
+        work, owner = dirs.work, dirs.owner
         if isinstance(tool_input, ReadFileInput):
-            return partial(files.read_file, work, tool_input)
+            return partial(files.read_file, work, tool_input, owner)
         if isinstance(tool_input, WriteFileInput):
             return partial(files.write_file, work, tool_input, owner)
         assert isinstance(tool_input, ListFilesInput)

@@ -17,14 +17,14 @@ from wakeline_runner.tools import FileEntry, ListFilesResult, ReadFileResult, To
 Owner = tuple[int, int] | None  # (uid, gid) files must belong to; None when not running as root
 
 
-def read_file(work: Path, request: ReadFileInput) -> ReadFileResult:
+def read_file(work: Path, request: ReadFileInput, owner: Owner = None) -> ReadFileResult:
     parts = _file_parts(work, request.path)
     try:
         with confined_dir(work, parts[:-1]) as parent:
             # O_NONBLOCK: opening a FIFO a tool left behind must not hang the runner.
             fd = open_at(parent, parts[-1], os.O_RDONLY | os.O_NONBLOCK)
             try:
-                size = _require_regular(os.fstat(fd), request.path).st_size
+                size = _require_ours(_require_regular(os.fstat(fd), request.path), owner, request.path).st_size
                 data = os.pread(fd, request.max_bytes, request.offset)
             finally:
                 os.close(fd)
@@ -78,12 +78,21 @@ def _open_for_write(parent: int, name: str, owner: Owner, path: str) -> int:
         return fd
     except FileExistsError:
         fd = open_at(parent, name, os.O_WRONLY | os.O_NONBLOCK)
-    st = os.fstat(fd)
-    # A file the sandbox user does not own, or a hard link, may be a host file: not ours to change.
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or (owner is not None and st.st_uid != owner[0]):
+    try:
+        _require_ours(os.fstat(fd), owner, path)
+    except ToolFailure:
         os.close(fd)
-        raise ToolFailure("permission_denied", f"{path!r} is not a regular file of this session")
+        raise
     return fd
+
+
+def _require_ours(st: os.stat_result, owner: Owner, path: str) -> os.stat_result:
+    """A hard link, or a file the session's uid does not own, may be a host file (a tool can
+    hard-link anything it can see on the same filesystem): the runner, which is root, must
+    neither read nor change it on the session's behalf."""
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1 or (owner is not None and st.st_uid != owner[0]):
+        raise ToolFailure("permission_denied", f"{path!r} is not a regular file of this session")
+    return st
 
 
 def _walk(dir_fd: int, prefix: str, request: ListFilesInput, entries: list[FileEntry]) -> bool:

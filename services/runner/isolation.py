@@ -1,14 +1,24 @@
-"""How a bash tool is isolated: bubblewrap where it works, else setsid + rlimits + uid drop.
+"""How a bash tool is isolated: bubblewrap over a minimal root, or nothing (development only).
 
-`probe` decides once at start by actually running a sandboxed command, and logs the
-decision. Either way the tool runs as the sandbox user with rlimits and an environment
-built from constants, so nothing of the runner's own environment (credentials) leaks.
-With bwrap the tool also gets no network, its own pid namespace (so killing the
-sandbox kills every descendant), a read-only host, and sees only its own work dir.
+`probe` decides once at start by actually running a sandboxed command. It fails closed:
+with `use_bwrap=on` (the default) a runner whose bubblewrap does not work refuses to
+start and says why; `use_bwrap=off` runs tools on the host and is logged as an error.
+
+Under bubblewrap a tool sees a root built for it, not the host's: `/usr` (and the
+`/bin`, `/lib*` links into it) read-only, a minimal `/etc` (no shadow, no keys, no host
+users: a passwd naming only root, nobody and the session's own uid), its own work dir,
+a fresh size-bounded `/tmp` and `/dev/shm`, a `/proc` of its own pid namespace, and no
+network. The project's `.data` (broker and database files, keys), other sessions' work
+dirs and the runner's home do not exist in it.
+
+When the runner is root, each session's tools run as a uid of their own (`identity`),
+so process limits, which the kernel counts per uid, are per session. Either way the
+environment is built from constants, so nothing of the runner's own (credentials) leaks.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -16,15 +26,29 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from wakeline_runner.records import ensure_dir
+from wakeline_runner.records import SessionDirs, ensure_dir
 from wakeline_runner.settings import RunnerSettings
 
 log = logging.getLogger(__name__)
 TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# The host's top-level links into /usr (merged /usr), or directories bound read-only.
+SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# What of the host's /etc a tool gets: the loader, name-service and locale plumbing,
+# certificates and interpreters' configuration. Never shadow, ssh, sudoers or the like.
+ETC_ENTRIES = ("alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "debian_version",
+               "environment", "gai.conf", "gitconfig", "host.conf", "hosts", "inputrc", "ld.so.cache",
+               "ld.so.conf", "ld.so.conf.d", "localtime", "magic", "magic.mime", "mime.types",
+               "nsswitch.conf", "os-release", "perl", "profile", "protocols", "python3", "python3.11",
+               "services", "shells", "ssl", "terminfo", "timezone", "vim")
+# Where a sandbox's own mounts go; a work dir's parents on this list are not recreated.
+MOUNTED = ("/", "/usr", "/etc", "/tmp", "/dev", "/proc", "/var")
+
+Owner = tuple[int, int]  # (uid, gid)
 
 
 def tool_env(work: Path) -> dict[str, str]:
-    return {"PATH": TOOL_PATH, "HOME": str(work), "LANG": "C.UTF-8", "TERM": "dumb"}
+    return {"PATH": TOOL_PATH, "HOME": str(work), "LANG": "C.UTF-8", "TERM": "dumb", "TMPDIR": "/tmp",
+            "USER": "session", "LOGNAME": "session"}
 
 
 def rlimits(settings: RunnerSettings) -> dict[str, int]:
@@ -35,54 +59,111 @@ def rlimits(settings: RunnerSettings) -> dict[str, int]:
 @dataclass(frozen=True)
 class Isolation:
     use_bwrap: bool
-    sandbox_root: Path
-    drop_to: tuple[int, int] | None  # (uid, gid) when the runner is root; None otherwise
+    uid_range: tuple[int, int] | None  # (first uid, count) when the runner is root; None otherwise
+    tmp_bytes: int
     reason: str
 
-    def command(self, work: Path, script: str) -> tuple[list[str], tuple[int, int] | None]:
+    def identity(self, tenant: str, session_id: str) -> Owner | None:
+        """The (uid, gid) a session's tools and files belong to; None when the runner is not
+        root (tools then run as the runner's uid, inside a user namespace under bwrap).
+
+        A hash, not a table: any runner on any host gives a session the same uid, with no
+        coordination. Two sessions share a uid with probability 1/count per pair; they
+        then share a process limit, never files (work dirs stay 0700 and apart in the
+        sandbox's mount namespace)."""
+        if self.uid_range is None:
+            return None
+        first, count = self.uid_range
+        digest = hashlib.sha256(f"{tenant}/{session_id}".encode("utf-8")).digest()
+        uid = first + int.from_bytes(digest[:8], "big") % count
+        return uid, uid
+
+    def command(self, dirs: SessionDirs, script: str) -> tuple[list[str], Owner | None]:
         """The argv the wrapper runs, and the (uid, gid) the wrapper itself must drop to."""
         shell = ["bash", "-c", script]
         if not self.use_bwrap:
-            return shell, self.drop_to
-        argv = bwrap_argv(self.sandbox_root, work, privileged=self.drop_to is not None)
-        if self.drop_to is not None:
-            # bwrap runs as root (it must, to bind a work dir whose parents the sandbox user
-            # cannot traverse) and setpriv drops to the sandbox user inside.
-            uid, gid = self.drop_to
+            return shell, dirs.owner
+        argv = bwrap_argv(dirs.work, dirs.etc, self.tmp_bytes, privileged=self.uid_range is not None)
+        if dirs.owner is not None:
+            # bwrap runs as root (it must, to bind a work dir whose parents the session's
+            # uid cannot traverse) and setpriv drops to the session's uid inside.
+            uid, gid = dirs.owner
             argv += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs", "--"]
         return argv + shell, None
 
 
-def bwrap_argv(sandbox_root: Path, work: Path, privileged: bool) -> list[str]:
-    # A user namespace would map the sandbox uid to root outside and break writes to the
+def bwrap_argv(work: Path, etc: Path | None, tmp_bytes: int, privileged: bool) -> list[str]:
+    # A user namespace would map the session's uid to root outside and break writes to the
     # work dir, so a root runner unshares everything but the user namespace.
     namespaces = ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     if not privileged:
         namespaces.append("--unshare-user")
-    root, w = str(sandbox_root), str(work)
-    # The directories between the hidden sandbox root and the work dir would be created
-    # 0700 root, and then a tool could not resolve its own absolute path (python3 x.py
-    # does): create them traversable, listing nothing.
-    between = [str(p) for p in reversed(work.parents) if sandbox_root in p.parents]
-    dirs = [arg for d in between for arg in ("--perms", "0711", "--dir", d)]
-    return ["bwrap", "--ro-bind", "/", "/", "--tmpfs", "/tmp", "--perms", "0711", "--tmpfs", root, *dirs,
-            "--bind", w, w, "--dev", "/dev", "--proc", "/proc", *namespaces, "--die-with-parent", "--chdir", w,
-            "--"]
+    argv = ["bwrap", "--ro-bind", "/usr", "/usr"]
+    for name in SYSTEM_DIRS:
+        host = Path("/") / name
+        if host.is_symlink():
+            argv += ["--symlink", os.readlink(host), str(host)]
+        elif host.is_dir():
+            argv += ["--ro-bind", str(host), str(host)]
+    argv += ["--dir", "/etc"]
+    for name in ETC_ENTRIES:
+        if os.path.lexists(f"/etc/{name}"):
+            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    if etc is not None:
+        argv += ["--ro-bind", str(etc / "passwd"), "/etc/passwd", "--ro-bind", str(etc / "group"), "/etc/group"]
+    size = str(tmp_bytes)
+    argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dev", "/dev",
+             "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc",
+             "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
+    # bwrap would create the work dir's parents 0700 root, and then a tool could not
+    # resolve its own absolute path (python3 /abs/x.py does): create them traversable.
+    # They hold nothing but the way to this one work dir.
+    w = str(work)
+    between = [str(p) for p in reversed(work.parents) if str(p) not in MOUNTED]
+    argv += [arg for d in between for arg in ("--perms", "0755", "--dir", d)]
+    return argv + ["--bind", w, w, *namespaces, "--die-with-parent", "--chdir", w, "--"]
+
+
+def write_identity_files(etc: Path, owner: Owner | None) -> None:
+    """The passwd and group a session's tools see: root, nobody and the session's own uid,
+    so `id`, `whoami` and `~` work without exposing the host's users."""
+    uid, gid = owner if owner is not None else (os.getuid(), os.getgid())
+    home = etc.parent / "work"
+    passwd = ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
+              "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+              f"session:x:{uid}:{gid}:wakeline session:{home}:/bin/bash\n")
+    group = f"root:x:0:\nnogroup:x:65534:\nsession:x:{gid}:\n"
+    ensure_dir(etc, 0o755)
+    for name, text in (("passwd", passwd), ("group", group)):
+        path = etc / name
+        if not path.exists() or path.read_text() != text:
+            tmp = etc / f".{name}.tmp"
+            tmp.write_text(text)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
 
 
 def probe(settings: RunnerSettings) -> Isolation:
-    drop_to = (settings.sandbox_uid, settings.sandbox_gid) if os.geteuid() == 0 else None
-    if drop_to is None:
-        log.warning("runner is not root: tools run as uid %d, without a uid drop", os.geteuid())
-    plain = Isolation(False, settings.sandbox_root, drop_to, "")
+    uid_range = (settings.sandbox_uid_base, settings.sandbox_uid_count) if os.geteuid() == 0 else None
+    if uid_range is None:
+        log.warning("runner is not root (uid %d): every session's tools run as that uid, inside a user "
+                    "namespace, so process limits are shared between sessions", os.geteuid())
     if settings.use_bwrap == "off":
-        return _decided(plain, "use_bwrap=off")
-    failure = _try_bwrap(Isolation(True, settings.sandbox_root, drop_to, ""), settings)
-    if failure is None:
-        return _decided(Isolation(True, settings.sandbox_root, drop_to, "bwrap probe succeeded"), "")
-    if settings.use_bwrap == "on":
-        raise RuntimeError(f"use_bwrap=on but bubblewrap does not work here: {failure}")
-    return _decided(plain, f"bwrap unusable: {failure}")
+        log.error("TOOLS RUN UNSANDBOXED ON THE HOST (use_bwrap=off): they see the host's files, network "
+                  "and processes. This is for development only; never run it with untrusted sessions")
+        return Isolation(False, uid_range, settings.tmp_bytes, "use_bwrap=off")
+    candidate = Isolation(True, uid_range, settings.tmp_bytes, "bwrap probe succeeded")
+    failure = _try_bwrap(candidate, settings)
+    if failure is not None:
+        raise RuntimeError(
+            f"refusing to start: tools must run under bubblewrap and it does not work here ({failure}). "
+            "Install it (deploy/system-deps.sh does), and for a runner that is not root allow unprivileged "
+            "user namespaces (sysctl user.max_user_namespaces > 0 and, on Debian, "
+            "kernel.unprivileged_userns_clone=1); or run the runner as root. Only for development, "
+            "WAKELINE_USE_BWRAP=off runs tools unsandboxed on the host.")
+    log.info("tool isolation: bubblewrap over a minimal root (%s)",
+             " ".join(bwrap_argv(Path("/<work>"), Path("/<etc>"), settings.tmp_bytes, uid_range is not None)))
+    return candidate
 
 
 def _try_bwrap(candidate: Isolation, settings: RunnerSettings) -> str | None:
@@ -90,28 +171,23 @@ def _try_bwrap(candidate: Isolation, settings: RunnerSettings) -> str | None:
         return "bwrap is not on PATH"
     ensure_dir(settings.sandbox_root, 0o711, parents=True)
     ensure_dir(settings.sandbox_root / ".probe", 0o711)
-    work = settings.sandbox_root / ".probe" / "work"
-    ensure_dir(work, 0o700)
-    if candidate.drop_to is not None:
-        os.chown(work, *candidate.drop_to)
-    # Write in the work dir as the sandbox user, as a real tool would.
-    script = ": > .probe && rm .probe"
-    if candidate.drop_to is not None:
-        script += f' && test "$(id -u)" = {candidate.drop_to[0]}'
-    argv, _ = candidate.command(work, script)
+    owner = candidate.identity(".probe", "probe")
+    dirs = SessionDirs(work=settings.sandbox_root / ".probe" / "work", calls=settings.sandbox_root / ".probe",
+                       etc=settings.sandbox_root / ".probe" / "etc", owner=owner)
+    ensure_dir(dirs.work, 0o700)
+    if owner is not None:
+        os.chown(dirs.work, *owner)
+    write_identity_files(dirs.etc, owner)
+    # Write in the work dir and in /tmp as the session's user, as a real tool would, and
+    # check that the host's private places are not there.
+    script = ": > .probe && rm .probe && : > /tmp/.probe && test ! -e /root && test ! -e /home"
+    if owner is not None:
+        script += f' && test "$(id -u)" = {owner[0]}'
+    argv, _ = candidate.command(dirs, script)
     try:
-        done = subprocess.run(argv, env=tool_env(work), capture_output=True, timeout=20)
+        done = subprocess.run(argv, env=tool_env(dirs.work), capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"{type(err).__name__}: {err}"
     if done.returncode != 0:
         return f"exit {done.returncode}: {done.stderr.decode('utf-8', 'replace').strip()[-500:]}"
     return None
-
-
-def _decided(isolation: Isolation, why: str) -> Isolation:
-    if isolation.use_bwrap:
-        log.info("tool isolation: bubblewrap (%s)", " ".join(bwrap_argv(isolation.sandbox_root, Path("<work>"),
-                                                                         isolation.drop_to is not None)))
-        return isolation
-    log.warning("tool isolation: setsid + rlimits + uid drop, no bubblewrap (%s)", why)
-    return Isolation(False, isolation.sandbox_root, isolation.drop_to, why)

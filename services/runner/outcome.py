@@ -30,6 +30,14 @@ def outcome_from_files(files: CallFiles, started: dict, killed_by_runner: bool) 
     if exit_record.get("timed_out") or (not exit_record and killed_by_runner):
         return BashOutcome(result, "timeout", f"timed out after {started['timeout_s']}s; "
                                               "its whole process group was killed")
+    if exit_record.get("stopped") == "work_dir_full":
+        return BashOutcome(result, "too_large", f"stopped: the session's work dir grew past its budget of "
+                                                f"{started.get('work_dir_bytes')} bytes (it held "
+                                                f"{exit_record.get('work_dir_used')}); delete files to make room")
+    if exit_record.get("stopped") == "disk_low":
+        return BashOutcome(result, "too_large", f"stopped: the sandboxes' filesystem fell to "
+                                                f"{exit_record.get('disk_free')} bytes free, under the runner's "
+                                                f"reserve of {started.get('disk_reserve_bytes')}")
     if "spawn_error" in exit_record:
         return BashOutcome(result, "crashed", f"the tool could not start: {exit_record['spawn_error']}")
     if not exit_record:

@@ -1,7 +1,8 @@
 """What the runner keeps on disk per session and per tool call.
 
-`<sandbox_root>/<tenant>/<session_id>/work` is the tools' world (owned by the sandbox
-user); `calls/` beside it is root-only (0700) and holds, per tool_call_id:
+`<sandbox_root>/<tenant>/<session_id>/work` is the tools' world (owned by the session's
+uid); `etc/` beside it holds the passwd and group its tools see; `calls/` is root-only
+(0700) and holds, per tool_call_id:
 
 - `<id>.json`          the finished call's result: the idempotency record;
 - `<id>.started.json`  written before a bash tool starts: its spec, deadline, files;
@@ -50,6 +51,8 @@ class CallFiles:
 class SessionDirs:
     work: Path
     calls: Path
+    etc: Path | None = None  # the passwd and group its tools see (under bwrap)
+    owner: tuple[int, int] | None = None  # (uid, gid) of its tools and files; None if the runner is not root
 
     def call(self, call_id: str) -> CallFiles:
         return CallFiles(self.calls, call_id)

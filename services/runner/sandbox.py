@@ -20,8 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from wakeline_runner import wrapper
-from wakeline_runner.isolation import Isolation, rlimits, tool_env
+from wakeline_runner import cgroups, wrapper
+from wakeline_runner.cgroups import Cgroups
+from wakeline_runner.isolation import Isolation, Owner, rlimits, tool_env, write_identity_files
 from wakeline_runner.outcome import BashOutcome, outcome_from_files
 from wakeline_runner.records import SAFE_ID, CallFiles, SessionDirs, ensure_dir, read_json, write_json
 from wakeline_runner.settings import RunnerSettings
@@ -32,23 +33,28 @@ GRACE_S = 5.0
 
 
 class Sandbox:
-    def __init__(self, settings: RunnerSettings, isolation: Isolation):
+    def __init__(self, settings: RunnerSettings, isolation: Isolation, groups: Cgroups | None = None):
         self.settings = settings
         self.isolation = isolation
+        self.groups = groups
 
     def open_session(self, tenant: str, session_id: str) -> SessionDirs:
         for name, value in (("tenant", tenant), ("session_id", session_id)):
             if not SAFE_ID.match(value) or value in (".", ".."):
                 raise ToolFailure("invalid_input", f"{name} {value!r} cannot name a sandbox directory")
         session = self.settings.sandbox_root / tenant / session_id
-        # Parents are traversable but not listable: no tool can enumerate other sessions.
+        # Parents are traversable but not listable (and under bwrap not even there).
         ensure_dir(self.settings.sandbox_root, 0o711, parents=True)
         ensure_dir(session.parent, 0o711)
         ensure_dir(session, 0o711)
-        dirs = SessionDirs(work=session / "work", calls=session / "calls")
+        owner = self.isolation.identity(tenant, session_id)
+        dirs = SessionDirs(work=session / "work", calls=session / "calls", etc=session / "etc", owner=owner)
         ensure_dir(dirs.calls, 0o700)
-        if ensure_dir(dirs.work, 0o700) and self.isolation.drop_to is not None:
-            os.chown(dirs.work, *self.isolation.drop_to)
+        ensure_dir(dirs.work, 0o700)
+        if owner is not None and os.lstat(dirs.work).st_uid != owner[0]:
+            _hand_over(dirs.work, owner)
+        if self.isolation.use_bwrap and not (dirs.etc / "passwd").exists():
+            write_identity_files(dirs.etc, owner)
         return dirs
 
     async def run_bash(self, dirs: SessionDirs, call_id: str, command: str, timeout_s: float) -> BashOutcome:
@@ -58,6 +64,9 @@ class Sandbox:
             wrapper_process = self._launch_if_new(dirs, files, command, timeout_s)
             killed = await self._await_release(files, wrapper_process)
             started = read_json(files.started)
+            if started is not None and started.get("cgroups"):
+                # What is still in the call's groups escaped its process group (setsid).
+                await asyncio.to_thread(cgroups.kill_and_remove, started["cgroups"])
             if started is not None:
                 return outcome_from_files(files, started, killed)
             # Whoever held the lock died before recording a start: nothing ran, so launch it.
@@ -72,6 +81,7 @@ class Sandbox:
                 return None  # a wrapper (or a runner launching one) holds it: wait for it
             if files.started.exists():
                 return None  # started earlier and its wrapper is gone: only its result remains to read
+            self._require_disk(dirs)
             spec = self._spec(dirs, files, command, timeout_s)
             write_json(files.started, spec)
             with open(files.log, "ab") as log:
@@ -84,8 +94,16 @@ class Sandbox:
         finally:
             os.close(lock_fd)  # the wrapper's inherited copy keeps the lock held
 
+    def _require_disk(self, dirs: SessionDirs) -> None:
+        st = os.statvfs(dirs.work)
+        free, reserve = st.f_bavail * st.f_frsize, self.settings.disk_reserve_bytes
+        if free < reserve:
+            raise ToolFailure("too_large", f"the sandboxes' filesystem has {free} bytes free, under the runner's "
+                                           f"reserve of {reserve}: bash calls wait until space is freed")
+
     def _spec(self, dirs: SessionDirs, files: CallFiles, command: str, timeout_s: float) -> dict:
-        argv, drop_to = self.isolation.command(dirs.work, command)
+        argv, drop_to = self.isolation.command(dirs, command)
+        groups = self.groups.create_call(str(dirs.work.parent), files.call_id) if self.groups else []
         return {
             "call_id": files.call_id, "command": command, "argv": argv, "cwd": str(dirs.work),
             "env": tool_env(dirs.work), "uid": drop_to[0] if drop_to else None,
@@ -95,6 +113,8 @@ class Sandbox:
             "deadline_monotonic": time.monotonic() + timeout_s, "started_at": time.time(),
             "runner": self.settings.host, "bwrap": self.isolation.use_bwrap,
             "stdout_path": str(files.stdout), "stderr_path": str(files.stderr), "exit_path": str(files.exit),
+            "cgroups": groups, "work_dir_bytes": self.settings.work_dir_bytes,
+            "disk_reserve_bytes": self.settings.disk_reserve_bytes,
         }
 
     async def _await_release(self, files: CallFiles, process: subprocess.Popen | None) -> bool:
@@ -154,6 +174,15 @@ def _exit_of(process: subprocess.Popen | None) -> asyncio.Future[None] | None:
     loop.add_reader(pidfd, readable)
     exited.add_done_callback(closed)
     return exited
+
+
+def _hand_over(work: Path, owner: Owner) -> None:
+    """Gives a work dir made before per-session uids (or under another uid range) to the
+    session's uid, without following a symlink a tool left in it."""
+    for root, dirnames, filenames in os.walk(work):
+        for name in dirnames + filenames:
+            os.chown(os.path.join(root, name), *owner, follow_symlinks=False)
+    os.chown(work, *owner, follow_symlinks=False)
 
 
 def _lock_free(lock: Path) -> bool:

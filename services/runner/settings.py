@@ -16,9 +16,12 @@ class RunnerSettings(CommonSettings):
     sandbox_root: Path = Path(".data/sandboxes")
     group_id: str = "wakeline-runner"
     host: str = Field(default_factory=socket.gethostname)
-    # Tools run as this uid/gid (nobody) when the runner is root.
-    sandbox_uid: int = 65534
-    sandbox_gid: int = 65534
+    # When the runner is root, each session's tools run as their own uid (and gid), taken
+    # from [sandbox_uid_base, sandbox_uid_base + sandbox_uid_count) by a hash of the session:
+    # RLIMIT_NPROC counts per uid, so a fork bomb exhausts only its own session's processes.
+    # The range must hold no real user of the host.
+    sandbox_uid_base: int = Field(default=200_000, ge=1000)
+    sandbox_uid_count: int = Field(default=100_000, ge=1)
     output_cap_bytes: int = Field(default=64 * 1024, ge=1024)
     max_concurrent_calls: int = Field(default=8, ge=1)
     max_timeout_s: float = Field(default=3600.0, gt=0)
@@ -30,11 +33,32 @@ class RunnerSettings(CommonSettings):
     memory_bytes: int = Field(default=2 * 1024**3, ge=64 * 1024**2)
     file_size_bytes: int = Field(default=256 * 1024**2, ge=1024)
     nproc: int = Field(default=512, ge=8)
-    use_bwrap: Literal["auto", "on", "off"] = "auto"
+    # Fail closed: "on" refuses to start without working bubblewrap. "off" runs tools on the
+    # host (host filesystem, network and pids, no per-session uid): development only.
+    use_bwrap: Literal["on", "off"] = "on"
+    # Each call's private /tmp (and /dev/shm) is a tmpfs of this size; its pages count
+    # toward the session's memory limit where control groups are in force.
+    tmp_bytes: int = Field(default=256 * 1024**2, ge=1024**2)
+    # A session's work dir may hold this much; a call that grows it past that is stopped.
+    work_dir_bytes: int = Field(default=1024**3, ge=1024**2)
+    # Calls are refused, and a running one is stopped, when the sandboxes' filesystem has
+    # less free space than this: the runner's own records must still fit.
+    disk_reserve_bytes: int = Field(default=512 * 1024**2, ge=0)
+    # Control groups (v1 or v2) the runner may create its session groups under; "" = none.
+    # Detected at start; limits per session are memory_bytes and nproc.
+    cgroup_parent: str = "wakeline"
     # A call issued longer ago than this is answered `expired` instead of run: its brain
     # has moved on or will issue it again when it wakes the session. A call that already
     # started (its bash tool launched) is adopted however old it is, never reported expired.
     stale_after_s: float = Field(default=300.0, gt=0)
+
+    @field_validator("use_bwrap", mode="before")
+    @classmethod
+    def _no_auto(cls, value: object) -> object:
+        if value == "auto":
+            raise ValueError("use_bwrap=auto was removed: the runner fails closed. Use on (the default), "
+                             "or off to run tools unsandboxed on the host for development")
+        return value
 
     @field_validator("sandbox_root")
     @classmethod

@@ -2,10 +2,13 @@
 
 The runner starts it in a new session (its own process group) so it and the tool
 outlive the runner; a fresh runner adopts the call by watching the lock this process
-holds. It reads its spec from the call's started record, streams the tool's stdout and
-stderr into capped files, writes the exit record atomically when the tool ends or the
-deadline passes, and then kills its whole process group (itself included), so neither
-a timed-out tool nor its background children outlive the call.
+holds. It joins the call's control groups, reads its spec from the call's started record,
+streams the tool's stdout and stderr into capped files, stops the tool if it grows the
+session's work dir past its budget or the disk below the runner's reserve, writes the
+exit record atomically when the tool ends or the deadline passes, and then kills its
+whole process group (itself included), so neither a timed-out tool nor its background
+children outlive the call (the runner then empties the call's control groups, which
+also catches processes that left the group with `setsid`).
 
 Standard library only: it runs with `-I -S`, outside the package's environment.
 """
@@ -57,6 +60,11 @@ def main(started_path: str, lock_fd: int) -> None:
     os.pwrite(lock_fd, f"{os.getpid()}\n".encode(), 0)
     os.fsync(lock_fd)
     try:
+        # Into the call's control groups before the tool exists, so all it forks is counted
+        # against its session's limits and can be killed with the group.
+        for group in spec.get("cgroups") or ():
+            with open(os.path.join(group, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
         outcome = supervise(spec)
     except OSError as err:  # the tool could not be started (exec failure, EAGAIN from RLIMIT_NPROC)
         outcome = {"spawn_error": f"{type(err).__name__}: {err}"}
@@ -66,6 +74,7 @@ def main(started_path: str, lock_fd: int) -> None:
 
 def supervise(spec: dict) -> dict:
     uid = spec.get("uid")
+    watch = _Watch(spec["cwd"], spec.get("work_dir_bytes"), spec.get("disk_reserve_bytes", 0))
     proc = subprocess.Popen(
         spec["argv"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         cwd=spec["cwd"], env=spec["env"], close_fds=True, user=uid, group=spec.get("gid"),
@@ -73,15 +82,69 @@ def supervise(spec: dict) -> dict:
     sinks = {proc.stdout: _Sink(spec["stdout_path"], spec["cap"]),
              proc.stderr: _Sink(spec["stderr_path"], spec["cap"])}
     deadline = spec["deadline_monotonic"]
-    # On timeout the tool is not killed here: main() kills the whole group right after
-    # the exit record is durable, which also catches the tool's children.
-    finished = _pump(proc, sinks, deadline) and _wait(proc, deadline)
+    # On timeout (or a stop) the tool is not killed here: main() kills the whole group
+    # right after the exit record is durable, which also catches the tool's children.
+    stopped = _pump(proc, sinks, deadline, watch) or _wait(proc, deadline, watch)
     for sink in sinks.values():
         sink.close()
-    code = proc.returncode if finished else None
-    return {"exit_code": code if code is not None and code >= 0 else None,
-            "signal": -code if code is not None and code < 0 else None, "timed_out": not finished,
-            "stdout_bytes": sinks[proc.stdout].total, "stderr_bytes": sinks[proc.stderr].total}
+    code = proc.returncode if stopped is None else None
+    outcome = {"exit_code": code if code is not None and code >= 0 else None,
+               "signal": -code if code is not None and code < 0 else None, "timed_out": stopped == "timeout",
+               "stdout_bytes": sinks[proc.stdout].total, "stderr_bytes": sinks[proc.stderr].total}
+    if stopped not in (None, "timeout"):
+        outcome.update(stopped=stopped, work_dir_used=watch.used, disk_free=watch.free)
+    return outcome
+
+
+class _Watch:
+    """Stops a call that grows its session's work dir past its budget, or takes the disk
+    below the reserve the runner needs for its own records.
+
+    Checked every ~0.1 s (less often when the work dir is slow to measure), so a call can
+    overshoot by what it writes in that time; `/tmp` is a size-bounded tmpfs instead."""
+
+    def __init__(self, work: str, budget: int | None, reserve: int):
+        self.work, self.reserve = work, reserve
+        self.used = _usage(work) if budget else 0
+        self.free = 0
+        # A work dir already over budget may still be cleaned up; only growth is stopped.
+        self.limit = max(budget, self.used) if budget else None
+        self.next_at = 0.0
+
+    def stop_reason(self, now: float) -> str | None:
+        if now < self.next_at:
+            return None
+        began = time.monotonic()
+        st = os.statvfs(self.work)
+        self.free = st.f_bavail * st.f_frsize
+        if self.free < self.reserve:
+            return "disk_low"
+        if self.limit is not None:
+            self.used = _usage(self.work)
+            if self.used > self.limit:
+                return "work_dir_full"
+        self.next_at = now + max(0.1, 20 * (time.monotonic() - began))
+        return None
+
+
+def _usage(top: str) -> int:
+    """Bytes allocated under `top` (st_blocks), symlinks not followed, other filesystems not entered."""
+    total, stack = 0, [top]
+    device = os.lstat(top).st_dev
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:  # removed meanwhile, or not a directory any more
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += st.st_blocks * 512
+            if entry.is_dir(follow_symlinks=False) and st.st_dev == device:
+                stack.append(entry.path)
+    return total
 
 
 def _limit(limits: dict) -> None:
@@ -90,12 +153,19 @@ def _limit(limits: dict) -> None:
         resource.setrlimit(getattr(resource, name), (value, value))
 
 
-def _wait(proc: subprocess.Popen, deadline: float) -> bool:
-    try:
-        proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        return True
-    except subprocess.TimeoutExpired:
-        return False
+def _wait(proc: subprocess.Popen, deadline: float, watch: _Watch) -> str | None:
+    """Waits for the tool's exit (its pipes may be closed long before); why it was cut short, or None."""
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return "timeout"
+        if (reason := watch.stop_reason(now)) is not None:
+            return reason
+        try:
+            proc.wait(timeout=min(deadline - now, 0.1))
+            return None
+        except subprocess.TimeoutExpired:
+            pass
 
 
 class _Sink:
@@ -118,28 +188,32 @@ class _Sink:
         self.file.close()
 
 
-def _pump(proc: subprocess.Popen, sinks: dict, deadline: float) -> bool:
-    """Streams both pipes into their sinks; False if the deadline passed first."""
+def _pump(proc: subprocess.Popen, sinks: dict, deadline: float, watch: _Watch) -> str | None:
+    """Streams both pipes into their sinks; why it was cut short (deadline, disk), or None."""
     selector = selectors.DefaultSelector()
     for pipe in sinks:
         selector.register(pipe, selectors.EVENT_READ)
     linger_until = None  # once the tool exits, background children get a moment to finish writing
-    while selector.get_map():
-        now = time.monotonic()
-        if now >= deadline:
-            return False
-        if linger_until is None and proc.poll() is not None:
-            linger_until = now + 0.5
-        if linger_until is not None and now >= linger_until:
-            break
-        for key, _ in selector.select(timeout=min(deadline - now, 0.2)):
-            data = os.read(key.fileobj.fileno(), READ_CHUNK)
-            if data:
-                sinks[key.fileobj].take(data)
-            else:
-                selector.unregister(key.fileobj)
-    selector.close()
-    return True
+    try:
+        while selector.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                return "timeout"
+            if (reason := watch.stop_reason(now)) is not None:
+                return reason
+            if linger_until is None and proc.poll() is not None:
+                linger_until = now + 0.5
+            if linger_until is not None and now >= linger_until:
+                break
+            for key, _ in selector.select(timeout=min(deadline - now, 0.1)):
+                data = os.read(key.fileobj.fileno(), READ_CHUNK)
+                if data:
+                    sinks[key.fileobj].take(data)
+                else:
+                    selector.unregister(key.fileobj)
+    finally:
+        selector.close()
+    return None
 
 
 if __name__ == "__main__":

@@ -19,12 +19,17 @@ import pytest
 from runner_harness import GATED, processes_with, wait_until
 from wakeline.commands import ToolCallRequest
 from wakeline_runner.executor import Executor
+from wakeline_runner import cgroups
 from wakeline_runner.isolation import probe
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
 
 
-@pytest.fixture(params=["auto", "off"], ids=["bwrap-if-it-works", "no-bwrap"])
+# Where the tests run as root, calls get the per-session control groups the runner uses.
+GROUPS, _ = cgroups.detect("wakeline-test", 512, 2 * 1024**3)
+
+
+@pytest.fixture(params=["on", "off"], ids=["bwrap", "no-bwrap"])
 def settings(tmp_path: Path, request) -> RunnerSettings:
     return RunnerSettings(sandbox_root=tmp_path / "sandboxes", use_bwrap=request.param)
 
@@ -36,7 +41,7 @@ def isolation(settings: RunnerSettings):
 
 async def _start_and_abandon(settings, isolation, session_id: str, call_id: str, command: str):
     """Starts a call on a sandbox, waits for the tool to start, then lets that 'runner' die."""
-    sandbox = Sandbox(settings, isolation)
+    sandbox = Sandbox(settings, isolation, GROUPS)
     dirs = sandbox.open_session("default", session_id)
     task = asyncio.create_task(sandbox.run_bash(dirs, call_id, command, 30))
     await wait_until(lambda: (dirs.work / "runs").exists(), what="the tool to start")
@@ -49,7 +54,7 @@ async def test_a_new_sandbox_adopts_a_running_tool_and_reports_it_once(settings,
     session_id, call_id = str(uuid.uuid4()), f"toolu_{uuid.uuid4().hex}"
     dirs = await _start_and_abandon(settings, isolation, session_id, call_id, GATED)
 
-    successor = Sandbox(settings, isolation)
+    successor = Sandbox(settings, isolation, GROUPS)
     adopted = asyncio.create_task(successor.run_bash(successor.open_session("default", session_id),
                                                      call_id, GATED, 30))
     (dirs.work / "go").touch()
@@ -67,7 +72,7 @@ async def test_a_tool_that_finished_while_no_runner_lived_is_reported_then_repla
     (dirs.work / "go").touch()
     await wait_until(lambda: dirs.call(call_id).exit.exists(), what="the tool's exit record")
 
-    executor = Executor(settings, Sandbox(settings, isolation))
+    executor = Executor(settings, Sandbox(settings, isolation, GROUPS))
     request = ToolCallRequest(session_id=session_id, tenant="default", tool_call_id=call_id, name="bash",
                               input={"command": GATED}, timeout_s=30, causation_seq=3)
     first = await executor.execute(request)
@@ -83,7 +88,7 @@ async def test_a_call_whose_processes_all_died_is_reported_crashed_and_not_rerun
     dirs = await _start_and_abandon(settings, isolation, session_id, call_id, GATED)
     os.killpg(int(dirs.call(call_id).lock.read_text()), signal.SIGKILL)  # as if the host went down
 
-    successor = Sandbox(settings, isolation)
+    successor = Sandbox(settings, isolation, GROUPS)
     outcome = await asyncio.wait_for(
         successor.run_bash(successor.open_session("default", session_id), call_id, GATED, 30), 20)
 
@@ -95,13 +100,15 @@ async def test_a_call_whose_processes_all_died_is_reported_crashed_and_not_rerun
 async def test_a_timeout_kills_the_tools_children_and_detached_grandchildren(settings, isolation) -> None:
     marker = str(random.randrange(10**8, 10**9))
     # A background child, a grandchild in its own session, and a blocking foreground sleep.
-    escape = f"setsid sleep 1002.{marker} &" if isolation.use_bwrap else ""
+    # Without bwrap's pid namespace, only the call's control group catches the setsid one.
+    caught = isolation.use_bwrap or GROUPS is not None
+    escape = f"setsid sleep 1002.{marker} &" if caught else ""
     command = f"sleep 1000.{marker} & {escape} echo up; sleep 1001.{marker}"
-    sandbox = Sandbox(settings, isolation)
+    sandbox = Sandbox(settings, isolation, GROUPS)
     dirs = sandbox.open_session("default", str(uuid.uuid4()))
 
     call = asyncio.create_task(sandbox.run_bash(dirs, "toolu_timeout", command, 3))
-    expected = 3 if isolation.use_bwrap else 2
+    expected = 3 if caught else 2
     await wait_until(lambda: len(processes_with(f".{marker}")) >= expected, 5, "the tool's sleeps to start")
     outcome = await asyncio.wait_for(call, 20)
 

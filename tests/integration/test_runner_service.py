@@ -84,7 +84,7 @@ async def test_the_runners_secrets_do_not_reach_a_tool(harness: Harness, monkeyp
     output = stdout_of(report)
     assert secret not in report.output
     names = {line.split("=", 1)[0] for line in output.split("---")[0].splitlines()}
-    assert names <= {"PATH", "HOME", "LANG", "TERM", "PWD", "SHLVL", "_", "OLDPWD"}
+    assert names <= {"PATH", "HOME", "LANG", "TERM", "PWD", "SHLVL", "_", "OLDPWD", "TMPDIR", "USER", "LOGNAME"}
 
 
 async def test_a_malformed_record_is_dead_lettered_and_the_next_call_is_served(harness: Harness) -> None:

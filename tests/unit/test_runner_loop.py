@@ -33,7 +33,7 @@ class Runner:
     def __init__(self, sandbox_root: Path):
         self.settings = RunnerSettings(sandbox_root=sandbox_root, use_bwrap="off", host="runner-test",
                                        partitions=6)
-        isolation = Isolation(False, self.settings.sandbox_root, None, "unit test: file tools only")
+        isolation = Isolation(False, None, self.settings.tmp_bytes, "unit test: file tools only")
         self.journal: list = []
         self.consumer, self.producer = FakeConsumer(self.journal), FakeProducer(self.journal)
         self.loop = ToolCallLoop(self.settings, self.consumer, Publisher(lambda: self.producer, 6),
