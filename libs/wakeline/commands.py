@@ -77,7 +77,7 @@ class HandBack(CommandBase):
 
 
 class SubmitToolResult(CommandBase):
-    """A person acting as the hands answers a pending tool call."""
+    """Whoever holds the hands (`human:<principal>` or `service:<principal>`) answers a pending tool call."""
 
     type: Literal["submit_tool_result"] = "submit_tool_result"
     tool_call_id: ID

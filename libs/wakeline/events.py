@@ -25,7 +25,7 @@ RejectionCode = Literal[
     "already_exists",        # create_session for a session that exists
     "already_ended",         # cancel of an ended session
     "not_awaiting_approval", # approve/deny of a call that does not wait for one
-    "not_pending",           # a person's tool result for a call that is not pending
+    "not_pending",           # a tool result from the hands (a person or a service) for a call that is not pending
     "unknown_session",       # a command for a session that was never created
     "malformed",             # the record did not decode as an input
     "too_large",             # the input's event would exceed max_record_bytes

@@ -76,7 +76,7 @@ class SessionState:
     queued: tuple[QueuedMessage, ...] = ()
     seen_inputs: frozenset[str] = frozenset()
     ended_reason: EndReason | None = None
-    hands: str | None = None  # a person who took over as the hands, or None for the runners
+    hands: str | None = None  # who took over (human:<principal> or service:<principal>), or None for the runners
     compactions: int = 0
     usage: Usage = field(default_factory=Usage)
     files: tuple[str, ...] = ()

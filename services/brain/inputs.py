@@ -116,7 +116,7 @@ def _take_over(state: SessionState, cmd: c.CommandBase) -> list[Draft]:
 def _submit(state: SessionState, cmd: c.SubmitToolResult) -> list[Draft]:
     call = next((p for p in state.pending_tool_calls if p.tool_call_id == cmd.tool_call_id), None)
     if state.hands is None or call is None:
-        return [_rejected(cmd, "not_pending", "no person holds the hands, or the tool call is not pending")]
+        return [_rejected(cmd, "not_pending", "no one holds the hands, or the tool call is not pending")]
     result = e.ToolResultPayload(tool_call_id=call.tool_call_id, name=call.name, output=cmd.output,
                                  is_error=cmd.is_error)
     return [_draft(result, cmd.actor, cmd.command_id, trust="data")]
@@ -125,7 +125,7 @@ def _submit(state: SessionState, cmd: c.SubmitToolResult) -> list[Draft]:
 def _tool_result(state: SessionState, report: c.ToolResultReport) -> list[Draft]:
     pending = {p.tool_call_id for p in state.pending_tool_calls}
     if report.tool_call_id not in pending or state.hands is not None:
-        return []  # a duplicate delivery, or a person answers this call now
+        return []  # a duplicate delivery, or whoever holds the hands answers it now
     result = e.ToolResultPayload(tool_call_id=report.tool_call_id, name=report.name, output=report.output,
                                  is_error=report.is_error, error_kind=report.error_kind,
                                  duration_ms=report.duration_ms)

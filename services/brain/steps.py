@@ -32,7 +32,7 @@ def next_step(state: SessionState) -> list[Draft] | CallModel | None:
         if state.awaiting_model:
             return CALL_MODEL
         if state.pending_tool_calls:
-            return None  # runners, a person, or an approval will answer
+            return None  # runners, whoever holds the hands, or an approval will answer
         return [_marker(e.TurnEndedPayload(turn=state.turns))]
     if state.queued:
         return [Draft(payload=e.UserMessagePayload(text=q.text, queued=True),

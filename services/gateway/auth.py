@@ -47,14 +47,22 @@ class Caller(NamedTuple):
         return f"service:{self.principal}" if self.role == "service" else f"user:{self.principal}"
 
     @property
-    def human(self) -> str:
-        """The actor when a person acts as the hands (takes over, answers a tool call)."""
-        return f"human:{self.principal}"
+    def hands(self) -> str:
+        """The actor when the caller acts as the hands (takes over, hands back, answers a
+        tool call): `human:<principal>` for a person's key; a service stays
+        `service:<principal>`, so an integration's answers never pass for a person's."""
+        return self.actor if self.role == "service" else f"human:{self.principal}"
 
     @property
     def scope(self) -> Scope:
         """A user sees only sessions it owns; every other role sees its whole tenant."""
         return Scope(self.tenant, self.actor if self.role == "user" else None)
+
+    def logged_on(self, owner: str) -> bool:
+        """Whether touching a session of `owner` goes to the access log: it does for
+        every caller that sees the whole tenant (auditor, admin, service) on a session
+        it does not own. A user never reaches another's session (404), so never logs."""
+        return self.scope.viewer is None and owner != self.actor
 
     def may_write(self, owner: str) -> bool:
         return self.role == "service" or owner == self.actor

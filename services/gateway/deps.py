@@ -113,10 +113,11 @@ async def find_session(session_id: SessionId, caller: Reader, store: StoreDep, a
     """The live session, or 404: a deleted session is gone from every read, and a `user`
     does not see another user's session at all (Postgres hides it), so it is 404 too.
 
-    An auditor or admin opening someone else's session is reading the audit trail: that
-    goes to the access log first, like an audit query."""
+    An auditor, admin or service opening someone else's session is reading the audit
+    trail: that goes to the access log first, like an audit query (`Caller.logged_on`).
+    Every session route comes through here, so writes to it and deletes are logged too."""
     row = await store.session(caller.scope, session_id)
-    if row is not None and caller.role in ("auditor", "admin") and row["owner"] != caller.actor:
+    if row is not None and caller.logged_on(row["owner"]):
         await record_audit_read(request, caller, audit, {"session_id": session_id})
     # Postgres already hid another user's session from a `user` (viewer_owns); said again here.
     foreign = row is not None and caller.scope.viewer is not None and row["owner"] != caller.scope.viewer

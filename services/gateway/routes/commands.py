@@ -27,11 +27,11 @@ router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["commands"],
 PENDING = {202: {"model": CommandPublic, "description": "Sent; no outcome recorded within the wait."}}
 
 
-def _ids(session: SessionPublic, caller: Caller, *, human: bool = False) -> dict[str, Any]:
+def _ids(session: SessionPublic, caller: Caller, *, hands: bool = False) -> dict[str, Any]:
     """Tenant and actor come from the key, never from the request; an Idempotency-Key
     replaces the fresh command id (dispatch -> idempotency.keyed)."""
     return {"command_id": new_command_id(), "session_id": session.session_id, "tenant": caller.tenant,
-            "actor": caller.human if human else caller.actor}
+            "actor": caller.hands if hands else caller.actor}
 
 
 def _status(response: Response, answer: CommandPublic) -> CommandPublic:
@@ -80,15 +80,16 @@ async def deny_tool_call(tool_call_id: ToolCallIdPath, session: WritableSessionD
 @router.post("/takeover", response_model=CommandPublic, responses=PENDING)
 async def take_over(session: WritableSessionDep, caller: Writer, dispatcher: DispatcherDep, response: Response,
                     key: IdempotencyKey = None, wait: bool = True) -> CommandPublic:
-    """A person takes the hands: tool calls wait for them (`POST .../tool-results/{id}`)."""
-    command = TakeOver(**_ids(session, caller, human=True))
+    """The caller takes the hands: tool calls wait for it (`POST .../tool-results/{id}`). The
+    actor is human:<principal>, or service:<principal> for a service key (`Caller.hands`)."""
+    command = TakeOver(**_ids(session, caller, hands=True))
     return _status(response, await dispatcher.dispatch(command, wait, key))
 
 
 @router.post("/handback", response_model=CommandPublic, responses=PENDING)
 async def hand_back(session: WritableSessionDep, caller: Writer, dispatcher: DispatcherDep, response: Response,
                     key: IdempotencyKey = None, wait: bool = True) -> CommandPublic:
-    command = HandBack(**_ids(session, caller, human=True))
+    command = HandBack(**_ids(session, caller, hands=True))
     return _status(response, await dispatcher.dispatch(command, wait, key))
 
 
@@ -96,8 +97,9 @@ async def hand_back(session: WritableSessionDep, caller: Writer, dispatcher: Dis
 async def submit_tool_result(tool_call_id: ToolCallIdPath, body: ToolResultCreate, session: WritableSessionDep,
                              caller: Writer, dispatcher: DispatcherDep, response: Response,
                              key: IdempotencyKey = None, wait: bool = True) -> CommandPublic:
-    """The person holding the hands answers a pending tool call; the event's actor is human:<principal>."""
+    """Whoever holds the hands answers a pending tool call; the event's actor is human:<principal>,
+    or service:<principal> for a service key."""
     dispatcher.admit(body)
-    command = SubmitToolResult(**_ids(session, caller, human=True), tool_call_id=tool_call_id,
+    command = SubmitToolResult(**_ids(session, caller, hands=True), tool_call_id=tool_call_id,
                                output=body.output, is_error=body.is_error)
     return _status(response, await dispatcher.dispatch(command, wait, key))
