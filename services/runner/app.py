@@ -50,3 +50,5 @@ async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
             await consumer.stop()
     finally:
         await publisher.stop()
+        if groups is not None:
+            groups.release_all()

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from wakeline_runner import cgroups, wrapper
@@ -37,6 +38,7 @@ class Sandbox:
         self.settings = settings
         self.isolation = isolation
         self.groups = groups
+        self._running: Counter[Path] = Counter()  # bash calls in progress per work dir
 
     def open_session(self, tenant: str, session_id: str) -> SessionDirs:
         for name, value in (("tenant", tenant), ("session_id", session_id)):
@@ -60,16 +62,23 @@ class Sandbox:
     async def run_bash(self, dirs: SessionDirs, call_id: str, command: str, timeout_s: float) -> BashOutcome:
         """Runs (or adopts, or finalizes) the call and returns how it ended; runs it at most once."""
         files = dirs.call(call_id)
-        while True:
-            wrapper_process = self._launch_if_new(dirs, files, command, timeout_s)
-            killed = await self._await_release(files, wrapper_process)
-            started = read_json(files.started)
-            if started is not None and started.get("cgroups"):
-                # What is still in the call's groups escaped its process group (setsid).
-                await asyncio.to_thread(cgroups.kill_and_remove, started["cgroups"])
-            if started is not None:
-                return outcome_from_files(files, started, killed)
-            # Whoever held the lock died before recording a start: nothing ran, so launch it.
+        self._running[dirs.work] += 1
+        try:
+            while True:
+                wrapper_process = self._launch_if_new(dirs, files, command, timeout_s)
+                killed = await self._await_release(files, wrapper_process)
+                started = read_json(files.started)
+                if started is not None:
+                    if not started.get("bwrap") and started.get("cgroups") and self._running[dirs.work] == 1:
+                        # No pid namespace took the call's processes down with it: what is
+                        # left in the session's groups escaped its process group (setsid).
+                        await asyncio.to_thread(cgroups.kill_members, started["cgroups"])
+                    return outcome_from_files(files, started, killed)
+                # Whoever held the lock died before recording a start: nothing ran, so launch it.
+        finally:
+            self._running[dirs.work] -= 1
+            if not self._running[dirs.work]:
+                del self._running[dirs.work]
 
     def _launch_if_new(self, dirs: SessionDirs, files: CallFiles, command: str,
                        timeout_s: float) -> subprocess.Popen | None:
@@ -103,7 +112,7 @@ class Sandbox:
 
     def _spec(self, dirs: SessionDirs, files: CallFiles, command: str, timeout_s: float) -> dict:
         argv, drop_to = self.isolation.command(dirs, command)
-        groups = self.groups.create_call(str(dirs.work.parent), files.call_id) if self.groups else []
+        groups = self.groups.enter(str(dirs.work.parent)) if self.groups else []
         return {
             "call_id": files.call_id, "command": command, "argv": argv, "cwd": str(dirs.work),
             "env": tool_env(dirs.work), "uid": drop_to[0] if drop_to else None,

@@ -2,13 +2,13 @@
 
 The runner starts it in a new session (its own process group) so it and the tool
 outlive the runner; a fresh runner adopts the call by watching the lock this process
-holds. It joins the call's control groups, reads its spec from the call's started record,
+holds. It joins the session's control groups, reads its spec from the call's started record,
 streams the tool's stdout and stderr into capped files, stops the tool if it grows the
 session's work dir past its budget or the disk below the runner's reserve, writes the
 exit record atomically when the tool ends or the deadline passes, and then kills its
 whole process group (itself included), so neither a timed-out tool nor its background
-children outlive the call (the runner then empties the call's control groups, which
-also catches processes that left the group with `setsid`).
+children outlive the call (bwrap's pid namespace takes `setsid` escapees with it; without
+bwrap the runner empties the session's control groups after its last running call).
 
 Standard library only: it runs with `-I -S`, outside the package's environment.
 """
@@ -60,8 +60,8 @@ def main(started_path: str, lock_fd: int) -> None:
     os.pwrite(lock_fd, f"{os.getpid()}\n".encode(), 0)
     os.fsync(lock_fd)
     try:
-        # Into the call's control groups before the tool exists, so all it forks is counted
-        # against its session's limits and can be killed with the group.
+        # Into the session's control groups before the tool exists, so all it forks is
+        # counted against its session's limits.
         for group in spec.get("cgroups") or ():
             with open(os.path.join(group, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))

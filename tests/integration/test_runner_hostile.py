@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_harness import Harness, others_keep_completing, processes_with, stdout_of, wait_until
+from runner_harness import Harness, others_keep_completing, processes_with, wait_until
 from wakeline.commands import ToolCallRequest
 from wakeline.kafka_io import send_keyed
 from wakeline.topics import TOOL_CALLS
