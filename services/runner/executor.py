@@ -116,7 +116,7 @@ class Executor:
         if isinstance(tool_input, ReadFileInput):
             return partial(files.read_file, work, tool_input, owner)
         if isinstance(tool_input, WriteFileInput):
-            return partial(files.write_file, work, tool_input, owner)
+            return partial(files.write_file, work, tool_input, owner, self.settings.work_dir_bytes)
         assert isinstance(tool_input, ListFilesInput)
         return partial(files.list_files, work, tool_input)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from wakeline.tools import MAX_FILE_BYTES, ListFilesInput, ReadFileInput, WriteFileInput
 from wakeline_runner.confinement import confine, confined_dir, failure_for, open_at, open_subdir
 from wakeline_runner.tools import FileEntry, ListFilesResult, ReadFileResult, ToolFailure, WriteFileResult
+from wakeline_runner.wrapper import usage as work_dir_usage
 
 Owner = tuple[int, int] | None  # (uid, gid) files must belong to; None when not running as root
 
@@ -34,11 +35,15 @@ def read_file(work: Path, request: ReadFileInput, owner: Owner = None) -> ReadFi
                           offset=request.offset, truncated=request.offset + len(data) < size)
 
 
-def write_file(work: Path, request: WriteFileInput, owner: Owner) -> WriteFileResult:
+def write_file(work: Path, request: WriteFileInput, owner: Owner, budget: int | None = None) -> WriteFileResult:
     parts = _file_parts(work, request.path)
     data = request.content.encode("utf-8")
     if len(data) > MAX_FILE_BYTES:
         raise ToolFailure("too_large", f"content is {len(data)} bytes; the limit is {MAX_FILE_BYTES}")
+    if budget is not None and (used := work_dir_usage(str(work))) + len(data) > budget:
+        # The same budget a bash call is stopped at; counted before, not after, the write.
+        raise ToolFailure("too_large", f"the session's work dir holds {used} bytes; {len(data)} more would pass "
+                                       f"its budget of {budget}; delete files to make room")
     try:
         with confined_dir(work, parts[:-1], request.create_dirs, owner) as parent:
             fd = _open_for_write(parent, parts[-1], owner, request.path)

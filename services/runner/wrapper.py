@@ -105,7 +105,7 @@ class _Watch:
 
     def __init__(self, work: str, budget: int | None, reserve: int):
         self.work, self.reserve = work, reserve
-        self.used = _usage(work) if budget else 0
+        self.used = usage(work) if budget else 0
         self.free = 0
         # A work dir already over budget may still be cleaned up; only growth is stopped.
         self.limit = max(budget, self.used) if budget else None
@@ -120,14 +120,14 @@ class _Watch:
         if self.free < self.reserve:
             return "disk_low"
         if self.limit is not None:
-            self.used = _usage(self.work)
+            self.used = usage(self.work)
             if self.used > self.limit:
                 return "work_dir_full"
         self.next_at = now + max(0.1, 20 * (time.monotonic() - began))
         return None
 
 
-def _usage(top: str) -> int:
+def usage(top: str) -> int:
     """Bytes allocated under `top` (st_blocks), symlinks not followed, other filesystems not entered."""
     total, stack = 0, [top]
     device = os.lstat(top).st_dev

@@ -223,3 +223,16 @@ async def test_the_unsandboxed_mode_must_be_asked_for_and_says_so(harness: Harne
         assert not runner.done()
     assert any("UNSANDBOXED" in r.getMessage() for r in caplog.records)
     await asyncio.sleep(0)
+
+
+async def test_write_file_keeps_to_the_work_dir_budget_too(harness: Harness) -> None:
+    session_id = str(uuid.uuid4())
+    async with harness.runner_running(work_dir_bytes=2 * 1024**2) as runner:
+        assert (await run(harness, session_id, "head -c 1500000 /dev/zero > big && echo ok"))["stdout"] == "ok\n"
+        refused = await file_tool(harness, session_id, "write_file", {"path": "more.txt", "content": "x" * 700_000})
+        assert refused["is_error"] and refused["error_kind"] == "too_large"
+        assert "budget" in refused["message"]
+        assert not (harness.work(session_id) / "more.txt").exists()
+        fits = await file_tool(harness, session_id, "write_file", {"path": "small.txt", "content": "x" * 1000})
+        assert not fits["is_error"]
+        assert not runner.done()
