@@ -12,8 +12,10 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -236,3 +238,47 @@ async def test_write_file_keeps_to_the_work_dir_budget_too(harness: Harness) -> 
         fits = await file_tool(harness, session_id, "write_file", {"path": "small.txt", "content": "x" * 1000})
         assert not fits["is_error"]
         assert not runner.done()
+
+
+NON_ROOT_RUN = """
+import asyncio, site, sys, uuid
+site.addsitedir(sys.argv[1])
+from pathlib import Path
+from wakeline_runner.isolation import probe
+from wakeline_runner.sandbox import Sandbox
+from wakeline_runner.settings import RunnerSettings
+
+async def main():
+    settings = RunnerSettings(sandbox_root=Path(sys.argv[2]))
+    sandbox = Sandbox(settings, probe(settings))
+    dirs = sandbox.open_session("default", str(uuid.uuid4()))
+    outcome = await sandbox.run_bash(dirs, "toolu_nonroot", sys.argv[3], 20)
+    print(outcome.result.stdout, end="")
+
+asyncio.run(main())
+"""
+
+
+def test_a_runner_that_is_not_root_still_hides_the_keys_and_the_broker(request) -> None:
+    # The interpreter must be one uid 65534 can run (the venv's may live under /root).
+    python = Path("/usr/bin/python3.11")
+    if not python.exists():
+        pytest.skip("no system python3.11 for a non-root runner")
+    site_packages = Path(sys.prefix) / "lib" / "python3.11" / "site-packages"
+    # pytest's tmp_path sits in a 0700 root directory; this one is the non-root runner's own.
+    home = Path(tempfile.mkdtemp(prefix="wakeline-nonroot-"))
+    os.chown(home, 65534, 65534)
+    request.addfinalizer(lambda: shutil.rmtree(home, ignore_errors=True))
+    script = home / "run.py"
+    script.write_text(NON_ROOT_RUN)
+    command = (f"id -u; ls {ROOT / '.data' / 'keys'} {ROOT / '.data' / 'kafka'} 2>&1; "
+               f"cat /proc/net/dev | tail -n +3 | cut -d: -f1")
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(python), str(script),
+                           str(site_packages), str(home / "sandboxes"), command],
+                          capture_output=True, timeout=60, cwd=home, env={"HOME": str(home), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr.decode()
+    lines = done.stdout.decode().splitlines()
+    assert lines[0] == "65534"
+    assert sum("No such file or directory" in line for line in lines) == 2, lines
+    assert lines[-1].strip() == "lo"
+    assert b"not root" in done.stderr  # and it says what that costs
