@@ -34,9 +34,10 @@ TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The host's top-level links into /usr (merged /usr), or directories bound read-only.
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # What of the host's /etc a tool gets: the loader, name-service and locale plumbing,
-# certificates and interpreters' configuration. Never shadow, ssh, sudoers or the like.
+# certificates and interpreters' configuration. Never shadow, ssh, sudoers, or environment
+# (hosts keep proxy credentials there).
 ETC_ENTRIES = ("alternatives", "bash.bashrc", "ca-certificates", "ca-certificates.conf", "debian_version",
-               "environment", "gai.conf", "gitconfig", "host.conf", "hosts", "inputrc", "ld.so.cache",
+               "gai.conf", "gitconfig", "host.conf", "hosts", "inputrc", "ld.so.cache",
                "ld.so.conf", "ld.so.conf.d", "localtime", "magic", "magic.mime", "mime.types",
                "nsswitch.conf", "os-release", "perl", "profile", "protocols", "python3", "python3.11",
                "services", "shells", "ssl", "terminfo", "timezone", "vim")
