@@ -35,6 +35,7 @@ from bench.harness import ROOT, percentile, produce_events, service, superuser
 from bench.synthetic import session_events
 from wakeline.codec import encode
 from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS, event_row
+from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS, partition_for, record_key
@@ -44,7 +45,7 @@ TICK_S = 0.1
 
 
 async def _seed_offsets(settings: CommonSettings, group: str) -> None:
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap)
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings))
     await consumer.start()
     try:
         tps = [TopicPartition(EVENTS, p) for p in range(settings.partitions)]
@@ -148,7 +149,8 @@ async def lag_under_load(rate: float, seconds: float, sessions: int = 200) -> di
     # Round-robin, each session in seq order: what many concurrent sessions look like.
     events = [chain[i] for i in range(per_session) for chain in chains]
     await _seed_offsets(settings, group)
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
+                                acks="all", enable_idempotence=True,
                                 linger_ms=5, transactional_id=f"wakeline-bench-{uuid.uuid4()}")
     proc = _start_archiver(group)
     samples: list[int] = []

@@ -19,11 +19,11 @@ import uuid
 from collections import defaultdict
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from bench.harness import summary
-from wakeline.kafka_io import make_consumer, topic_settings
+from wakeline.kafka_io import make_admin, make_consumer, topic_settings
 from wakeline.settings import CommonSettings
 from wakeline.topics import partition_for, record_key
 from wakeline_brain.app import partition_producer
@@ -37,7 +37,7 @@ READY = "ready"
 
 
 async def ensure_floor_topics(settings: CommonSettings) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = make_admin(settings)
     await admin.start()
     try:
         existing = set(await admin.list_topics())

@@ -27,6 +27,8 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from tests.requirements import missing
+from wakeline.kafka_io import kafka_auth
+from wakeline.settings import CommonSettings
 from wakeline.topics import ALL_TOPICS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,9 +70,10 @@ def private_broker(data_dir: Path) -> Iterator[PrivateBroker]:
                                  timeout=240)
         if started.returncode != 0:
             missing(f"a private Kafka broker did not start: {started.stdout}{started.stderr}")
-        topics = subprocess.run([sys.executable, "-m", "wakeline.admin", "topics"], env=env, capture_output=True,
-                                text=True, timeout=120, cwd=ROOT)
-        assert topics.returncode == 0, f"topics on the private broker: {topics.stdout}{topics.stderr}"
+        for what in ("topics", "acls"):
+            done = subprocess.run([sys.executable, "-m", "wakeline.admin", what], env=env, capture_output=True,
+                                  text=True, timeout=120, cwd=ROOT)
+            assert done.returncode == 0, f"{what} on the private broker: {done.stdout}{done.stderr}"
         yield broker
     finally:
         subprocess.run(["bash", str(KAFKA_SH), "down"], env=env, capture_output=True, timeout=120)
@@ -106,7 +109,8 @@ async def held_partitions(bootstrap: str, partitions: int) -> str:
     ends: dict[str, dict[TopicPartition, int]] = {}
     try:
         for isolation in ("read_committed", "read_uncommitted"):
-            consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+            consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, **kafka_auth(CommonSettings()),
+                                        isolation_level=isolation,
                                         request_timeout_ms=5_000)
             await asyncio.wait_for(consumer.start(), 10)
             try:
