@@ -174,12 +174,13 @@ password_of() { bash "$CREDENTIALS" get "WAKELINE_KAFKA_PASSWORDS__$(tr a-z A-Z 
 
 render_props() {
   # Escape sed replacement specials in the path (\, &, and our | delimiter).
-  local dirs admin
+  local dirs admin plain="" p
   dirs="$(printf '%s' "$LOG_DIRS" | sed 's/[\\&|]/\\&/g')"
   admin="$(password_of admin)"  # hex: nothing to escape
+  for p in "${PRINCIPALS[@]}"; do plain+="user_$p=\"$(password_of "$p")\" "; done
   # 0600: the properties hold the admin password.
   (umask 077; sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" -e "s|@LOG_DIRS@|$dirs|g" \
-                   -e "s|@ADMIN_PASSWORD@|$admin|g" "$TEMPLATE" >"$PROPS.tmp")
+                   -e "s|@ADMIN_PASSWORD@|$admin|g" -e "s|@PLAIN_USERS@|${plain% }|g" "$TEMPLATE" >"$PROPS.tmp")
   mv "$PROPS.tmp" "$PROPS"
 }
 
