@@ -18,6 +18,8 @@ FILE="${WAKELINE_CREDENTIALS_FILE:-$ROOT/.data/credentials.env}"
 # Kafka principals (libs/wakeline/kafka_acls.py says what each may do) and Postgres roles.
 KAFKA_PRINCIPALS=(admin brain runner archiver gateway)
 PG_ROLES=(wakeline_owner wakeline_service wakeline_maintenance)
+# Postgres's superuser in docker-compose.yml (the local cluster's logs in by peer, no password).
+EXTRA=(WAKELINE_POSTGRES_PASSWORDS__POSTGRES)
 
 die() { echo "credentials.sh: $*" >&2; exit 1; }
 
@@ -25,6 +27,7 @@ variables() {
   local p
   for p in "${KAFKA_PRINCIPALS[@]}"; do echo "WAKELINE_KAFKA_PASSWORDS__$(tr a-z A-Z <<<"$p")"; done
   for p in "${PG_ROLES[@]}"; do echo "WAKELINE_POSTGRES_PASSWORDS__$(tr a-z A-Z <<<"$p")"; done
+  printf '%s\n' "${EXTRA[@]}"
 }
 
 # 32 hex characters (128 bits): no character a DSN, a JAAS line or sed would need escaped.
