@@ -178,7 +178,8 @@ class EchoProcess:
 
 
 async def run(sessions: int = 3, rounds: int = 20) -> dict:
-    settings = BrainSettings(group_id=f"wakeline-bench-floor-{uuid.uuid4().hex[:8]}")
+    # admin: the floor's private topics and transactional ids are no service principal's.
+    settings = BrainSettings(group_id=f"wakeline-bench-floor-{uuid.uuid4().hex[:8]}", kafka_username="admin")
     await ensure_floor_topics(settings)
     async with EchoProcess():
         await ping_pong(settings, sessions, 2)  # warm-up: connections, coordinators, metadata
@@ -188,6 +189,6 @@ async def run(sessions: int = 3, rounds: int = 20) -> dict:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["echo"]:
-        asyncio.run(echo(RunnerSettings()))
+        asyncio.run(echo(RunnerSettings(kafka_username="admin")))
     else:
         print(json.dumps(asyncio.run(run())))
