@@ -18,8 +18,9 @@
 # Clients authenticate with SASL/SCRAM-SHA-512 as one of the principals in
 # deploy/credentials.sh (passwords generated once into the credentials file); the
 # users are added when the storage is formatted. A data dir formatted before that
-# (a PLAINTEXT broker) is migrated once on `up`: started as it was, the users added
-# through the Admin API, then restarted with SASL (marker: $DATA/scram-users).
+# (a PLAINTEXT broker), or whose users have other passwords than the file now holds, is
+# brought in line on `up`: started PLAINTEXT, the users upserted through the Admin API,
+# then restarted with SASL ($DATA/scram-users holds a hash of the passwords it has).
 # ACLs are the job of `python -m wakeline.admin acls` (make up runs it).
 set -euo pipefail
 
@@ -51,7 +52,7 @@ LOG_FILE="$DATA/server.log"            # broker stdout/stderr (log4j2 -> console
 CLUSTER_ID="d2FrZWxpbmUta2Fma2EtMQ"
 CREDENTIALS="$SCRIPT_DIR/../credentials.sh"
 PRINCIPALS=(admin brain runner archiver gateway)  # as in credentials.sh
-SCRAM_MARKER="$DATA/scram-users"                  # this data dir's users were added
+SCRAM_MARKER="$DATA/scram-users"                  # sha256 of the passwords its users have
 
 if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then JAVA="$JAVA_HOME/bin/java"; else JAVA="java"; fi
 
@@ -172,6 +173,13 @@ resolve_jars() {
 
 password_of() { bash "$CREDENTIALS" get "WAKELINE_KAFKA_PASSWORDS__$(tr a-z A-Z <<<"$1")"; }
 
+# What the users' passwords are now, as one hash: the marker says whether the broker has them.
+scram_fingerprint() {
+  local p
+  for p in "${PRINCIPALS[@]}"; do echo "$p=$(password_of "$p")"; done | sha256sum | cut -d' ' -f1
+}
+scram_current() { [[ "$(cat "$SCRAM_MARKER" 2>/dev/null)" == "$(scram_fingerprint)" ]]; }
+
 render_props() {
   # Escape sed replacement specials in the path (\, &, and our | delimiter).
   local dirs admin plain="" p
@@ -205,15 +213,21 @@ format_once() {
     echo "$out" | tail -n 25 >&2
     die "kafka.tools.StorageTool format failed for $LOG_DIRS"
   fi
-  touch "$SCRAM_MARKER"
+  scram_fingerprint >"$SCRAM_MARKER"
 }
 
 # A data dir formatted before credentials existed has no SCRAM users, and a SASL broker
-# on it would let nobody in. Once: start it PLAINTEXT as it was, add the users through
-# the Admin API (deploy/kafka/ScramUsers.java, run from source: needs a JDK), stop it.
+# on it would let nobody in; one whose users have older passwords (the credentials file
+# was replaced) would refuse the services and its own inter-broker login. Then, once:
+# start it PLAINTEXT on loopback, upsert the users through the Admin API
+# (deploy/kafka/ScramUsers.java, run from source: needs a JDK), stop it.
 migrate_to_scram() {
-  [[ -f "$SCRAM_MARKER" ]] && return 0
-  log "$DATA was formatted without SCRAM users (a PLAINTEXT broker); adding them once ..."
+  scram_current && return 0
+  if [[ -f "$SCRAM_MARKER" ]]; then
+    log "$DATA has SCRAM users with other passwords than $(bash "$CREDENTIALS" path); setting them ..."
+  else
+    log "$DATA was formatted without SCRAM users (a PLAINTEXT broker); adding them once ..."
+  fi
   "$JAVA" --list-modules 2>/dev/null | grep -q '^jdk.compiler' ||
     die "migrating $DATA needs a JDK (java runs ScramUsers.java from source); install openjdk-17-jdk-headless, or remove $DATA to start over (un-archived events are lost)"
   local plain="$DATA/plaintext-migration.properties" pid out p
@@ -241,7 +255,7 @@ migrate_to_scram() {
   alive "$pid" && kill -KILL "$pid" 2>/dev/null
   ((rc == 0)) || { echo "$out" | tail -n 20 >&2; die "adding the SCRAM users to $DATA failed"; }
   rm -f "$plain"
-  touch "$SCRAM_MARKER"
+  scram_fingerprint >"$SCRAM_MARKER"
   log "SCRAM users added; the broker now starts with SASL"
 }
 
@@ -249,11 +263,12 @@ migrate_to_scram() {
 
 cmd_up() {
   local pid
+  bash "$CREDENTIALS" ensure
   pid="$(broker_pid)"
   if [[ -n "$pid" ]]; then
     # Idempotent: ours is already up. Still make sure it answers before returning.
-    [[ -f "$SCRAM_MARKER" ]] ||
-      die "the broker running on $DATA (pid $pid) predates credentials (PLAINTEXT, no SCRAM users); run \`kafka.sh restart\` (or make down && make up) and it is migrated"
+    scram_current ||
+      die "the broker running on $DATA (pid $pid) lacks the SCRAM users of $(bash "$CREDENTIALS" path) (it predates credentials, or the file changed); run \`kafka.sh restart\` (or make down && make up) and they are set"
     wait_ready "$pid"
     log "already running (pid $pid) on 127.0.0.1:$PORT"
     return 0
@@ -261,7 +276,6 @@ cmd_up() {
 
   check_java
   resolve_jars
-  bash "$CREDENTIALS" ensure
 
   # Someone else on our ports would make the readiness check lie (or the JVM die).
   local p
