@@ -52,18 +52,23 @@ class PrivateBroker:
     bootstrap: str
     env: dict[str, str]  # what kafka.sh needs to find this broker and no other
 
-    def command(self, what: str) -> None:
-        """`kafka.sh up|down|restart` on this broker; a failure names the script's own words."""
+    def command(self, what: str) -> str:
+        """`kafka.sh up|down|restart` on this broker, returning what it said; a failure names
+        the script's own words."""
         done = subprocess.run(["bash", str(KAFKA_SH), what], env=self.env, capture_output=True, text=True,
                               timeout=240)
         assert done.returncode == 0, f"kafka.sh {what} failed:\n{done.stdout}{done.stderr}"
+        return done.stdout + done.stderr
 
 
 @contextmanager
-def private_broker(data_dir: Path) -> Iterator[PrivateBroker]:
+def private_broker(data_dir: Path, credentials: Path | None = None) -> Iterator[PrivateBroker]:
+    """`credentials`: a credentials file of its own (generated if missing), else the stack's."""
     port, controller_port = _free_ports(2)
     env = {**os.environ, "WAKELINE_KAFKA_PORT": str(port), "WAKELINE_KAFKA_CONTROLLER_PORT": str(controller_port),
            "WAKELINE_KAFKA_DATA": str(data_dir), "WAKELINE_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}"}
+    if credentials is not None:
+        env["WAKELINE_CREDENTIALS_FILE"] = str(credentials)
     broker = PrivateBroker(f"127.0.0.1:{port}", env)
     try:
         started = subprocess.run(["bash", str(KAFKA_SH), "up"], env=env, capture_output=True, text=True,
