@@ -14,6 +14,7 @@ from typing import Any
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.helpers import create_ssl_context
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
@@ -33,8 +34,11 @@ def kafka_auth(settings: CommonSettings) -> dict[str, Any]:
     if settings.kafka_security_protocol == "PLAINTEXT":
         return {"security_protocol": "PLAINTEXT"}
     username, password = settings.kafka_login()
-    return {"security_protocol": settings.kafka_security_protocol, "sasl_mechanism": settings.kafka_sasl_mechanism,
-            "sasl_plain_username": username, "sasl_plain_password": password}
+    options = {"security_protocol": settings.kafka_security_protocol, "sasl_mechanism": settings.kafka_sasl_mechanism,
+               "sasl_plain_username": username, "sasl_plain_password": password}
+    if settings.kafka_security_protocol == "SASL_SSL":  # aiokafka refuses SSL without a context
+        options["ssl_context"] = create_ssl_context()
+    return options
 
 
 def make_admin(settings: CommonSettings, **overrides: Any) -> AIOKafkaAdminClient:

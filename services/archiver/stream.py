@@ -13,12 +13,12 @@ archive. No faust tables, no RocksDB, no web server.
 from __future__ import annotations
 
 import asyncio
-import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import faust
+from aiokafka.helpers import create_ssl_context
 
 from wakeline.topics import DEAD_LETTER, EVENTS
 from wakeline_archiver.gate import BatchGate
@@ -72,7 +72,7 @@ def _credentials(settings: ArchiverSettings) -> faust.SASLCredentials | None:
     if settings.kafka_security_protocol == "PLAINTEXT":
         return None
     principal, password = settings.kafka_login()
-    tls = ssl.create_default_context() if settings.kafka_security_protocol == "SASL_SSL" else None
+    tls = create_ssl_context() if settings.kafka_security_protocol == "SASL_SSL" else None
     return faust.SASLCredentials(username=principal, password=password, ssl_context=tls,
                                  mechanism=settings.kafka_sasl_mechanism)
 

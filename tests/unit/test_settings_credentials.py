@@ -66,3 +66,8 @@ def test_every_dsn_without_a_password_gets_its_roles(credentials: Path) -> None:
 def test_a_dsn_that_names_a_password_keeps_it() -> None:
     dsn = "postgresql://wakeline_service:given@db:5432/wakeline"
     assert with_password(dsn, {"wakeline_service": SecretStr("other")}) == dsn
+
+
+def test_sasl_ssl_brings_a_tls_context(credentials: Path) -> None:
+    auth = kafka_auth(CommonSettings(kafka_username="brain", kafka_security_protocol="SASL_SSL"))
+    assert auth["security_protocol"] == "SASL_SSL" and auth["ssl_context"] is not None
