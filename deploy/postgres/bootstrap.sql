@@ -3,10 +3,10 @@
 -- variables (owner_password, service_password, maintenance_password): by pg.sh locally
 -- (from the generated .data/credentials.env, so an old cluster's role-name passwords are
 -- replaced on the next `make up`), and by compose-bootstrap.sh in docker-compose.
+-- Callers run psql with ON_ERROR_STOP, so a refusal below stops it with an error.
 \if :{?owner_password}
 \else
-  \echo 'bootstrap.sql: psql variables owner_password, service_password and maintenance_password are required'
-  \quit
+  DO $$ BEGIN RAISE EXCEPTION 'bootstrap.sql: psql variables owner_password, service_password and maintenance_password are required'; END $$;
 \endif
 DO $$
 DECLARE r text;
@@ -22,8 +22,7 @@ END $$;
 SELECT :'owner_password' IN ('', 'wakeline_owner') OR :'service_password' IN ('', 'wakeline_service')
        OR :'maintenance_password' IN ('', 'wakeline_maintenance') AS weak \gset
 \if :weak
-  \echo 'bootstrap.sql: a password is empty or equals its role name'
-  SELECT 1/0 AS refused;
+  DO $$ BEGIN RAISE EXCEPTION 'bootstrap.sql: a password is empty or equals its role name'; END $$;
 \endif
 ALTER ROLE wakeline_owner PASSWORD :'owner_password';
 ALTER ROLE wakeline_service PASSWORD :'service_password';

@@ -7,13 +7,15 @@ scram-sha-256 on every TCP connection.
 
 from __future__ import annotations
 
+import os
 import stat
+import subprocess
 from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
 
-from conftest_pg import connected, require_postgres
+from conftest_pg import PG_SH, connected, require_postgres
 from tests.requirements import require
 from wakeline.retention import RetentionSettings
 from wakeline.settings import AdminSettings, CommonSettings, credentials_file
@@ -22,6 +24,7 @@ pytestmark = pytest.mark.postgres
 
 ROLES = ("wakeline_owner", "wakeline_service", "wakeline_maintenance")
 PRINCIPALS = ("admin", "brain", "runner", "archiver", "gateway")
+BOOTSTRAP = PG_SH.parent / "bootstrap.sql"
 
 
 def _server() -> tuple[str, int]:
@@ -64,3 +67,18 @@ def test_the_generated_file_is_private_and_no_password_is_a_name() -> None:
     names = {n.lower() for n in PRINCIPALS + ROLES} | {"postgres"}
     assert not [k for k, v in values.items() if v.lower() in names or len(v) < 24]
     assert len(set(values.values())) == len(values), "two principals share a password"
+
+
+@pytest.mark.parametrize("owner_password", ["wakeline_owner", ""])
+def test_bootstrap_refuses_a_password_equal_to_its_role_name_or_empty(owner_password: str) -> None:
+    require(os.geteuid() == 0, "psql as the cluster superuser needs root (peer auth maps root to postgres)")
+    status = subprocess.run(["bash", str(PG_SH), "status"], capture_output=True, text=True, timeout=60)
+    fields = dict(line.split("=", 1) for line in status.stdout.splitlines() if "=" in line)
+    require(fields.get("state") == "running", f"pg.sh status reports no running cluster: {status.stdout!r}")
+    script = (f"\\set owner_password '{owner_password}'\n\\set service_password 'a-good-one-0123456789'\n"
+              f"\\set maintenance_password 'another-good-one-0123'\n" + BOOTSTRAP.read_text())
+    done = subprocess.run([f"{fields['bindir']}/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", fields["socket_dir"],
+                           "-p", fields["port"], "-U", "postgres", "-d", "postgres"],
+                          input=script, capture_output=True, text=True, timeout=60)
+    # Refused before any password is set: the roles keep the generated ones.
+    assert done.returncode != 0 and "equals its role name" in done.stderr, done.stderr
