@@ -12,7 +12,7 @@ help:
 	@echo "make demo   run an agent session end to end on the local stack"
 	@echo "make test   install, start the stack, lint, run the whole suite"
 	@echo "make lint   ruff on libs, services, tests and bench; mypy (strict) on libs"
-	@echo "make up / make down / make status   the local stack (Kafka + Postgres)"
+	@echo "make up / make down / make status   the local stack (Kafka + Postgres; passwords in .data/credentials.env)"
 	@echo "make bench  print measured figures as JSON lines"
 	@echo "make chaos  ~100 random kill -9 of brains, runners and the archiver under load; prints the figures"
 
@@ -31,6 +31,7 @@ up: deps venv
 	@bash deploy/postgres/pg.sh up
 	@$(PY) -m wakeline.migrate
 	@$(PY) -m wakeline.admin topics
+	@$(PY) -m wakeline.admin acls
 
 down:
 	@bash deploy/services.sh down 2>/dev/null || true

@@ -35,6 +35,7 @@ from bench.harness import ROOT, percentile, produce_events, service, superuser
 from bench.synthetic import session_events
 from wakeline.codec import encode
 from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS, event_row
+from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS, partition_for, record_key
@@ -44,7 +45,7 @@ TICK_S = 0.1
 
 
 async def _seed_offsets(settings: CommonSettings, group: str) -> None:
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap)
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings))
     await consumer.start()
     try:
         tps = [TopicPartition(EVENTS, p) for p in range(settings.partitions)]
@@ -77,7 +78,7 @@ def _start_archiver(group: str) -> subprocess.Popen:
 
 async def archiver_rate(sessions: int, per_session: int) -> dict:
     settings = CommonSettings()
-    group = f"bench-archiver-{uuid.uuid4().hex[:8]}"
+    group = f"wakeline-archiver-bench-{uuid.uuid4().hex[:8]}"
     batch = [session_events(per_session) for _ in range(sessions)]
     events = [e for s in batch for e in s]
     ids = [s[0].session_id for s in batch]
@@ -141,14 +142,15 @@ async def insert_rate(sessions: int, per_session: int) -> dict:
 async def lag_under_load(rate: float, seconds: float, sessions: int = 200) -> dict:
     """The archiver's lag while `rate` events/s arrive for `seconds`, round-robin over `sessions`."""
     settings = CommonSettings()
-    group = f"bench-archiver-lag-{uuid.uuid4().hex[:8]}"
+    group = f"wakeline-archiver-bench-lag-{uuid.uuid4().hex[:8]}"
     per_tick = max(1, round(rate * TICK_S))
     per_session = -(-per_tick * round(seconds / TICK_S) // sessions)
     chains = [session_events(per_session) for _ in range(sessions)]
     # Round-robin, each session in seq order: what many concurrent sessions look like.
     events = [chain[i] for i in range(per_session) for chain in chains]
     await _seed_offsets(settings, group)
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
+                                acks="all", enable_idempotence=True,
                                 linger_ms=5, transactional_id=f"wakeline-bench-{uuid.uuid4()}")
     proc = _start_archiver(group)
     samples: list[int] = []

@@ -19,11 +19,11 @@ import uuid
 from collections import defaultdict
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from bench.harness import summary
-from wakeline.kafka_io import make_consumer, topic_settings
+from wakeline.kafka_io import make_admin, make_consumer, topic_settings
 from wakeline.settings import CommonSettings
 from wakeline.topics import partition_for, record_key
 from wakeline_brain.app import partition_producer
@@ -37,7 +37,7 @@ READY = "ready"
 
 
 async def ensure_floor_topics(settings: CommonSettings) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = make_admin(settings)
     await admin.start()
     try:
         existing = set(await admin.list_topics())
@@ -178,7 +178,8 @@ class EchoProcess:
 
 
 async def run(sessions: int = 3, rounds: int = 20) -> dict:
-    settings = BrainSettings(group_id=f"wakeline-bench-floor-{uuid.uuid4().hex[:8]}")
+    # admin: the floor's private topics and transactional ids are no service principal's.
+    settings = BrainSettings(group_id=f"wakeline-bench-floor-{uuid.uuid4().hex[:8]}", kafka_username="admin")
     await ensure_floor_topics(settings)
     async with EchoProcess():
         await ping_pong(settings, sessions, 2)  # warm-up: connections, coordinators, metadata
@@ -188,6 +189,6 @@ async def run(sessions: int = 3, rounds: int = 20) -> dict:
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["echo"]:
-        asyncio.run(echo(RunnerSettings()))
+        asyncio.run(echo(RunnerSettings(kafka_username="admin")))
     else:
         print(json.dumps(asyncio.run(run())))

@@ -12,6 +12,7 @@ from aiokafka import AIOKafkaProducer
 
 from wakeline.codec import encode
 from wakeline.events import Event
+from wakeline.kafka_io import kafka_auth
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS, partition_for, record_key
 
@@ -49,7 +50,8 @@ async def service() -> asyncpg.Connection:
 
 async def produce_events(settings: CommonSettings, events: list[Event]) -> None:
     """Transactionally, like the brain: `wakeline.events` only ever holds transactional records."""
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
+                                acks="all", enable_idempotence=True,
                                 linger_ms=5, max_batch_size=256 * 1024,
                                 transactional_id=f"wakeline-bench-{uuid.uuid4()}")
     await producer.start()

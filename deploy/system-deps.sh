@@ -4,7 +4,9 @@
 set -euo pipefail
 
 need=()
-command -v java >/dev/null || need+=(openjdk-17-jre-headless)
+# A JDK, not only a runtime: kafka.sh runs deploy/kafka/ScramUsers.java from source when a
+# data dir's SCRAM users must be added or changed (an old PLAINTEXT dir, a changed password).
+java --list-modules 2>/dev/null | grep -q '^jdk.compiler' || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need+=(maven)
 command -v kcat >/dev/null || need+=(kcat)
 command -v bwrap >/dev/null || need+=(bubblewrap)

@@ -27,6 +27,8 @@ from pathlib import Path
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from tests.requirements import missing
+from wakeline.kafka_io import kafka_auth
+from wakeline.settings import CommonSettings
 from wakeline.topics import ALL_TOPICS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,27 +52,33 @@ class PrivateBroker:
     bootstrap: str
     env: dict[str, str]  # what kafka.sh needs to find this broker and no other
 
-    def command(self, what: str) -> None:
-        """`kafka.sh up|down|restart` on this broker; a failure names the script's own words."""
+    def command(self, what: str) -> str:
+        """`kafka.sh up|down|restart` on this broker, returning what it said; a failure names
+        the script's own words."""
         done = subprocess.run(["bash", str(KAFKA_SH), what], env=self.env, capture_output=True, text=True,
                               timeout=240)
         assert done.returncode == 0, f"kafka.sh {what} failed:\n{done.stdout}{done.stderr}"
+        return done.stdout + done.stderr
 
 
 @contextmanager
-def private_broker(data_dir: Path) -> Iterator[PrivateBroker]:
+def private_broker(data_dir: Path, credentials: Path | None = None) -> Iterator[PrivateBroker]:
+    """`credentials`: a credentials file of its own (generated if missing), else the stack's."""
     port, controller_port = _free_ports(2)
     env = {**os.environ, "WAKELINE_KAFKA_PORT": str(port), "WAKELINE_KAFKA_CONTROLLER_PORT": str(controller_port),
            "WAKELINE_KAFKA_DATA": str(data_dir), "WAKELINE_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}"}
+    if credentials is not None:
+        env["WAKELINE_CREDENTIALS_FILE"] = str(credentials)
     broker = PrivateBroker(f"127.0.0.1:{port}", env)
     try:
         started = subprocess.run(["bash", str(KAFKA_SH), "up"], env=env, capture_output=True, text=True,
                                  timeout=240)
         if started.returncode != 0:
             missing(f"a private Kafka broker did not start: {started.stdout}{started.stderr}")
-        topics = subprocess.run([sys.executable, "-m", "wakeline.admin", "topics"], env=env, capture_output=True,
-                                text=True, timeout=120, cwd=ROOT)
-        assert topics.returncode == 0, f"topics on the private broker: {topics.stdout}{topics.stderr}"
+        for what in ("topics", "acls"):
+            done = subprocess.run([sys.executable, "-m", "wakeline.admin", what], env=env, capture_output=True,
+                                  text=True, timeout=120, cwd=ROOT)
+            assert done.returncode == 0, f"{what} on the private broker: {done.stdout}{done.stderr}"
         yield broker
     finally:
         subprocess.run(["bash", str(KAFKA_SH), "down"], env=env, capture_output=True, timeout=120)
@@ -106,7 +114,8 @@ async def held_partitions(bootstrap: str, partitions: int) -> str:
     ends: dict[str, dict[TopicPartition, int]] = {}
     try:
         for isolation in ("read_committed", "read_uncommitted"):
-            consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+            consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, **kafka_auth(CommonSettings()),
+                                        isolation_level=isolation,
                                         request_timeout_ms=5_000)
             await asyncio.wait_for(consumer.start(), 10)
             try:

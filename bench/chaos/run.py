@@ -24,6 +24,7 @@ from bench.chaos import figures, ownership
 from tests.e2e.stack import Service, Stack
 from wakeline.event_store import SELECT_LIST, event_from_row
 from wakeline.events import Event, parse_event
+from wakeline.kafka_io import kafka_auth
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS
 
@@ -177,7 +178,7 @@ async def _drain(plan: Plan, sessions: Sessions, say) -> None:
 
 async def _logged_events(settings: CommonSettings, since: float, sids: set[str]) -> list[Event]:
     """The committed wakeline.events records of these sessions (the log itself, not the archive)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), group_id=None,
                                 isolation_level="read_committed", enable_auto_commit=False)
     await consumer.start()
     try:

@@ -13,6 +13,15 @@
 #   WAKELINE_KAFKA_HEAP             JVM heap flags     (default "-Xmx512m -Xms256m")
 #   WAKELINE_KAFKA_START_TIMEOUT    seconds to wait for the broker (default 90)
 #   WAKELINE_CACHE                  jar cache          (default $WAKELINE_ROOT/.cache)
+#   WAKELINE_CREDENTIALS_FILE       passwords          (default $WAKELINE_ROOT/.data/credentials.env)
+#
+# Clients authenticate with SASL/SCRAM-SHA-512 as one of the principals in
+# deploy/credentials.sh (passwords generated once into the credentials file); the
+# users are added when the storage is formatted. A data dir formatted before that
+# (a PLAINTEXT broker), or whose users have other passwords than the file now holds, is
+# brought in line on `up`: started PLAINTEXT, the users upserted through the Admin API,
+# then restarted with SASL ($DATA/scram-users holds a hash of the passwords it has).
+# ACLs are the job of `python -m wakeline.admin acls` (make up runs it).
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,6 +50,9 @@ LOG_FILE="$DATA/server.log"            # broker stdout/stderr (log4j2 -> console
 # Fixed cluster id: base64url of the 16 bytes "wakeline-kafka-1". It is only
 # used by the one-time format and then lives on in meta.properties.
 CLUSTER_ID="d2FrZWxpbmUta2Fma2EtMQ"
+CREDENTIALS="$SCRIPT_DIR/../credentials.sh"
+PRINCIPALS=(admin brain runner archiver gateway)  # as in credentials.sh
+SCRAM_MARKER="$DATA/scram-users"                  # sha256 of the passwords its users have
 
 if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then JAVA="$JAVA_HOME/bin/java"; else JAVA="java"; fi
 
@@ -85,17 +97,17 @@ print_log_tail() {
   fi
 }
 
-# The broker is "ready" when it answers a metadata request listing broker 1.
-# kcat does a real Kafka Metadata round trip; without kcat fall back to
-# "port open + the server logged that it started" - since the last `up` marker,
-# because the log is appended across restarts.
-broker_ready() {
-  if command -v kcat >/dev/null 2>&1; then
-    kcat -b "127.0.0.1:$PORT" -L -m 3 2>/dev/null | grep -q "broker 1 at 127.0.0.1:$PORT"
-  else
-    port_open "$PORT" &&
-      tac "$LOG_FILE" 2>/dev/null | grep -m1 -E '^===== kafka.sh up|Kafka Server started' | grep -q 'Kafka Server started'
-  fi
+# The broker is "ready" when its port is open and it logged that it started - since
+# the last `up` marker, because the log is appended across restarts. (A kcat metadata
+# round trip was the check while the listener was PLAINTEXT; the Debian kcat's
+# SCRAM-SHA-512 login is refused by this broker while the Java and aiokafka clients
+# log in, so the log decides.)
+broker_ready() { port_open "$PORT" && started_since '===== kafka.sh up'; }
+
+# Did the broker log that it started after the last line starting with $1? (Not tac |
+# grep -m1: under pipefail tac's SIGPIPE on a long log fails the pipeline.)
+started_since() {
+  [[ "$(grep -E "^$1|Kafka Server started" "$LOG_FILE" 2>/dev/null | tail -n1)" == *"Kafka Server started"* ]]
 }
 
 wait_ready() {
@@ -110,7 +122,7 @@ wait_ready() {
   done
   print_log_tail
   die "broker did not answer a metadata request on 127.0.0.1:$PORT within ${START_TIMEOUT}s" \
-      "($(command -v kcat >/dev/null && echo 'kcat -L' || echo 'port + log check') failed); it is still running as pid $pid, log: $LOG_FILE"
+      "(port + log check failed); it is still running as pid $pid, log: $LOG_FILE"
 }
 
 check_java() {
@@ -159,12 +171,24 @@ resolve_jars() {
   [[ "$(cat "$LIBS/.resolved" 2>/dev/null)" == "$want" ]] || die "jar cache $LIBS is incomplete after resolving"
 }
 
+password_of() { bash "$CREDENTIALS" get "WAKELINE_KAFKA_PASSWORDS__$(tr a-z A-Z <<<"$1")"; }
+
+# What the users' passwords are now, as one hash: the marker says whether the broker has them.
+scram_fingerprint() {
+  local p
+  for p in "${PRINCIPALS[@]}"; do echo "$p=$(password_of "$p")"; done | sha256sum | cut -d' ' -f1
+}
+scram_current() { [[ "$(cat "$SCRAM_MARKER" 2>/dev/null)" == "$(scram_fingerprint)" ]]; }
+
 render_props() {
   # Escape sed replacement specials in the path (\, &, and our | delimiter).
-  local dirs
+  local dirs admin plain="" p
   dirs="$(printf '%s' "$LOG_DIRS" | sed 's/[\\&|]/\\&/g')"
-  sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" -e "s|@LOG_DIRS@|$dirs|g" \
-      "$TEMPLATE" >"$PROPS.tmp"
+  admin="$(password_of admin)"  # hex: nothing to escape
+  for p in "${PRINCIPALS[@]}"; do plain+="user_$p=\"$(password_of "$p")\" "; done
+  # 0600: the properties hold the admin password.
+  (umask 077; sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" -e "s|@LOG_DIRS@|$dirs|g" \
+                   -e "s|@ADMIN_PASSWORD@|$admin|g" -e "s|@PLAIN_USERS@|${plain% }|g" "$TEMPLATE" >"$PROPS.tmp")
   mv "$PROPS.tmp" "$PROPS"
 }
 
@@ -179,22 +203,72 @@ BASE_OPTS=(-Dlog4j2.configurationFile="$LOG4J_CONF" -cp "$LIBS/*")
 # and re-formatting would be refused anyway (and must never wipe data).
 format_once() {
   [[ -f "$LOG_DIRS/meta.properties" ]] && return 0
-  log "formatting KRaft storage in $LOG_DIRS (cluster id $CLUSTER_ID) ..."
-  local out
+  log "formatting KRaft storage in $LOG_DIRS (cluster id $CLUSTER_ID, SCRAM users ${PRINCIPALS[*]}) ..."
+  local out p scram=()
+  for p in "${PRINCIPALS[@]}"; do
+    scram+=(--add-scram "SCRAM-SHA-512=[name=$p,password=$(password_of "$p")]")
+  done
   if ! out="$("$JAVA" -Xmx256m "${BASE_OPTS[@]}" kafka.tools.StorageTool format \
-              -t "$CLUSTER_ID" -c "$PROPS" 2>&1)"; then
+              -t "$CLUSTER_ID" -c "$PROPS" "${scram[@]}" 2>&1)"; then
     echo "$out" | tail -n 25 >&2
     die "kafka.tools.StorageTool format failed for $LOG_DIRS"
   fi
+  scram_fingerprint >"$SCRAM_MARKER"
+}
+
+# A data dir formatted before credentials existed has no SCRAM users, and a SASL broker
+# on it would let nobody in; one whose users have older passwords (the credentials file
+# was replaced) would refuse the services and its own inter-broker login. Then, once:
+# start it PLAINTEXT on loopback, upsert the users through the Admin API
+# (deploy/kafka/ScramUsers.java, run from source: needs a JDK), stop it.
+migrate_to_scram() {
+  scram_current && return 0
+  if [[ -f "$SCRAM_MARKER" ]]; then
+    log "$DATA has SCRAM users with other passwords than $(bash "$CREDENTIALS" path); setting them ..."
+  else
+    log "$DATA was formatted without SCRAM users (a PLAINTEXT broker); adding them once ..."
+  fi
+  "$JAVA" --list-modules 2>/dev/null | grep -q '^jdk.compiler' ||
+    die "migrating $DATA needs a JDK (java runs ScramUsers.java from source); install openjdk-17-jdk-headless, or remove $DATA to start over (un-archived events are lost)"
+  local plain="$DATA/plaintext-migration.properties" pid out p
+  grep -v -E '^(listeners|advertised\.listeners|listener\.|inter\.broker\.listener\.name|sasl\.|authorizer\.|super\.users|allow\.everyone)' \
+       "$PROPS" >"$plain"
+  printf '%s\n' "listeners=PLAINTEXT://127.0.0.1:$PORT,CONTROLLER://127.0.0.1:$CONTROLLER_PORT" \
+      "advertised.listeners=PLAINTEXT://127.0.0.1:$PORT" \
+      "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" \
+      "inter.broker.listener.name=PLAINTEXT" >>"$plain"
+  echo "===== kafka.sh migrate-to-scram $(date -u +%FT%TZ) =====" >>"$LOG_FILE"
+  setsid nohup "$JAVA" "${HEAP_OPTS[@]}" "${GC_OPTS[@]}" "${BASE_OPTS[@]}" kafka.Kafka "$plain" \
+    >>"$LOG_FILE" 2>&1 </dev/null 9>&- &
+  pid=$!
+  local deadline=$((SECONDS + START_TIMEOUT)) rc=0
+  until port_open "$PORT" && started_since '===== kafka.sh migrate-to-scram'; do
+    alive "$pid" && ((SECONDS < deadline)) || { print_log_tail; kill -KILL "$pid" 2>/dev/null; die "the PLAINTEXT broker did not start for the migration"; }
+    sleep 0.5
+  done
+  # Passwords on stdin, never on a command line.
+  out="$(for p in "${PRINCIPALS[@]}"; do echo "$p=$(password_of "$p")"; done |
+         "$JAVA" -cp "$LIBS/*" "$SCRIPT_DIR/ScramUsers.java" "127.0.0.1:$PORT" 2>&1)" || rc=$?
+  kill -TERM "$pid" 2>/dev/null || true
+  deadline=$((SECONDS + 30))
+  while alive "$pid" && ((SECONDS < deadline)); do sleep 0.2; done
+  alive "$pid" && kill -KILL "$pid" 2>/dev/null
+  ((rc == 0)) || { echo "$out" | tail -n 20 >&2; die "adding the SCRAM users to $DATA failed"; }
+  rm -f "$plain"
+  scram_fingerprint >"$SCRAM_MARKER"
+  log "SCRAM users added; the broker now starts with SASL"
 }
 
 # ---------------------------------------------------------------- commands
 
 cmd_up() {
   local pid
+  bash "$CREDENTIALS" ensure
   pid="$(broker_pid)"
   if [[ -n "$pid" ]]; then
     # Idempotent: ours is already up. Still make sure it answers before returning.
+    scram_current ||
+      die "the broker running on $DATA (pid $pid) lacks the SCRAM users of $(bash "$CREDENTIALS" path) (it predates credentials, or the file changed); run \`kafka.sh restart\` (or make down && make up) and they are set"
     wait_ready "$pid"
     log "already running (pid $pid) on 127.0.0.1:$PORT"
     return 0
@@ -214,6 +288,7 @@ cmd_up() {
   mkdir -p "$DATA" "$LOG_DIRS"
   render_props
   format_once
+  migrate_to_scram
 
   log "starting Kafka $KAFKA_VERSION on 127.0.0.1:$PORT (data: $DATA)"
   echo "===== kafka.sh up $(date -u +%FT%TZ) =====" >>"$LOG_FILE"

@@ -1,7 +1,13 @@
 -- Roles and database, idempotently; attributes and passwords are re-asserted every time.
--- Run as a superuser against the `postgres` database: by pg.sh locally, and by the
--- official image's initdb hook in docker-compose. Passwords are the local defaults;
--- a real deployment changes them (ALTER ROLE ... PASSWORD) and sets the DSNs to match.
+-- Run as a superuser against the `postgres` database, with the three passwords as psql
+-- variables (owner_password, service_password, maintenance_password): by pg.sh locally
+-- (from the generated .data/credentials.env, so an old cluster's role-name passwords are
+-- replaced on the next `make up`), and by compose-bootstrap.sh in docker-compose.
+-- Callers run psql with ON_ERROR_STOP, so a refusal below stops it with an error.
+\if :{?owner_password}
+\else
+  DO $$ BEGIN RAISE EXCEPTION 'bootstrap.sql: psql variables owner_password, service_password and maintenance_password are required'; END $$;
+\endif
 DO $$
 DECLARE r text;
 BEGIN
@@ -9,9 +15,18 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
       EXECUTE format('CREATE ROLE %I LOGIN', r);
     END IF;
-    EXECUTE format('ALTER ROLE %I LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOREPLICATION PASSWORD %L', r, r);
+    EXECUTE format('ALTER ROLE %I LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOREPLICATION', r);
   END LOOP;
 END $$;
+-- A password equal to its role's name is what every clone had before: refuse it.
+SELECT :'owner_password' IN ('', 'wakeline_owner') OR :'service_password' IN ('', 'wakeline_service')
+       OR :'maintenance_password' IN ('', 'wakeline_maintenance') AS weak \gset
+\if :weak
+  DO $$ BEGIN RAISE EXCEPTION 'bootstrap.sql: a password is empty or equals its role name'; END $$;
+\endif
+ALTER ROLE wakeline_owner PASSWORD :'owner_password';
+ALTER ROLE wakeline_service PASSWORD :'service_password';
+ALTER ROLE wakeline_maintenance PASSWORD :'maintenance_password';
 SELECT 'CREATE DATABASE wakeline OWNER wakeline_owner ENCODING ''UTF8'' TEMPLATE template0'
 WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'wakeline') \gexec
 ALTER DATABASE wakeline OWNER TO wakeline_owner;

@@ -9,6 +9,8 @@
 #   WAKELINE_ROOT     repo root (default: two levels above this script)
 #   WAKELINE_PG_PORT  TCP port on 127.0.0.1 (default 15432)
 #   WAKELINE_PG_DATA  data directory (default $ROOT/.data/postgres)
+#   WAKELINE_CREDENTIALS_FILE  the roles' passwords (default $ROOT/.data/credentials.env,
+#                     generated once by deploy/credentials.sh; re-applied on every `up`)
 #
 # When run as root the cluster runs as the unprivileged `postgres` user. If that user
 # cannot reach the data directory (a clone under /root, say), the real directory goes to
@@ -21,6 +23,7 @@ PORT="${WAKELINE_PG_PORT:-15432}"
 DATA="${WAKELINE_PG_DATA:-$ROOT/.data/postgres}"
 PG_USER=postgres
 START_TIMEOUT=30
+CREDENTIALS="$SCRIPT_DIR/../credentials.sh"
 
 die() { echo "pg.sh: $*" >&2; exit 1; }
 say() { echo "pg.sh: $*"; }
@@ -176,10 +179,19 @@ psql_super() {
 }
 
 # Roles and database, idempotently; attributes and passwords are re-asserted every time.
+# The passwords are the generated ones (deploy/credentials.sh), handed to psql on stdin as
+# \set lines: never on a command line, and the old role-name passwords are replaced.
 bootstrap() {
-    local bindir="$1" sockdir="$2"
+    local bindir="$1" sockdir="$2" role var
+    bash "$CREDENTIALS" ensure
     # stdin, not -f: the postgres user may not be able to read a clone under a root-only home
-    psql_super "$bindir" "$sockdir" postgres < "$ROOT/deploy/postgres/bootstrap.sql"
+    {
+        for role in owner service maintenance; do
+            var="WAKELINE_POSTGRES_PASSWORDS__WAKELINE_$(tr a-z A-Z <<<"$role")"
+            echo "\\set ${role}_password '$(bash "$CREDENTIALS" get "$var")'"
+        done
+        cat "$ROOT/deploy/postgres/bootstrap.sql"
+    } | psql_super "$bindir" "$sockdir" postgres
 }
 
 cmd_up() {

@@ -1,9 +1,11 @@
-"""`python -m wakeline.admin topics`: creates the wakeline topics (idempotent).
+"""`python -m wakeline.admin topics|acls`: creates the wakeline topics, or the Kafka ACLs
+of each service's principal (both idempotent; both as `admin`, the super user).
 
 Topics are created with the partition count, replication factor, min.insync.replicas,
 retention and max.message.bytes from the settings; an existing topic that contradicts
 them is reported as a warning (topic, key, found, wanted), see `kafka_io.ensure_topics`.
-Migrations are `python -m wakeline.migrate`; this module only knows Kafka.
+The ACLs are `kafka_acls.GRANTS`. Migrations are `python -m wakeline.migrate`; this
+module only knows Kafka.
 """
 
 from __future__ import annotations
@@ -12,15 +14,22 @@ import asyncio
 import logging
 import sys
 
+from wakeline.kafka_acls import create_acls
 from wakeline.kafka_io import ensure_topics
 from wakeline.settings import CommonSettings
+
+USAGE = ("usage: python -m wakeline.admin topics [--fix] | acls   (--fix: set retention.ms and "
+         "min.insync.replicas of existing topics to the settings)")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv == ["acls"]:
+        count = asyncio.run(create_acls(CommonSettings()))
+        print(f"acls: {count} bindings for brain, runner, archiver and gateway (kafka_acls.GRANTS)")
+        return 0
     if argv not in (["topics"], ["topics", "--fix"]):
-        print("usage: python -m wakeline.admin topics [--fix]   (--fix: set retention.ms and "
-              "min.insync.replicas of existing topics to the settings)", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.WARNING, format="topics: %(levelname)s %(message)s")
     settings = CommonSettings()

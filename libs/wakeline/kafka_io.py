@@ -3,6 +3,8 @@
 Producers: acks=all and idempotent, so an acknowledged record is on the log exactly once
 per send. Consumers: manual commits only, so an offset moves after the effect is durable.
 Records are placed by `topics.partition_for`, never by a client's own partitioner.
+Every client logs in the one way `kafka_auth` says (SASL as the settings' principal);
+anything that builds an aiokafka client of its own passes `**kafka_auth(settings)`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from dataclasses import dataclass
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.helpers import create_ssl_context
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
@@ -26,8 +29,24 @@ log = logging.getLogger(__name__)
 _DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source: set on the topic itself
 
 
+def kafka_auth(settings: CommonSettings) -> dict[str, Any]:
+    """The aiokafka keyword arguments that log a client in as `settings.kafka_username`."""
+    if settings.kafka_security_protocol == "PLAINTEXT":
+        return {"security_protocol": "PLAINTEXT"}
+    username, password = settings.kafka_login()
+    options = {"security_protocol": settings.kafka_security_protocol, "sasl_mechanism": settings.kafka_sasl_mechanism,
+               "sasl_plain_username": username, "sasl_plain_password": password}
+    if settings.kafka_security_protocol == "SASL_SSL":  # aiokafka refuses SSL without a context
+        options["ssl_context"] = create_ssl_context()
+    return options
+
+
+def make_admin(settings: CommonSettings, **overrides: Any) -> AIOKafkaAdminClient:
+    return AIOKafkaAdminClient(**{"bootstrap_servers": settings.kafka_bootstrap, **kafka_auth(settings), **overrides})
+
+
 def make_producer(settings: CommonSettings, **overrides: Any) -> AIOKafkaProducer:
-    options = dict(bootstrap_servers=settings.kafka_bootstrap, acks="all",
+    options = dict(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), acks="all",
                    enable_idempotence=True, linger_ms=2, request_timeout_ms=30_000,
                    max_request_size=producer_max_request_size(settings.max_record_bytes))
     options.update(overrides)
@@ -35,7 +54,7 @@ def make_producer(settings: CommonSettings, **overrides: Any) -> AIOKafkaProduce
 
 
 def make_consumer(settings: CommonSettings, *topics: str, group_id: str | None, **overrides: Any) -> AIOKafkaConsumer:
-    options = dict(bootstrap_servers=settings.kafka_bootstrap, group_id=group_id,
+    options = dict(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), group_id=group_id,
                    enable_auto_commit=False, auto_offset_reset="earliest",
                    isolation_level="read_committed", session_timeout_ms=10_000,
                    heartbeat_interval_ms=1_000, max_poll_interval_ms=300_000)
@@ -110,7 +129,7 @@ async def ensure_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_
     raising it loses nothing. Retention and min ISR are the operator's to change (they
     may be deliberate): `fix=True` sets them. Replication is only reported.
     """
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = make_admin(settings)
     await admin.start()
     try:
         existing = await _describe_topics(admin, topics)
@@ -143,7 +162,7 @@ def _raise_creation_errors(response: Any) -> None:
 
 async def check_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_TOPICS) -> list[TopicMismatch]:
     """What `ensure_topics` would warn about, without changing anything."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = make_admin(settings)
     await admin.start()
     try:
         found = await _describe_topics(admin, topics)

@@ -38,7 +38,7 @@ _UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 class RetentionSettings(CommonSettings):
     # The only role allowed to drop partitions (EXECUTE on drop_events_partition).
     postgres_maintenance_dsn: str = (
-        "postgresql://wakeline_maintenance:wakeline_maintenance@127.0.0.1:15432/wakeline"
+        "postgresql://wakeline_maintenance@127.0.0.1:15432/wakeline"
     )
 
 

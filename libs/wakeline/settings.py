@@ -1,19 +1,65 @@
-"""Settings shared by every Wakeline process: where Kafka and Postgres are.
+"""Settings shared by every Wakeline process: where Kafka and Postgres are, and as whom.
 
 Each service extends `CommonSettings` with its own class; nothing else in the code base
 reads `os.environ`. Every variable is prefixed `WAKELINE_` (for example
 `WAKELINE_KAFKA_BOOTSTRAP`, `WAKELINE_POSTGRES_DSN`).
+
+Passwords come from the credentials file `make up` generates once (`.data/credentials.env`,
+see deploy/credentials.sh), read by every settings class as a dotenv file, so nobody
+exports anything; the environment overrides it. It holds one password per Kafka
+principal (`WAKELINE_KAFKA_PASSWORDS__BRAIN=…`) and per Postgres role
+(`WAKELINE_POSTGRES_PASSWORDS__WAKELINE_SERVICE=…`): a process logs in to Kafka as
+`kafka_username` (each service's class names its own principal) with that principal's
+password, unless `WAKELINE_KAFKA_PASSWORD` is set; every `*_dsn` without a password gets
+its user's.
 """
 
 from __future__ import annotations
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pathlib import Path
+from typing import Literal
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from pydantic import SecretStr, model_validator
+from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+class _Location(BaseSettings):
+    """Where the credentials file is: `WAKELINE_CREDENTIALS_FILE`, else under `WAKELINE_ROOT`
+    (the repository by default), as deploy/credentials.sh decides it."""
+
+    model_config = SettingsConfigDict(env_prefix="WAKELINE_", extra="ignore")
+    root: Path = _REPO
+    credentials_file: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.credentials_file or self.root / ".data" / "credentials.env"
+
+
+def credentials_file() -> Path:
+    return _Location().path
+
+
+class MissingCredentials(RuntimeError):
+    """No password for a principal or role: the stack was never brought up, or the file is elsewhere."""
 
 
 class CommonSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="WAKELINE_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="WAKELINE_", extra="ignore", env_nested_delimiter="__")
 
     kafka_bootstrap: str = "127.0.0.1:19092"
+    # SASL/SCRAM over plaintext on the local broker; a real cluster would say SASL_SSL.
+    kafka_security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL"] = "SASL_PLAINTEXT"
+    kafka_sasl_mechanism: Literal["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"] = "SCRAM-SHA-512"
+    # The principal this process is. Tools and tests are `admin` (the super user); each
+    # service's settings class names its own, whose ACLs kafka_acls.py holds.
+    kafka_username: str = "admin"
+    kafka_password: SecretStr | None = None
+    kafka_passwords: dict[str, SecretStr] = {}
+    postgres_passwords: dict[str, SecretStr] = {}
     # Every wakeline topic has this many partitions, so partition p of each topic holds
     # the same sessions (see topics.py).
     partitions: int = 6
@@ -29,10 +75,46 @@ class CommonSettings(BaseSettings):
     # default (-1). A finite value must exceed the archiver's worst lag.
     events_retention_ms: int = -1
     # The service role: INSERT and SELECT on events, never the owner.
-    postgres_dsn: str = "postgresql://wakeline_service:wakeline_service@127.0.0.1:15432/wakeline"
+    postgres_dsn: str = "postgresql://wakeline_service@127.0.0.1:15432/wakeline"
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The file's path is decided when settings are built, not at import.
+        credentials = DotEnvSettingsSource(settings_cls, env_file=credentials_file())
+        return init_settings, env_settings, credentials, file_secret_settings
+
+    @model_validator(mode="after")
+    def _dsn_passwords(self) -> CommonSettings:
+        for name in type(self).model_fields:
+            if name.endswith("_dsn"):
+                setattr(self, name, with_password(getattr(self, name), self.postgres_passwords))
+        return self
+
+    def kafka_login(self) -> tuple[str, str]:
+        """(principal, password) this process logs in to Kafka with."""
+        password = self.kafka_password or self.kafka_passwords.get(self.kafka_username.lower())
+        if password is None:
+            raise MissingCredentials(
+                f"no Kafka password for principal {self.kafka_username!r}: set WAKELINE_KAFKA_PASSWORD, or run "
+                f"`make up`, which generates {credentials_file()} (WAKELINE_CREDENTIALS_FILE names another)")
+        return self.kafka_username, password.get_secret_value()
+
+
+def with_password(dsn: str, passwords: dict[str, SecretStr]) -> str:
+    """`dsn` with its user's password from `passwords` when it names none (else unchanged)."""
+    parts = urlsplit(dsn)
+    if parts.password is not None or not parts.username or parts.username.lower() not in passwords:
+        return dsn
+    secret = quote(passwords[parts.username.lower()].get_secret_value(), safe="")
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:{secret}@{host}"))
 
 
 class AdminSettings(CommonSettings):
     """For migrations and topic creation: the schema owner, never used by a service."""
 
-    postgres_admin_dsn: str = "postgresql://wakeline_owner:wakeline_owner@127.0.0.1:15432/wakeline"
+    postgres_admin_dsn: str = "postgresql://wakeline_owner@127.0.0.1:15432/wakeline"

@@ -22,6 +22,7 @@ from typing import TypedDict
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
+from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import EVENTS
@@ -52,7 +53,8 @@ class LagProbe:
         self._topic = topic
         self._partitions = [TopicPartition(topic, p) for p in range(settings.partitions)]
         self._read_timeout_s = read_timeout_s
-        self._consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
+        self._consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
+                                          group_id=None,
                                           enable_auto_commit=False, isolation_level="read_committed")
         self._lock = asyncio.Lock()
 

@@ -15,6 +15,7 @@ from wakeline.settings import CommonSettings
 
 
 class ArchiverSettings(CommonSettings):
+    kafka_username: str = "archiver"
     # The Kafka consumer group, the faust app id and `archiver_offsets.consumer_group`
     # (others read how far the archive reaches through `wakeline.archive_position`).
     archiver_group: str = ARCHIVER_GROUP

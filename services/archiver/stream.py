@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import faust
+from aiokafka.helpers import create_ssl_context
 
 from wakeline.topics import DEAD_LETTER, EVENTS
 from wakeline_archiver.gate import BatchGate
@@ -47,6 +48,7 @@ def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Han
     app = faust.App(
         settings.archiver_group,  # also the Kafka consumer group
         broker=f"kafka://{settings.kafka_bootstrap}",
+        broker_credentials=_credentials(settings),
         datadir=str(settings.archiver_data_dir), store="memory://", web_enabled=False,
         autodiscover=False, topic_disable_leader=True, topic_allow_declare=False,
         consumer_auto_offset_reset="earliest",
@@ -63,6 +65,16 @@ def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Han
         channel = app.topic(topic, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
         app.agent(channel, name=name)(_batches(handler, settings, gate))
     return app
+
+
+def _credentials(settings: ArchiverSettings) -> faust.SASLCredentials | None:
+    """faust's form of `kafka_io.kafka_auth`: the archiver's principal, or none on PLAINTEXT."""
+    if settings.kafka_security_protocol == "PLAINTEXT":
+        return None
+    principal, password = settings.kafka_login()
+    tls = create_ssl_context() if settings.kafka_security_protocol == "SASL_SSL" else None
+    return faust.SASLCredentials(username=principal, password=password, ssl_context=tls,
+                                 mechanism=settings.kafka_sasl_mechanism)
 
 
 def _batches(handler: Handler[Any], settings: ArchiverSettings,

@@ -9,7 +9,7 @@ from functools import partial
 
 from aiokafka import AIOKafkaProducer
 
-from wakeline.kafka_io import make_consumer
+from wakeline.kafka_io import kafka_auth, make_consumer
 from wakeline.limits import producer_max_request_size
 from wakeline.pg import TenantPool
 from wakeline.tools import tool_schemas
@@ -27,7 +27,7 @@ def partition_producer(settings: BrainSettings, partition: int) -> AIOKafkaProdu
     """The producer of one partition's `PartitionWriter`; its id is fixed per partition, so
     starting it fences the partition's previous writer (see writer.py)."""
     return AIOKafkaProducer(
-        bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+        bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), acks="all", enable_idempotence=True,
         transactional_id=f"{settings.group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1,
         retry_backoff_ms=settings.txn_retry_backoff_ms,
         max_request_size=producer_max_request_size(settings.max_record_bytes))

@@ -12,6 +12,7 @@ from wakeline.settings import CommonSettings
 
 
 class BrainSettings(CommonSettings):
+    kafka_username: str = "brain"  # the only principal that may write wakeline.events
     group_id: str = "wakeline-brain"
     # The archive a wake reads: the same `WAKELINE_ARCHIVER_GROUP` the archiver runs under.
     archiver_group: str = ARCHIVER_GROUP

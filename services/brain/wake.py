@@ -24,6 +24,7 @@ from aiokafka.structs import TopicPartition
 from wakeline.archive_position import ARCHIVER_GROUP, archived_next_offset, parked_session
 from wakeline.event_store import events_from_snapshot, session_events
 from wakeline.events import Event, SnapshotTaken, parse_event
+from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.snapshots import current
@@ -49,7 +50,7 @@ def tail_consumer(settings: CommonSettings) -> AIOKafkaConsumer:
     """The consumer a `SessionLoader` reads tails with; its owner starts and stops it."""
     # "none": an archive offset Kafka no longer has means events were lost before
     # they were archived; that must fail loudly, never silently start elsewhere.
-    return AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None,
+    return AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), group_id=None,
                             enable_auto_commit=False, isolation_level="read_committed",
                             fetch_max_wait_ms=100, auto_offset_reset="none")
 

@@ -17,6 +17,7 @@ _CHECKPOINT_DEFAULTS = CheckpointSettings.model_fields
 
 
 class GatewaySettings(CommonSettings):
+    kafka_username: str = "gateway"  # writes the inbox, reads the events feed
     # Verify reads the checkpoint tool's key and anchor files: the same variables
     # (`WAKELINE_CHECKPOINT_KEY_FILE`, `WAKELINE_CHECKPOINT_DIR`) and defaults, read here.
     checkpoint_key_file: Path = _CHECKPOINT_DEFAULTS["checkpoint_key_file"].default

@@ -12,6 +12,7 @@ from wakeline.settings import CommonSettings
 
 
 class RunnerSettings(CommonSettings):
+    kafka_username: str = "runner"
     # Relative paths are taken from the working directory at start (the repo for `make`).
     sandbox_root: Path = Path(".data/sandboxes")
     group_id: str = "wakeline-runner"

@@ -15,6 +15,7 @@ from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole
 from wakeline import commands as c
 from wakeline.codec import encode
+from wakeline.kafka_io import kafka_auth
 from wakeline.settings import CommonSettings
 from wakeline.topics import INBOX, partition_for, record_key
 
@@ -24,7 +25,8 @@ SETTINGS = CommonSettings()  # partitions and limits; the broker is read per cal
 def produce(values: list[tuple[bytes, bytes]], partition: int) -> None:
     """Raw records onto the inbox, as any Kafka client could send them (up to the broker's limit)."""
     async def send():
-        producer = AIOKafkaProducer(bootstrap_servers=CommonSettings().kafka_bootstrap, acks="all",
+        settings = CommonSettings()
+        producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), acks="all",
                                     max_request_size=2_000_000)
         await producer.start()
         try:

@@ -15,6 +15,7 @@ from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole, pg_rows, stored_events
 from wakeline import commands as c
 from wakeline.codec import encode
+from wakeline.kafka_io import kafka_auth
 from wakeline.topics import partition_for, record_key
 
 def rejections(sid: str) -> list:
@@ -79,7 +80,8 @@ def test_a_fenced_partition_writer_is_replaced_and_its_sessions_wake_and_complet
     async def fence():
         # The same transactional id as the brain's writer of this partition: starting it
         # fences the brain's producer, as a zombie or a second brain would.
-        producer = AIOKafkaProducer(bootstrap_servers=SETTINGS.kafka_bootstrap, enable_idempotence=True,
+        producer = AIOKafkaProducer(bootstrap_servers=SETTINGS.kafka_bootstrap, **kafka_auth(SETTINGS),
+                                    enable_idempotence=True,
                                     transactional_id=f"wakeline-brain-p{partition}")
         await producer.start()
         await producer.stop()

@@ -8,13 +8,15 @@ import uuid
 
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole, pg_rows
+from tests.kcat import kcat_login
 from wakeline.settings import CommonSettings
 from wakeline.topics import INBOX, partition_for
 
 
 def kcat_produce(value: str, key: str | None = None, partition: int | None = None) -> None:
-    """-X topic.partitioner=murmur2_random is librdkafka's Java-compatible partitioner."""
-    args = ["kcat", "-P", "-b", CommonSettings().kafka_bootstrap, "-t", INBOX,
+    """-X topic.partitioner=murmur2_random is librdkafka's Java-compatible partitioner. It logs in
+    as the gateway, the principal that may write the inbox (any producer of commands would)."""
+    args = ["kcat", "-P", "-b", CommonSettings().kafka_bootstrap, *kcat_login("gateway"), "-t", INBOX,
             "-X", "topic.partitioner=murmur2_random"]
     if key is not None:
         args += ["-K", "\t"]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 from aiokafka.structs import TopicPartition
 
 from conftest_pg import fresh_tenant, require_kafka, require_postgres
@@ -29,7 +29,7 @@ from tests.private_broker import held_partitions
 from wakeline.chain import Draft
 from wakeline.events import Event
 from wakeline.event_store import session_events
-from wakeline.kafka_io import send_keyed
+from wakeline.kafka_io import kafka_auth, make_admin, send_keyed
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline_archiver.app import run
@@ -63,7 +63,7 @@ async def private_topics(settings: ArchiverSettings) -> AsyncIterator[ArchivedTo
     """A fresh events topic and dead-letter topic, deleted afterwards."""
     base = f"wakeline-test-archiver-{uuid.uuid4().hex[:10]}"
     topics = ArchivedTopics(events=f"{base}.events", dead_letter=f"{base}.dead-letter")
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = make_admin(settings)
     await admin.start()
     try:
         await admin.create_topics([NewTopic(t, settings.partitions, 1) for t in (topics.events, topics.dead_letter)])
@@ -76,7 +76,7 @@ async def private_topics(settings: ArchiverSettings) -> AsyncIterator[ArchivedTo
 
 
 async def end_offsets(settings: ArchiverSettings, topic: str) -> dict[int, int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, group_id=None)
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), group_id=None)
     await consumer.start()
     try:
         tps = [TopicPartition(topic, p) for p in range(settings.partitions)]
@@ -156,7 +156,8 @@ class Session:
 @asynccontextmanager
 async def brain_producer(settings: ArchiverSettings) -> AsyncIterator[AIOKafkaProducer]:
     """A transactional producer, like the brain's PartitionWriter."""
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
+                                acks="all", enable_idempotence=True,
                                 transactional_id=f"test-archiver-{uuid.uuid4().hex}", linger_ms=1)
     await producer.start()
     try:

@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaProducer
 from gateway_harness import FakeInbox, Seeder, created, draft, gateway_settings, running_gateway, sealed
 from wakeline.codec import encode
 from wakeline.events import Event
+from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.topics import EVENTS, partition_for, record_key
 from wakeline_gateway.deps import get_inbox
@@ -34,7 +35,8 @@ async def fed():
     inbox = FakeInbox()
     async with running_gateway(settings) as (app, client):
         app.dependency_overrides[get_inbox] = lambda: inbox
-        producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True,
+        producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
+                                    acks="all", enable_idempotence=True,
                                     transactional_id=f"wakeline-test-feed-{uuid.uuid4()}")
         await producer.start()
         try:

@@ -17,9 +17,12 @@ import time
 import uuid
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 
+from tests.kcat import kcat_login
 from tests.requirements import require
+from wakeline.kafka_io import make_admin
+from wakeline.settings import CommonSettings
 
 pytestmark = pytest.mark.kafka
 
@@ -39,7 +42,7 @@ def _kcat() -> str:
 def kcat_metadata() -> str:
     """Raw `kcat -L` output from the broker, or a test failure naming the broker."""
     proc = subprocess.run(
-        [_kcat(), "-b", BOOTSTRAP, "-L", "-m", "10"],
+        [_kcat(), "-b", BOOTSTRAP, *kcat_login(), "-L", "-m", "10"],
         capture_output=True,
         text=True,
         timeout=30,
@@ -74,12 +77,12 @@ def test_broker_1_answers_metadata() -> None:
     metadata = kcat_metadata()
     brokers = {int(m["id"]): m["addr"] for m in _BROKER_LINE.finditer(metadata)}
     assert brokers.get(1) == BOOTSTRAP, f"broker 1 at {BOOTSTRAP} not in kcat -L output:\n{metadata}"
-    assert f"(from broker 1: {BOOTSTRAP}/1)" in metadata
+    assert f"(from broker 1: sasl_plaintext://{BOOTSTRAP}/1)" in metadata  # it answered on the SASL listener
 
 
 async def test_topic_created_via_aiokafka_admin_is_listed_by_kcat() -> None:
     topic = f"wakeline-test-broker-real-{uuid.uuid4().hex}"
-    admin = AIOKafkaAdminClient(bootstrap_servers=BOOTSTRAP, request_timeout_ms=15000)
+    admin = make_admin(CommonSettings(kafka_bootstrap=BOOTSTRAP), request_timeout_ms=15000)
     await admin.start()
     try:
         response = await admin.create_topics(

@@ -13,7 +13,7 @@ from aiokafka.structs import TopicPartition
 
 from tests.private_broker import PrivateBroker, private_broker_in_environ
 from tests.requirements import require
-from wakeline.kafka_io import ensure_topics
+from wakeline.kafka_io import ensure_topics, kafka_auth, make_admin
 from wakeline.settings import CommonSettings
 from wakeline.topics import ALL_TOPICS, INBOX, partition_for
 
@@ -56,7 +56,7 @@ async def test_records_of_one_session_land_in_the_partition_java_picks():
     await ensure_topics(settings)
     sid = str(uuid.uuid4())
     # aiokafka's own default partitioner, not ours: it must agree with partition_for too
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all")
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), acks="all")
     await producer.start()
     try:
         metas = [await producer.send_and_wait(INBOX, b"{}", key=sid.encode()) for _ in range(5)]
@@ -76,12 +76,13 @@ async def _survives_a_restart(broker: PrivateBroker) -> None:
     topic = f"wakeline-test-durable-{uuid.uuid4()}"
     await ensure_topics(settings, (topic,))
     value = uuid.uuid4().bytes
-    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all", enable_idempotence=True)
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
+                                acks="all", enable_idempotence=True)
     await producer.start()
     meta = await producer.send_and_wait(topic, value, key=b"k")
     await producer.stop()
     await asyncio.to_thread(broker.command, "restart")
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap)
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings))
     await consumer.start()
     try:
         tp = TopicPartition(topic, meta.partition)
@@ -95,8 +96,7 @@ async def _survives_a_restart(broker: PrivateBroker) -> None:
 
 
 async def _topics(settings: CommonSettings) -> list[str]:
-    from aiokafka.admin import AIOKafkaAdminClient
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = make_admin(settings)
     await admin.start()
     try:
         return await admin.list_topics()

@@ -11,11 +11,11 @@ import uuid
 
 import pytest
 
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from conftest_pg import require_kafka
-from wakeline.kafka_io import check_topics, ensure_topics
+from wakeline.kafka_io import check_topics, ensure_topics, make_admin
 from wakeline.limits import topic_max_message_bytes
 from wakeline.settings import CommonSettings
 
@@ -25,7 +25,7 @@ def fresh_topic() -> str:
 
 
 async def topic_configs(settings: CommonSettings, topic: str) -> dict[str, str]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = make_admin(settings)
     await admin.start()
     try:
         [response] = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic, None)])
@@ -45,7 +45,7 @@ async def settled_configs(settings: CommonSettings, topic: str, key: str, value:
 
 
 async def create_contradicting(settings: CommonSettings, topic: str, **configs: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = make_admin(settings)
     await admin.start()
     try:
         await admin.create_topics([NewTopic(topic, settings.partitions, 1, topic_configs=configs)])

@@ -11,6 +11,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _placeholder_passwords() -> dict[str, str]:
+    """What `docker compose config` needs to interpolate (it refuses a missing password)."""
+    names = ["KAFKA_PASSWORDS__" + p for p in ("ADMIN", "BRAIN", "RUNNER", "ARCHIVER", "GATEWAY")]
+    names += ["POSTGRES_PASSWORDS__" + r for r in ("POSTGRES", "WAKELINE_OWNER", "WAKELINE_SERVICE",
+                                                   "WAKELINE_MAINTENANCE")]
+    return {f"WAKELINE_{n}": "placeholder" for n in names}
+
+
 def compose() -> dict:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
@@ -49,10 +57,29 @@ def test_every_wakeline_container_creates_and_checks_topics_with_replication_3_a
         assert env["WAKELINE_KAFKA_BOOTSTRAP"].count("kafka-") == 3, name
 
 
+def test_compose_takes_every_password_from_the_environment_and_each_service_its_own_principal():
+    text = (ROOT / "docker-compose.yml").read_text()
+    for role in ("wakeline_owner", "wakeline_service", "wakeline_maintenance"):
+        assert f"{role}:{role}" not in text
+    services = compose()["services"]
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith("${WAKELINE_POSTGRES_PASSWORDS__")
+    for name in ("brain", "runner", "archiver", "gateway"):
+        env = services[name]["environment"]
+        assert env["WAKELINE_KAFKA_USERNAME"] == name
+        assert env["WAKELINE_KAFKA_PASSWORD"] == f"${{WAKELINE_KAFKA_PASSWORDS__{name.upper()}:?set it}}"
+        user = env["WAKELINE_POSTGRES_DSN"].split("//")[1].split("@")[0]
+        assert user == "wakeline_service"  # no password in the DSN: the settings add it
+    for n in (1, 2, 3):
+        env = services[f"kafka-{n}"]["environment"]
+        assert env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"] == "BROKER:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"
+        assert env["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"] == "false"
+
+
 def test_docker_compose_config_accepts_the_file_where_the_plugin_exists():
     docker = shutil.which("docker")
     if docker is None or subprocess.run([docker, "compose", "version"], capture_output=True).returncode != 0:
         pytest.skip("no docker compose plugin on this machine (the structural checks above still ran)")
     result = subprocess.run([docker, "compose", "-f", str(ROOT / "docker-compose.yml"), "config", "-q"],
-                            capture_output=True, text=True, env={**os.environ, "ANTHROPIC_API_KEY": ""})
+                            capture_output=True, text=True,
+                            env={**os.environ, "ANTHROPIC_API_KEY": "", **_placeholder_passwords()})
     assert result.returncode == 0, result.stderr

@@ -1,0 +1,61 @@
+"""A broker whose SCRAM users no longer match the credentials file is brought in line by
+`kafka.sh up`, its topics and records kept: the path an old PLAINTEXT data dir takes too
+(checked by hand against one made by the pre-credentials kafka.sh; see architecture.md).
+
+On a broker and a credentials file of its own. The upsert runs deploy/kafka/ScramUsers.java
+from source, so it needs a JDK (deploy/system-deps.sh installs one).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from tests.private_broker import environ, private_broker
+from tests.requirements import require
+from wakeline.kafka_io import kafka_auth, make_producer
+from wakeline.settings import CommonSettings
+from wakeline.topics import DEAD_LETTER
+
+pytestmark = pytest.mark.kafka
+
+
+def has_jdk() -> bool:
+    modules = subprocess.run(["java", "--list-modules"], capture_output=True, text=True, timeout=60).stdout
+    return "jdk.compiler" in modules
+
+
+async def test_a_changed_admin_password_is_set_on_the_next_up_and_the_log_is_kept(tmp_path: Path) -> None:
+    require(has_jdk(), "no JDK (jdk.compiler): kafka.sh cannot run ScramUsers.java; deploy/system-deps.sh installs it")
+    credentials = tmp_path / "credentials.env"
+    with private_broker(tmp_path / "kafka", credentials) as broker, \
+            environ(WAKELINE_CREDENTIALS_FILE=str(credentials), WAKELINE_KAFKA_BOOTSTRAP=broker.bootstrap):
+        producer = make_producer(CommonSettings())
+        await producer.start()
+        try:
+            sent = await producer.send_and_wait(DEAD_LETTER, b"before the rotation", key=b"k", partition=0)
+        finally:
+            await producer.stop()
+        broker.command("down")
+        text = credentials.read_text()
+        credentials.write_text(re.sub(r"(?m)^WAKELINE_KAFKA_PASSWORDS__ADMIN=.*$",
+                                      "WAKELINE_KAFKA_PASSWORDS__ADMIN=" + "5e" * 16, text))
+        said = broker.command("up")
+        assert "other passwords" in said, said
+        settings = CommonSettings()
+        assert settings.kafka_login() == ("admin", "5e" * 16)
+        reader = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, **kafka_auth(settings), enable_auto_commit=False)
+        await reader.start()
+        try:
+            tp = TopicPartition(DEAD_LETTER, 0)
+            reader.assign([tp])
+            reader.seek(tp, sent.offset)
+            batch = await reader.getmany(tp, timeout_ms=10_000)
+        finally:
+            await reader.stop()
+        assert [r.value for r in batch.get(tp, [])][:1] == [b"before the rotation"]
+        assert "setting them" not in broker.command("restart")  # the marker now matches: no second upsert

@@ -1,0 +1,73 @@
+"""Settings take passwords from the generated credentials file, the environment overriding it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from tests.private_broker import environ
+from wakeline.kafka_io import kafka_auth
+from wakeline.retention import RetentionSettings
+from wakeline.settings import AdminSettings, CommonSettings, MissingCredentials, with_password
+from wakeline_brain.settings import BrainSettings
+from wakeline_runner.settings import RunnerSettings
+
+
+@pytest.fixture
+def credentials(tmp_path: Path):
+    path = tmp_path / "credentials.env"
+    path.write_text("WAKELINE_KAFKA_PASSWORDS__BRAIN=brain-secret\nWAKELINE_KAFKA_PASSWORDS__RUNNER=runner-secret\n"
+                    "WAKELINE_POSTGRES_PASSWORDS__WAKELINE_SERVICE=svc/se cret\n"
+                    "WAKELINE_POSTGRES_PASSWORDS__WAKELINE_OWNER=owner-secret\n")
+    with environ(WAKELINE_CREDENTIALS_FILE=str(path)):
+        yield path
+
+
+def test_each_service_logs_in_to_kafka_as_its_own_principal(credentials: Path) -> None:
+    brain = BrainSettings(kafka_username="brain")
+    assert kafka_auth(brain) == {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "SCRAM-SHA-512",
+                                 "sasl_plain_username": "brain", "sasl_plain_password": "brain-secret"}
+    assert RunnerSettings(kafka_username="runner").kafka_login() == ("runner", "runner-secret")
+
+
+def test_the_service_classes_name_their_principals() -> None:
+    fields = {cls.__name__: cls.model_fields["kafka_username"].default for cls in (BrainSettings, RunnerSettings)}
+    assert fields == {"BrainSettings": "brain", "RunnerSettings": "runner"}
+
+
+def test_the_environment_overrides_the_file(credentials: Path) -> None:
+    with environ(WAKELINE_KAFKA_PASSWORD="from-env"):
+        assert BrainSettings(kafka_username="brain").kafka_login() == ("brain", "from-env")
+
+
+def test_a_principal_without_a_password_is_a_clear_error(credentials: Path) -> None:
+    with pytest.raises(MissingCredentials, match="no Kafka password for principal 'gateway'.*make up"):
+        kafka_auth(CommonSettings(kafka_username="gateway"))
+
+
+def test_plaintext_needs_no_password(credentials: Path) -> None:
+    settings = CommonSettings(kafka_username="nobody", kafka_security_protocol="PLAINTEXT")
+    assert kafka_auth(settings) == {"security_protocol": "PLAINTEXT"}
+
+
+def test_every_dsn_without_a_password_gets_its_roles(credentials: Path) -> None:
+    at = "@127.0.0.1:15432/wakeline"  # given explicitly: the caller's environment may name other DSNs
+    assert CommonSettings(postgres_dsn=f"postgresql://wakeline_service{at}").postgres_dsn == \
+        f"postgresql://wakeline_service:svc%2Fse%20cret{at}"
+    assert AdminSettings(postgres_admin_dsn=f"postgresql://wakeline_owner{at}").postgres_admin_dsn == \
+        f"postgresql://wakeline_owner:owner-secret{at}"
+    # No password for the maintenance role in this file: the DSN stays as it was.
+    maintenance = f"postgresql://wakeline_maintenance{at}"
+    assert RetentionSettings(postgres_maintenance_dsn=maintenance).postgres_maintenance_dsn == maintenance
+
+
+def test_a_dsn_that_names_a_password_keeps_it() -> None:
+    dsn = "postgresql://wakeline_service:given@db:5432/wakeline"
+    assert with_password(dsn, {"wakeline_service": SecretStr("other")}) == dsn
+
+
+def test_sasl_ssl_brings_a_tls_context(credentials: Path) -> None:
+    auth = kafka_auth(CommonSettings(kafka_username="brain", kafka_security_protocol="SASL_SSL"))
+    assert auth["security_protocol"] == "SASL_SSL" and auth["ssl_context"] is not None
