@@ -16,6 +16,8 @@ its user's.
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 from typing import Literal
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -83,8 +85,16 @@ class CommonSettings(BaseSettings):
                                    dotenv_settings: PydanticBaseSettingsSource,
                                    file_secret_settings: PydanticBaseSettingsSource,
                                    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The file's path is decided when settings are built, not at import.
-        credentials = DotEnvSettingsSource(settings_cls, env_file=credentials_file())
+        # The file's path is decided when settings are built, not at import. One this
+        # user may not read (root's 0600 file, a non-root process) is passed over: its
+        # passwords can still come from the environment, and a missing one is named when
+        # it is needed (kafka_login), not as a PermissionError here.
+        path = credentials_file()
+        readable = not path.exists() or os.access(path, os.R_OK)
+        if not readable:
+            logging.getLogger(__name__).warning("cannot read %s (uid %d); passwords only from the environment",
+                                                path, os.getuid())
+        credentials = DotEnvSettingsSource(settings_cls, env_file=path if readable else None)
         return init_settings, env_settings, credentials, file_secret_settings
 
     @model_validator(mode="after")

@@ -275,12 +275,11 @@ def test_a_runner_that_is_not_root_still_hides_the_keys_and_the_broker(request) 
                f"cat /proc/net/dev | tail -n +3 | cut -d: -f1")
     done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(python), str(script),
                            str(site_packages), str(home / "sandboxes"), command],
-                          capture_output=True, timeout=60, cwd=home, env={"HOME": str(home), "PATH": "/usr/bin:/bin",
-                               # the stack's credentials are root's (0600); this runner never logs in
-                               "WAKELINE_CREDENTIALS_FILE": str(home / "none.env")})
+                          capture_output=True, timeout=60, cwd=home, env={"HOME": str(home), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr.decode()
     lines = done.stdout.decode().splitlines()
     assert lines[0] == "65534"
     assert sum("No such file or directory" in line for line in lines) == 2, lines
     assert lines[-1].strip() == "lo"
     assert b"not root" in done.stderr  # and it says what that costs
+    assert b"cannot read" in done.stderr  # root's 0600 credentials: passed over, named, no traceback
