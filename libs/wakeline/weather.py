@@ -25,6 +25,11 @@ def is_weather(exc: BaseException) -> bool:
         return False
     if isinstance(exc, (OSError, TimeoutError, asyncpg.InterfaceError, KafkaConnectionError, KafkaTimeoutError)):
         return True
+    if isinstance(exc, asyncpg.exceptions._base.InternalClientError):
+        # A connection left mid-operation when Postgres restarted under it ("cannot switch
+        # to state 15; another operation is in progress"): the pool terminates it when it
+        # is released, so the retry runs on a fresh one. Seen once in CI, stopping the archiver.
+        return True
     if isinstance(exc, asyncpg.PostgresError):
         state = exc.sqlstate or ""
         return state[:2] in _WEATHER_CLASSES and state not in _NOT_WEATHER

@@ -23,6 +23,9 @@ from wakeline_archiver.weather import ride_out
     asyncpg.AdminShutdownError("terminating connection due to administrator command"),
     asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation"),
     asyncpg.InterfaceError("cannot call Transaction.__aexit__(): the underlying connection is closed"),
+    # A pooled connection a Postgres restart broke mid-operation (seen in CI): the pool
+    # terminates it on release, and the retry gets a fresh one.
+    asyncpg.exceptions._base.InternalClientError("cannot switch to state 15; another operation (2) is in progress"),
     asyncpg.DeadlockDetectedError("deadlock detected"),
     asyncpg.TooManyConnectionsError("sorry, too many clients already"),
     ConnectionRefusedError(111, "Connect call failed"), TimeoutError(),
