@@ -18,7 +18,7 @@ from wakeline_brain.models import ModelRegistry
 from wakeline_brain.partitions import INPUT_TOPICS
 from wakeline_brain.router import Brain
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.wake import SessionLoader, tail_consumer
+from wakeline_brain.wake import OpenTransactions, SessionLoader, tail_consumer
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +38,11 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=4) as pool:
         tail = tail_consumer(settings)
         await tail.start()
+        open_txns = OpenTransactions(settings)
+        await open_txns.start()
         loader = SessionLoader(pool, tail, settings.archiver_group)
         brain = Brain(settings, loader.load, models.model_for, tool_schemas(),
-                      new_producer=partial(partition_producer, settings))
+                      new_producer=partial(partition_producer, settings), open_before=open_txns)
         # The assignor gives a brain the same partition numbers of every input topic, so
         # the owner of inbox p also owns tool-results p and writes events p, and keeps a
         # brain's partitions when another joins or dies. Only one assignor: aiokafka 0.14
@@ -69,5 +71,6 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
             # and no assignment can hand us a writer after the brain has closed.
             await consumer.stop()
             await brain.close()
+            await open_txns.stop()
             await tail.stop()
             await models.close()

@@ -1,8 +1,9 @@
 """`PartitionSet`: which input partitions a brain serves, and the writer of each.
 
 It is the brain consumer's rebalance listener. A partition is live once its writer has
-fenced the previous owner and the consumer has been put back to the committed offsets,
-which are final only after that fence. Until then its records are dropped: the seek
+fenced the previous owner, every transaction from before that fence has its marker on
+the partition's events (`_settled`), and the consumer has been put back to the committed
+offsets, which are final only after that fence. Until then its records are dropped: the seek
 reads them again. A writer that dies (broker restart, leader change, fence) takes the
 partition down the same way and it is acquired again: weather, not an exit.
 
@@ -31,13 +32,23 @@ log = logging.getLogger(__name__)
 INPUT_TOPICS = (topics.INBOX, topics.TOOL_RESULTS)
 
 
+class PartitionUnsettled(RuntimeError):
+    """A transaction from before our fence is still open on the partition's events."""
+
+
+async def _none_open(partition: int) -> str | None:
+    return None
+
+
 class PartitionSet(ConsumerRebalanceListener):
     def __init__(self, settings: BrainSettings, tracker: OffsetTracker,
                  stop_actors: Callable[[set[int]], Awaitable[None]],
-                 new_producer: Callable[[int], TransactionalProducer]):
+                 new_producer: Callable[[int], TransactionalProducer],
+                 open_before: Callable[[int], Awaitable[str | None]] = _none_open):
         self.settings = settings
         self.tracker = tracker
         self._new_producer = new_producer  # a fresh one per acquire: starting it fences the last
+        self._open_before = open_before
         self.consumer: AIOKafkaConsumer | None = None  # set by `attach`; seeks after a (re)acquire
         self.writers: dict[int, PartitionWriter] = {}  # live partitions only
         self._stop_actors = stop_actors
@@ -80,6 +91,7 @@ class PartitionSet(ConsumerRebalanceListener):
                 writer = self._new_writer(partition)
                 try:
                     await writer.start()
+                    await self._settled(partition)
                     positions = await self._committed_positions(partition)
                 except Exception as err:  # the broker is restarting, or the group is moving
                     await writer.close()
@@ -98,6 +110,27 @@ class PartitionSet(ConsumerRebalanceListener):
         finally:
             if self._acquiring.get(partition) is asyncio.current_task():
                 del self._acquiring[partition]
+
+    async def _settled(self, partition: int) -> None:
+        """Waits until no transaction written before our fence is still open on events p.
+
+        A wake reads events p up to its read-committed end. A commit is answered once the
+        coordinator has logged it, and its marker reaches the partition after that; a
+        commit the previous writer had asked for when the broker went down is finished
+        by the broker after it restarts. Until the marker lands, a wake does not see that
+        transaction's events, folds an older state and writes a second history from there
+        (seen in CI: a broker restart, then the archiver parked three sessions on
+        conflicting events). Nothing of ours is open yet, so any gap between the
+        read-committed end and the log end is from before us and will close.
+        """
+        deadline = asyncio.get_running_loop().time() + self.settings.settle_timeout_s
+        pause = 0.02
+        while (still := await self._open_before(partition)) is not None:
+            if asyncio.get_running_loop().time() > deadline:
+                raise PartitionUnsettled(f"events partition {partition}: {still} after "
+                                         f"{self.settings.settle_timeout_s:g} s")
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     def _new_writer(self, partition: int) -> PartitionWriter:
         inputs = [TopicPartition(t, partition) for t in INPUT_TOPICS]

@@ -13,7 +13,7 @@ import json
 import logging
 import uuid
 from datetime import datetime, timezone
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
@@ -34,12 +34,14 @@ log = logging.getLogger(__name__)
 
 class Brain:
     def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]],
-                 new_producer: Callable[[int], TransactionalProducer]):
+                 new_producer: Callable[[int], TransactionalProducer],
+                 open_before: Callable[[int], Awaitable[str | None]] | None = None):
         self.settings = settings
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
         # The consumer's rebalance listener: which partitions are live, with which writer.
-        self.partitions = PartitionSet(settings, self.tracker, self._stop_actors, new_producer)
+        self.partitions = PartitionSet(settings, self.tracker, self._stop_actors, new_producer,
+                                       **({"open_before": open_before} if open_before else {}))
         self.writers = self.partitions.writers  # live partitions only
         self._deps = ActorDeps(
             host=settings.host, idle_evict_s=settings.idle_evict_s, load=load, model_for=model_for,

@@ -40,6 +40,11 @@ class BrainSettings(CommonSettings):
     # before asking again. At aiokafka's 100 ms that wait was the tool round trip's p99 at
     # 3 sessions (76 ms against 40 at 20 ms, docs/benchmarks.md); the markers take a few ms.
     txn_retry_backoff_ms: int = Field(default=20, ge=1)
+    # How long taking a partition waits for a transaction from before our fence to get its
+    # marker (partitions.PartitionSet._settled); past it the take is retried from the start.
+    # Above the partition producers' transaction timeout (60 s), by which the broker aborts
+    # any transaction left open.
+    settle_timeout_s: float = Field(default=75.0, gt=0)
 
     @property
     def group_instance_id(self) -> str | None:

@@ -126,3 +126,30 @@ class SessionLoader:
         while await self._tail.position(tp) < last:
             records = (await self._tail.getmany(tp, timeout_ms=1000, max_records=5000)).get(tp, [])
             found.extend(parse_event(r.value) for r in records if r.key == key)
+
+
+class OpenTransactions:
+    """Whether events partition p has a transaction still open: its read-committed end
+    (the last stable offset) short of its log end. Two consumers, one per isolation level,
+    asking only for end offsets; the brain's `PartitionSet` waits on it (`_settled`)."""
+
+    def __init__(self, settings: CommonSettings, topic: str = EVENTS):
+        self._topic = topic
+        common = dict(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), group_id=None,
+                      enable_auto_commit=False)
+        self._committed = AIOKafkaConsumer(**common, isolation_level="read_committed")
+        self._uncommitted = AIOKafkaConsumer(**common, isolation_level="read_uncommitted")
+
+    async def start(self) -> None:
+        await self._committed.start()
+        await self._uncommitted.start()
+
+    async def stop(self) -> None:
+        await self._committed.stop()
+        await self._uncommitted.stop()
+
+    async def __call__(self, partition: int) -> str | None:
+        tp = TopicPartition(self._topic, partition)
+        stable = (await self._committed.end_offsets([tp]))[tp]
+        end = (await self._uncommitted.end_offsets([tp]))[tp]
+        return None if stable >= end else f"a transaction is open: read-committed end {stable} < log end {end}"
