@@ -127,3 +127,18 @@ async def held_partitions(bootstrap: str, partitions: int) -> str:
     held = [f"{tp.topic}[{tp.partition}] stable to {ends['read_committed'][tp]} of {ends['read_uncommitted'][tp]}"
             for tp in tps if ends["read_committed"][tp] < ends["read_uncommitted"][tp]]
     return "held by an open transaction: " + ", ".join(held) if held else "no partition is held by a transaction"
+
+
+async def first_value_at(settings: CommonSettings, tp: TopicPartition, offset: int) -> bytes | None:
+    """The value of the first committed record at or after `offset` of `tp`, read as `settings`' principal."""
+    reader = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
+                              isolation_level="read_committed", enable_auto_commit=False)
+    await reader.start()
+    try:
+        reader.assign([tp])
+        reader.seek(tp, offset)
+        batch = await reader.getmany(tp, timeout_ms=10_000)
+    finally:
+        await reader.stop()
+    records = batch.get(tp, [])
+    return records[0].value if records else None

@@ -8,7 +8,6 @@ The runner is root here, as in CI, so per-session uids and control groups are in
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -224,7 +223,6 @@ async def test_the_unsandboxed_mode_must_be_asked_for_and_says_so(harness: Harne
         assert seen["stdout"] == "on-the-host\n"
         assert not runner.done()
     assert any("UNSANDBOXED" in r.getMessage() for r in caplog.records)
-    await asyncio.sleep(0)
 
 
 async def test_write_file_keeps_to_the_work_dir_budget_too(harness: Harness) -> None:
