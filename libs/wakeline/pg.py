@@ -72,9 +72,11 @@ class TenantPool:
     async def system_statement(self, run: Callable[..., Awaitable[T]], *args: Any) -> T:
         """`run(conn, *args)` on a connection outside any transaction, with no tenant.
 
-        For one read-only statement with no tenant (an API key lookup): alone, a statement
-        is its own transaction, and the BEGIN and COMMIT round trips are saved. `run` must
-        issue exactly one statement; anything more belongs in `system_transaction`.
+        For one read-only statement with no tenant (an API key lookup), or one that scopes
+        itself (a function that sets the tenant transaction-locally, like `session_row`):
+        alone, a statement is its own transaction, and the BEGIN and COMMIT round trips are
+        saved. `run` must issue exactly one statement; anything more belongs in
+        `system_transaction`.
         """
         async with self._acquire() as conn:
             return await run(conn, *args)

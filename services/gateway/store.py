@@ -24,6 +24,12 @@ SESSION_COLUMNS = ("session_id, owner, title, model, status, last_seq, created_a
 PAGE = 1000
 
 
+async def _session_row(conn: asyncpg.Connection, scope: Scope, session_id: str) -> asyncpg.Record | None:
+    if not scope.tenant:
+        raise ValueError("tenant must be a non-empty string")
+    return await conn.fetchrow("SELECT * FROM session_row($1, $2, $3)", scope.tenant, scope.viewer or "", session_id)
+
+
 class SessionStore:
     def __init__(self, pool: TenantPool, events: EventStore):
         self._pool = pool
@@ -37,10 +43,12 @@ class SessionStore:
         return await self._pool.system_statement(keys.lookup, key_id)
 
     async def session(self, scope: Scope, session_id: str) -> asyncpg.Record | None:
-        """The projection row, deleted or not; callers decide what a deleted one means."""
-        async with self._pool.transaction(*scope) as conn:
-            return await conn.fetchrow(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = $1", session_id)
+        """The projection row, deleted or not; callers decide what a deleted one means.
+
+        Every session route reads this first, so it is one round trip: `session_row`
+        (migration 0015) sets the scope transaction-locally and reads under row-level
+        security, as `TenantPool.transaction` would with four."""
+        return await self._pool.system_statement(_session_row, scope, session_id)
 
     async def sessions(self, scope: Scope, limit: int,
                        cursor: tuple[datetime, str] | None) -> list[asyncpg.Record]:

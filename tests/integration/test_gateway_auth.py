@@ -405,6 +405,32 @@ async def test_postgres_itself_shows_a_viewer_only_its_own_sessions_and_their_ev
     assert {ids["alice"], ids["bob"]} <= everyone and ids["eve"] not in everyone
 
 
+async def test_the_one_round_trip_session_read_is_scoped_like_a_transaction_and_leaves_no_scope(world) -> None:
+    """`session_row` (0015) sets tenant and viewer itself: the same rows as a scoped
+    transaction, nothing of another tenant or another user, and the connection's next
+    statement runs with no tenant at all."""
+    pool, ids, tenant = world["pool"], world["ids"], world["tenant"]
+
+    async def row(conn, tenant: str, viewer: str, session_id: str):
+        return await conn.fetchrow("SELECT * FROM session_row($1, $2, $3)", tenant, viewer, session_id)
+
+    async with pool._acquire() as conn:  # one connection, outside any transaction, as the gateway calls it
+        assert (await row(conn, tenant, "user:bob", ids["bob"]))["owner"] == "user:bob"
+        assert await row(conn, tenant, "user:bob", ids["alice"]) is None  # another user's
+        assert (await row(conn, tenant, "", ids["alice"]))["owner"] == "user:alice"  # no viewer: the whole tenant
+        assert await row(conn, tenant, "", ids["eve"]) is None  # another tenant's
+        assert await row(conn, world["other"], "", ids["alice"]) is None
+        assert await conn.fetchval("SELECT coalesce(current_setting('wakeline.tenant', true), '')") == ""
+        assert await conn.fetchval("SELECT count(*) FROM sessions") == 0  # no scope survived the call
+        with pytest.raises(Exception, match="tenant is required"):
+            await row(conn, "", "", ids["alice"])
+    async with pool.transaction(tenant, viewer="user:alice") as conn:
+        as_transaction = await conn.fetchrow("SELECT * FROM sessions WHERE session_id = $1", ids["alice"])
+    async with pool._acquire() as conn:
+        one_trip = await row(conn, tenant, "user:alice", ids["alice"])
+    assert dict(one_trip) == {k: v for k, v in dict(as_transaction).items() if k in dict(one_trip)}
+
+
 async def test_an_admin_sets_the_tenant_window_and_every_change_is_kept(world) -> None:
     client, keys, tenant = world["client"], world["keys"], world["tenant"]
     first = await client.put("/v1/tenant/retention", json={"keep_days": 400}, headers=keys["adam"])
