@@ -147,9 +147,11 @@ class SessionActor:
     async def _guarded(self, item: Any) -> None:
         """Handles one mailbox item (None: just advance); a failure parks it, never the brain."""
         try:
-            if item is not None:
-                await self._handle(item)
-            await self._advance()
+            drafts, token = await self._handle(item) if item is not None else ([], None)
+            await self._advance(drafts)
+            if token is not None:
+                self._held.append(token)
+            self._release_if_quiet()
         except (WriterClosed, asyncio.CancelledError):
             raise
         except Exception as err:
@@ -181,41 +183,54 @@ class SessionActor:
                     await self.deps.dead_letter(payload, f"internal_error: {reason}")
                 self.deps.release([token])
 
-    async def _handle(self, item: Any) -> None:
+    async def _handle(self, item: Any) -> tuple[list[Draft], Token | None]:
+        """The drafts a mailbox item makes, and its input's token (held once they are written)."""
         if isinstance(item, _ModelDone):
             self._model_task = None
             if self.state.awaiting_model and self.state.turns == item.turn:
-                drafts = (model_drafts(self.state, item.reply, f"agent:{self.state.config.model}")
-                          if item.reply else failed_model_drafts(item.error or "model failed"))
-                await self._append(drafts)
-            return
+                return (model_drafts(self.state, item.reply, f"agent:{self.state.config.model}")
+                        if item.reply else failed_model_drafts(item.error or "model failed")), None
+            return [], None
         payload, token = item
         if isinstance(payload, MalformedInput):
-            await self._reject_malformed(payload)
-        elif self.state.status == "new" and not isinstance(payload, (c.CreateSession, c.ToolResultReport)):
+            return self._reject_malformed(payload), token
+        if self.state.status == "new" and not isinstance(payload, (c.CreateSession, c.ToolResultReport)):
             await self.deps.dead_letter(payload, f"unknown_session: unknown session {self.session_id}")
-        else:
-            await self._append(handle_input(self.state, payload))
-        self._held.append(token)
+            return [], token
+        return handle_input(self.state, payload), token
 
-    async def _reject_malformed(self, bad: "MalformedInput") -> None:
+    def _reject_malformed(self, bad: "MalformedInput") -> list[Draft]:
         if self.state.status != "new" and bad.command_id not in self.state.seen_inputs:
             rejected = e.InputRejectedPayload(command_id=bad.command_id, code=bad.code, reason=bad.reason)
-            await self._append([Draft(payload=rejected, actor="system:brain",
-                                      trust="instruction", causation_id=bad.command_id)])
+            return [Draft(payload=rejected, actor="system:brain", trust="instruction", causation_id=bad.command_id)]
+        return []
 
-    async def _advance(self) -> None:
+    async def _advance(self, drafts: list[Draft]) -> None:
+        """Appends `drafts` and every step the session then takes on its own (`next_step`:
+        turn markers, queued messages, the end) in one transaction, then starts the model
+        call the steps stop at. One transaction where there were up to four: a tool result,
+        its turn's end and the next turn's start go out together, which is what keeps the
+        brain's Kafka requests, and its CPU, per tool round trip down (issue 10). The log is
+        the same events in the same order; a crash loses the whole batch or nothing."""
+        state, events = self._sealed(drafts, self.state)
+        calls_model = False
         while True:
-            step = next_step(self.state)
+            step = next_step(state)
             if step is CALL_MODEL:
-                if self._model_task is None:
-                    await self._compact_if_needed()
-                    self._model_task = asyncio.create_task(self._call_model(self.state))
+                calls_model = self._model_task is None
+                if calls_model:  # a compaction comes before the request it shortens
+                    compaction = plan_compaction(state, build_request(state, self.deps.tools))
+                    if compaction is not None:
+                        state, more = self._sealed([compaction], state)
+                        events += more
                 break
             if not step:
                 break
-            await self._append(step)
-        self._release_if_quiet()
+            state, more = self._sealed(step, state)
+            events += more
+        await self._write(events, state)
+        if calls_model:
+            self._model_task = asyncio.create_task(self._call_model(self.state))
 
     def _release_if_quiet(self) -> None:
         if self._quiet():
@@ -224,11 +239,6 @@ class SessionActor:
 
     def _quiet(self) -> bool:
         return self._model_task is None and next_step(self.state) is None
-
-    async def _compact_if_needed(self) -> None:
-        compaction = plan_compaction(self.state, build_request(self.state, self.deps.tools))
-        if compaction is not None:
-            await self._append([compaction])
 
     async def _call_model(self, state: SessionState) -> None:
         """Runs beside the actor's loop; its answer comes back through the mailbox so that
@@ -244,12 +254,25 @@ class SessionActor:
         await self.mailbox.put(_ModelDone(turn=state.turns, reply=reply, error=error))
 
     async def _append(self, drafts: list[Draft], snapshot: bool = False) -> None:
-        if not drafts and not snapshot:
-            return
-        state, records = self.state, []
+        state, events = self._sealed(drafts, self.state)
+        await self._write(events, state, snapshot=snapshot)
+
+    def _sealed(self, drafts: list[Draft], state: SessionState) -> tuple[SessionState, list[e.Event]]:
+        """`drafts` sealed after `state`, and the state they leave; nothing is written."""
+        events = []
         for draft in drafts:
             event = self._seal(draft, state)
             state = apply(state, event)
+            events.append(event)
+        return state, events
+
+    async def _write(self, events: list[e.Event], state: SessionState, snapshot: bool = False) -> None:
+        """Writes `events` (sealed after `self.state`, leaving `state`) with the tool calls
+        they make issuable, in one transaction; `self.state` moves only once it committed."""
+        if not events and not snapshot:
+            return
+        records = []
+        for event in events:
             value = encode(event)
             check_record(value, self.deps.max_record_bytes, f"the {event.type} event at seq {event.seq}")
             records.append(Record(EVENTS, record_key(self.session_id), value))
