@@ -17,6 +17,7 @@ about the session's log and parks it.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
@@ -55,16 +56,29 @@ def tail_consumer(settings: CommonSettings) -> AIOKafkaConsumer:
                             fetch_max_wait_ms=100, auto_offset_reset="none")
 
 
+@dataclass
+class _TailRequest:
+    key: bytes
+    start: int
+    found: asyncio.Future[list[Event]] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
 class SessionLoader:
-    """`tail` is a started `tail_consumer`; `archiver_group` names the archive to read."""
+    """`tail` is a started `tail_consumer`; `archiver_group` names the archive to read.
+
+    Tails are read one at a time on the shared consumer, and one read serves every wake
+    of the same partition that queued behind it: when 500 sessions start at once, the
+    partition's tail is read a few times, not 500 times one after another (issue 10)."""
 
     def __init__(self, pool: TenantPool, tail: AIOKafkaConsumer, archiver_group: str = ARCHIVER_GROUP,
-                 tail_deadline_s: float = 30.0):
+                 tail_deadline_s: float = 30.0, topic: str = EVENTS):
+        self._topic = topic  # tests read private topics
         self._pool = pool
         self._tail = tail
         self._archiver_group = archiver_group
         self._tail_deadline_s = tail_deadline_s
         self._lock = asyncio.Lock()
+        self._queued: dict[int, list[_TailRequest]] = {}
 
     async def load(self, session_id: str, tenant: str, partition: int, whole: bool = False) -> list[Event]:
         """Every committed event of the session from its newest archived snapshot on (from
@@ -83,7 +97,7 @@ class SessionLoader:
         # offset, and the tail read from it overlaps rather than leaves a gap.
         async with self._pool.system_transaction() as conn:
             owner = await conn.fetchval("SELECT session_tenant($1)", session_id)
-            offset = await archived_next_offset(conn, EVENTS, partition, self._archiver_group)
+            offset = await archived_next_offset(conn, self._topic, partition, self._archiver_group)
             parked = await parked_session(conn, owner or tenant, session_id, self._archiver_group)
             if parked:
                 raise SessionParked(f"the archiver parked it from seq {parked.from_seq}: {parked.reason}")
@@ -94,38 +108,63 @@ class SessionLoader:
         return owner, archived, offset
 
     async def _read_tail(self, session_id: str, partition: int, start: int) -> list[Event]:
-        tp = TopicPartition(EVENTS, partition)
-        key = session_id.encode()
-        found: list[Event] = []
+        """The session's committed events in events p from `start` on (and perhaps some
+        before it, which `load` drops by seq), read to the end as it was once we asked."""
+        request = _TailRequest(session_id.encode(), start)
+        self._queued.setdefault(partition, []).append(request)
         async with self._lock:  # one shared consumer, one reader at a time
-            self._tail.assign([tp])
-            # Paused until we read: otherwise the background fetcher starts a long poll
-            # of its own and the offset look-up below waits behind it.
+            if not request.found.done():  # else a read that began after we queued served us
+                batch = self._queued.pop(partition)
+                others = [r for r in batch if r is not request]
+                try:
+                    found = await self._read_keys(partition, min(r.start for r in batch), {r.key for r in batch})
+                except asyncio.CancelledError:  # our actor stopped: the next reader serves the rest
+                    self._queued.setdefault(partition, []).extend(others)
+                    raise
+                except Exception as exc:  # theirs too: each caller decides whether to retry
+                    for r in others:
+                        r.found.set_exception(exc)
+                    raise
+                for r in batch:
+                    if not r.found.done():
+                        r.found.set_result(found.get(r.key, []))
+        return request.found.result()
+
+    async def _read_keys(self, partition: int, start: int, keys: set[bytes]) -> dict[bytes, list[Event]]:
+        """The events of `keys` in events p from `start` to the read-committed end as it is now."""
+        tp = TopicPartition(self._topic, partition)
+        found: dict[bytes, list[Event]] = {}
+        self._tail.assign([tp])
+        # Paused until we read: otherwise the background fetcher starts a long poll
+        # of its own and the offset look-up below waits behind it.
+        self._tail.pause(tp)
+        # `wakeline.events` is written only in transactions, so the offset right
+        # before the read-committed end is always a commit (or abort) marker. The
+        # client never hands a marker back nor moves its position past one, so the
+        # tail is read once the position reaches it.
+        last = (await self._tail.end_offsets([tp]))[tp] - 1
+        if start >= last:
+            return found
+        self._tail.seek(tp, start)
+        self._tail.resume(tp)
+        try:
+            await asyncio.wait_for(self._read_until(tp, last, keys, found), self._tail_deadline_s)
+        except asyncio.TimeoutError:
+            raise WakeIncomplete(f"{self._topic}[{partition}]: the tail read did not reach offset {last}"
+                                 f" within {self._tail_deadline_s:g} s") from None
+        finally:
             self._tail.pause(tp)
-            # `wakeline.events` is written only in transactions, so the offset right
-            # before the read-committed end is always a commit (or abort) marker. The
-            # client never hands a marker back nor moves its position past one, so the
-            # tail is read once the position reaches it.
-            last = (await self._tail.end_offsets([tp]))[tp] - 1
-            if start >= last:
-                return found
-            self._tail.seek(tp, start)
-            self._tail.resume(tp)
-            try:
-                await asyncio.wait_for(self._read_until(tp, last, key, found), self._tail_deadline_s)
-            except asyncio.TimeoutError:
-                raise WakeIncomplete(f"{EVENTS}[{partition}]: the tail read did not reach offset {last}"
-                                     f" within {self._tail_deadline_s:g} s") from None
-            finally:
-                self._tail.pause(tp)
         return found
 
-    async def _read_until(self, tp: TopicPartition, last: int, key: bytes, found: list[Event]) -> None:
+    async def _read_until(self, tp: TopicPartition, last: int, keys: set[bytes],
+                          found: dict[bytes, list[Event]]) -> None:
         # An empty poll is not the end: after a fence or during a slow fetch the next
         # records may still be on their way. Only the position says we are done.
         while await self._tail.position(tp) < last:
             records = (await self._tail.getmany(tp, timeout_ms=1000, max_records=5000)).get(tp, [])
-            found.extend(parse_event(r.value) for r in records if r.key == key)
+            for r in records:
+                if r.key in keys:
+                    found.setdefault(r.key, []).append(parse_event(r.value))
 
 
 class OpenTransactions:

@@ -1,0 +1,73 @@
+"""Concurrent wakes on one partition share tail reads, and each still gets exactly its own
+events: on the real broker, with transactional writes as the brain makes them."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from aiokafka.admin import NewTopic
+
+from runner_harness import reachable_kafka
+from tests.factories import LIVE, draft, sealed
+from wakeline.codec import encode
+from wakeline.kafka_io import make_admin, make_producer
+from wakeline.topics import partition_for
+from wakeline_brain.wake import SessionLoader, tail_consumer
+
+pytestmark = pytest.mark.kafka
+PARTITIONS = 2
+
+
+def sessions_on(partition: int, count: int) -> list[str]:
+    found: list[str] = []
+    while len(found) < count:
+        sid = f"tail-{uuid.uuid4().hex[:12]}"
+        if partition_for(sid, PARTITIONS) == partition:
+            found.append(sid)
+    return found
+
+
+async def test_twenty_concurrent_wakes_of_a_partition_take_two_reads_and_get_only_their_own_events() -> None:
+    settings = await reachable_kafka()
+    topic = f"test-tail-{uuid.uuid4().hex[:12]}"
+    admin = make_admin(settings)
+    await admin.start()
+    await admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
+    producer = make_producer(settings, transactional_id=f"test-tail-{uuid.uuid4().hex}")
+    tail = tail_consumer(settings)
+    await producer.start()
+    await tail.start()
+    try:
+        sids = sessions_on(0, 20)
+        logs = {sid: sealed([draft("session_created", f"c-{sid}", config={}, owner="user:t"),
+                             draft("user_message", f"m-{sid}", text=f"hello {sid}")], sid, stamps=LIVE)
+                for sid in sids}
+        other = sessions_on(1, 1)[0]  # the other partition: never read for these wakes
+        async with producer.transaction():
+            for sid, events in logs.items():
+                for event in events:
+                    await producer.send(topic, encode(event), key=sid.encode(), partition=0)
+            await producer.send(topic, encode(logs[sids[0]][0]), key=other.encode(), partition=1)
+
+        loader = SessionLoader(None, tail, topic=topic)  # type: ignore[arg-type] - tail reads need no database
+        reads: list[tuple[int, int]] = []
+        read_keys = loader._read_keys
+
+        async def counted(partition: int, start: int, keys: set[bytes]):
+            reads.append((partition, len(keys)))
+            return await read_keys(partition, start, keys)
+        loader._read_keys = counted  # type: ignore[method-assign]
+
+        found = await asyncio.wait_for(asyncio.gather(*(loader._read_tail(sid, 0, 0) for sid in sids)), 60)
+    finally:
+        await tail.stop()
+        await producer.stop()
+        await admin.delete_topics([topic])
+        await admin.close()
+    # The first wake reads alone; everything that queued behind it is served by one read.
+    assert reads == [(0, 1), (0, 19)]
+    for sid, events in zip(sids, found):
+        assert [(e.session_id, e.seq, e.event_id) for e in events] == \
+            [(e.session_id, e.seq, e.event_id) for e in logs[sid]], sid
