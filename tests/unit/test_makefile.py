@@ -1,4 +1,5 @@
-"""The Makefile's `.PHONY` names exactly the targets it defines, and `make test` lints first."""
+"""The Makefile's `.PHONY` names exactly the targets it defines; `make test` lints first and runs
+the suite under its own names, set up beside the demo's."""
 
 from __future__ import annotations
 
@@ -20,5 +21,26 @@ def test_phony_lists_exactly_the_targets():
 
 
 def test_make_test_runs_lint_before_the_suite():
-    assert targets()["test"] == ["up", "lint"]
+    assert targets()["test"] == ["test-up", "lint"]
     assert "ruff check libs services tests bench" in MAKEFILE and "/bin/mypy" in MAKEFILE
+
+
+def recipe(target: str) -> str:
+    return re.search(rf"^{target}:[^\n]*\n((?:\t[^\n]*\n)*)", MAKEFILE, re.M).group(1)
+
+
+def test_make_test_sets_up_and_runs_the_suite_under_its_own_names_and_leaves_the_demo_running():
+    names = re.search(r"^TEST_NAMES := (.*)$", MAKEFILE, re.M).group(1)
+    assert "WAKELINE_TOPIC_PREFIX=$(TEST_TOPIC_PREFIX)" in names
+    assert "WAKELINE_POSTGRES_DATABASE=$(TEST_DATABASE)" in names
+    assert re.search(r"^TEST_TOPIC_PREFIX \?= wakeline-test$", MAKEFILE, re.M)
+    assert re.search(r"^TEST_DATABASE \?= wakeline_test$", MAKEFILE, re.M)
+    setup = recipe("test-up")
+    assert setup.startswith("\t@export $(TEST_NAMES);")
+    assert all(step in setup for step in ("pg.sh up", "wakeline.migrate", "wakeline.admin topics",
+                                          "wakeline.admin acls"))
+    suite = recipe("test")
+    assert suite.startswith("\t@export $(TEST_NAMES);") and "pytest" in suite
+    assert "services.sh down" not in suite
+    for demo in ("demo", "bench", "chaos", "up"):
+        assert "TEST_NAMES" not in recipe(demo), demo
