@@ -11,7 +11,8 @@ principal (`WAKELINE_KAFKA_PASSWORDS__BRAIN=…`) and per Postgres role
 (`WAKELINE_POSTGRES_PASSWORDS__WAKELINE_SERVICE=…`): a process logs in to Kafka as
 `kafka_username` (each service's class names its own principal) with that principal's
 password, unless `WAKELINE_KAFKA_PASSWORD` is set; every `*_dsn` without a password gets
-its user's.
+its user's, and names `WAKELINE_POSTGRES_DATABASE` instead of its own database when that is
+set. `Naming` holds the topic prefix, which `wakeline.topics` alone reads.
 """
 
 from __future__ import annotations

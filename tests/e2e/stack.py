@@ -87,6 +87,7 @@ class Stack:
         env.update({
             "WAKELINE_POLICY_DIR": str(ROOT / "tests" / "e2e" / "policies"),
             "WAKELINE_SANDBOX_ROOT": str(self.run_dir / "sandboxes"),
+            "WAKELINE_ARCHIVER_DATA_DIR": str(self.run_dir / "archiver"),  # not the demo archiver's
             "WAKELINE_HTTP_PORT": str(self.gateway_port),
             "WAKELINE_IDLE_EVICT_S": "60",
         })
