@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-MAKEFILE = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+MAKEFILE = (ROOT / "Makefile").read_text()
 
 
 def targets() -> dict[str, list[str]]:
@@ -44,3 +45,11 @@ def test_make_test_sets_up_and_runs_the_suite_under_its_own_names_and_leaves_the
     assert "services.sh down" not in suite
     for demo in ("demo", "bench", "chaos", "up"):
         assert "TEST_NAMES" not in recipe(demo), demo
+
+
+def test_a_test_run_by_hand_defaults_to_the_names_make_test_sets_up():
+    conftest = (ROOT / "tests" / "conftest.py").read_text()
+    prefix = re.search(r"^TEST_TOPIC_PREFIX \?= (\S+)$", MAKEFILE, re.M).group(1)
+    database = re.search(r"^TEST_DATABASE \?= (\S+)$", MAKEFILE, re.M).group(1)
+    assert f'os.environ.setdefault("WAKELINE_TOPIC_PREFIX", "{prefix}")' in conftest
+    assert f'os.environ.setdefault("WAKELINE_POSTGRES_DATABASE", "{database}")' in conftest
