@@ -5,12 +5,19 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 export WAKELINE_ROOT := $(CURDIR)
+# The suite's own names (issue 13): its topics, consumer groups and transactional ids start
+# with TEST_TOPIC_PREFIX and its database is TEST_DATABASE, so `make test` never reads,
+# writes, joins or fences what `make demo` runs. demo, bench and chaos keep the defaults
+# (prefix `wakeline`, database `wakeline`).
+TEST_TOPIC_PREFIX ?= wakeline-test
+TEST_DATABASE ?= wakeline_test
+TEST_NAMES := WAKELINE_TOPIC_PREFIX=$(TEST_TOPIC_PREFIX) WAKELINE_POSTGRES_DATABASE=$(TEST_DATABASE)
 
-.PHONY: help deps venv up down status lint test unit integration demo bench chaos
+.PHONY: help deps venv up test-up down status lint test unit integration demo bench chaos
 
 help:
 	@echo "make demo   run an agent session end to end on the local stack"
-	@echo "make test   install, start the stack, lint, run the whole suite"
+	@echo "make test   install, start the stack, lint, run the whole suite (topics wakeline-test.*, db wakeline_test)"
 	@echo "make lint   ruff on libs, services, tests and bench; mypy (strict) on libs"
 	@echo "make up / make down / make status   the local stack (Kafka + Postgres; passwords in .data/credentials.env)"
 	@echo "make bench  print measured figures as JSON lines"
@@ -33,6 +40,11 @@ up: deps venv
 	@$(PY) -m wakeline.admin topics
 	@$(PY) -m wakeline.admin acls
 
+# The suite's database (created, migrated), topics and ACLs, beside the demo's on the same stack.
+test-up: up
+	@export $(TEST_NAMES); bash deploy/postgres/pg.sh up && $(PY) -m wakeline.migrate \
+	  && $(PY) -m wakeline.admin topics && $(PY) -m wakeline.admin acls
+
 down:
 	@bash deploy/services.sh down 2>/dev/null || true
 	@bash deploy/kafka/kafka.sh down
@@ -47,18 +59,17 @@ status:
 lint: venv
 	@rc=0; $(VENV)/bin/ruff check libs services tests bench || rc=1; $(VENV)/bin/mypy || rc=1; exit $$rc
 
-# The suite runs its own services; demo ones would join the same consumer groups.
-test: up lint
-	@bash deploy/services.sh down >/dev/null
-	@start=$$(date +%s); \
+# The suite runs its own services under its own names; the demo's may keep running.
+test: test-up lint
+	@export $(TEST_NAMES); start=$$(date +%s); \
 	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
 	echo "make test: suite wall time $$(( $$(date +%s) - start ))s"; exit $$rc
 
 unit: venv
-	$(PY) -m pytest -q tests/unit
+	export $(TEST_NAMES); $(PY) -m pytest -q tests/unit
 
-integration: up
-	$(PY) -m pytest -q tests/integration
+integration: test-up
+	export $(TEST_NAMES); $(PY) -m pytest -q tests/integration
 
 demo: up
 	@bash deploy/demo.sh

@@ -38,7 +38,7 @@ from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS, event_row
 from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
-from wakeline.topics import EVENTS, partition_for, record_key
+from wakeline.topics import ARCHIVER_GROUP, EVENTS, partition_for, record_key
 from wakeline_archiver.lag import LagProbe
 
 TICK_S = 0.1
@@ -78,7 +78,7 @@ def _start_archiver(group: str) -> subprocess.Popen:
 
 async def archiver_rate(sessions: int, per_session: int) -> dict:
     settings = CommonSettings()
-    group = f"wakeline-archiver-bench-{uuid.uuid4().hex[:8]}"
+    group = f"{ARCHIVER_GROUP}-bench-{uuid.uuid4().hex[:8]}"
     batch = [session_events(per_session) for _ in range(sessions)]
     events = [e for s in batch for e in s]
     ids = [s[0].session_id for s in batch]
@@ -142,7 +142,7 @@ async def insert_rate(sessions: int, per_session: int) -> dict:
 async def lag_under_load(rate: float, seconds: float, sessions: int = 200) -> dict:
     """The archiver's lag while `rate` events/s arrive for `seconds`, round-robin over `sessions`."""
     settings = CommonSettings()
-    group = f"wakeline-archiver-bench-lag-{uuid.uuid4().hex[:8]}"
+    group = f"{ARCHIVER_GROUP}-bench-lag-{uuid.uuid4().hex[:8]}"
     per_tick = max(1, round(rate * TICK_S))
     per_session = -(-per_tick * round(seconds / TICK_S) // sessions)
     chains = [session_events(per_session) for _ in range(sessions)]

@@ -41,7 +41,7 @@ async def superuser() -> asyncpg.Connection:
     status = subprocess.run(["bash", str(ROOT / "deploy/postgres/pg.sh"), "status"], capture_output=True, text=True)
     fields = dict(line.split("=", 1) for line in status.stdout.splitlines() if "=" in line)
     return await asyncpg.connect(host=fields["socket_dir"], port=int(fields["port"]), user="postgres",
-                                 database="wakeline")
+                                 database=CommonSettings().database)
 
 
 async def service() -> asyncpg.Connection:

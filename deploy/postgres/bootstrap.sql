@@ -4,6 +4,9 @@
 -- (from the generated .data/credentials.env, so an old cluster's role-name passwords are
 -- replaced on the next `make up`), and by compose-bootstrap.sh in docker-compose.
 -- Callers run psql with ON_ERROR_STOP, so a refusal below stops it with an error.
+-- The database is `wakeline` unless the psql variable `database` names another (pg.sh passes
+-- WAKELINE_POSTGRES_DATABASE: `make test` makes `wakeline_test` beside the demo's); the roles
+-- are the cluster's, shared by every database it holds.
 \if :{?owner_password}
 \else
   DO $$ BEGIN RAISE EXCEPTION 'bootstrap.sql: psql variables owner_password, service_password and maintenance_password are required'; END $$;
@@ -27,10 +30,14 @@ SELECT :'owner_password' IN ('', 'wakeline_owner') OR :'service_password' IN (''
 ALTER ROLE wakeline_owner PASSWORD :'owner_password';
 ALTER ROLE wakeline_service PASSWORD :'service_password';
 ALTER ROLE wakeline_maintenance PASSWORD :'maintenance_password';
-SELECT 'CREATE DATABASE wakeline OWNER wakeline_owner ENCODING ''UTF8'' TEMPLATE template0'
-WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'wakeline') \gexec
-ALTER DATABASE wakeline OWNER TO wakeline_owner;
-REVOKE ALL ON DATABASE wakeline FROM PUBLIC;
-GRANT CONNECT ON DATABASE wakeline TO wakeline_service, wakeline_maintenance;
-\connect wakeline
+\if :{?database}
+\else
+  \set database wakeline
+\endif
+SELECT format('CREATE DATABASE %I OWNER wakeline_owner ENCODING ''UTF8'' TEMPLATE template0', :'database')
+WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = :'database') \gexec
+ALTER DATABASE :"database" OWNER TO wakeline_owner;
+REVOKE ALL ON DATABASE :"database" FROM PUBLIC;
+GRANT CONNECT ON DATABASE :"database" TO wakeline_service, wakeline_maintenance;
+\connect :"database"
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;

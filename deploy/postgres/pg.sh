@@ -2,6 +2,7 @@
 # Local Postgres for Wakeline: one private cluster, no Docker, no system service.
 #
 #   pg.sh up       install the server if missing, initdb once, start, bootstrap roles+db
+#                  (run again with another WAKELINE_POSTGRES_DATABASE: adds that database)
 #   pg.sh down     stop (fast), idempotent
 #   pg.sh status   key=value lines (state, pid, port, data, socket_dir, log); exit 3 if stopped
 #
@@ -9,6 +10,8 @@
 #   WAKELINE_ROOT     repo root (default: two levels above this script)
 #   WAKELINE_PG_PORT  TCP port on 127.0.0.1 (default 15432)
 #   WAKELINE_PG_DATA  data directory (default $ROOT/.data/postgres)
+#   WAKELINE_POSTGRES_DATABASE  the database `up` creates (default wakeline; `make test`
+#                     sets wakeline_test); the roles are the cluster's, one set for all
 #   WAKELINE_CREDENTIALS_FILE  the roles' passwords (default $ROOT/.data/credentials.env,
 #                     generated once by deploy/credentials.sh; re-applied on every `up`)
 #
@@ -20,6 +23,7 @@ set -euo pipefail
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="${WAKELINE_ROOT:-$(cd "$SCRIPT_DIR/../.." && pwd)}"
 PORT="${WAKELINE_PG_PORT:-15432}"
+DATABASE="${WAKELINE_POSTGRES_DATABASE:-wakeline}"
 DATA="${WAKELINE_PG_DATA:-$ROOT/.data/postgres}"
 PG_USER=postgres
 START_TIMEOUT=30
@@ -29,6 +33,7 @@ die() { echo "pg.sh: $*" >&2; exit 1; }
 say() { echo "pg.sh: $*"; }
 
 case "$DATA" in /*) ;; *) DATA="$PWD/$DATA" ;; esac
+[[ "$DATABASE" =~ ^[A-Za-z0-9_]{1,63}$ ]] || die "WAKELINE_POSTGRES_DATABASE must be 1-63 letters, digits or _: '$DATABASE'"
 HASH="$(printf '%s' "$DATA" | sha256sum | cut -c1-10)"
 FALLBACK_BASE="/var/tmp/wakeline-pg-$HASH"
 
@@ -190,6 +195,7 @@ bootstrap() {
             var="WAKELINE_POSTGRES_PASSWORDS__WAKELINE_$(tr a-z A-Z <<<"$role")"
             echo "\\set ${role}_password '$(bash "$CREDENTIALS" get "$var")'"
         done
+        echo "\\set database '$DATABASE'"
         cat "$ROOT/deploy/postgres/bootstrap.sql"
     } | psql_super "$bindir" "$sockdir" postgres
 }
@@ -203,7 +209,7 @@ cmd_up() {
     init_cluster "$bindir"
     start_server "$bindir" "$sockdir"
     bootstrap "$bindir" "$sockdir"
-    say "ready: postgresql://wakeline_service@127.0.0.1:$PORT/wakeline (data $REAL_DATA)"
+    say "ready: postgresql://wakeline_service@127.0.0.1:$PORT/$DATABASE (data $REAL_DATA)"
 }
 
 cmd_down() {

@@ -4,7 +4,9 @@ of each service's principal (both idempotent; both as `admin`, the super user).
 Topics are created with the partition count, replication factor, min.insync.replicas,
 retention and max.message.bytes from the settings; an existing topic that contradicts
 them is reported as a warning (topic, key, found, wanted), see `kafka_io.ensure_topics`.
-The ACLs are `kafka_acls.GRANTS`. Migrations are `python -m wakeline.migrate`; this
+The ACLs are `kafka_acls.GRANTS`. Both act on the names of the topic prefix in force
+(`WAKELINE_TOPIC_PREFIX`, see `wakeline.topics`), so `make test` creates the suite's
+topics and grants beside the demo's. Migrations are `python -m wakeline.migrate`; this
 module only knows Kafka.
 """
 
@@ -17,6 +19,7 @@ import sys
 from wakeline.kafka_acls import create_acls
 from wakeline.kafka_io import ensure_topics
 from wakeline.settings import CommonSettings
+from wakeline.topics import PREFIX
 
 USAGE = ("usage: python -m wakeline.admin topics [--fix] | acls   (--fix: set retention.ms and "
          "min.insync.replicas of existing topics to the settings)")
@@ -26,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv == ["acls"]:
         count = asyncio.run(create_acls(CommonSettings()))
-        print(f"acls: {count} bindings for brain, runner, archiver and gateway (kafka_acls.GRANTS)")
+        print(f"acls: {count} bindings for brain, runner, archiver and gateway on prefix {PREFIX} "
+              "(kafka_acls.GRANTS)")
         return 0
     if argv not in (["topics"], ["topics", "--fix"]):
         print(USAGE, file=sys.stderr)
@@ -34,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="topics: %(levelname)s %(message)s")
     settings = CommonSettings()
     created = asyncio.run(ensure_topics(settings, fix=argv[1:] == ["--fix"]))
-    print(f"topics: {settings.partitions} partitions, replication {settings.replication_factor}, "
+    print(f"topics {PREFIX}.*: {settings.partitions} partitions, replication {settings.replication_factor}, "
           f"min.insync.replicas {settings.min_insync_replicas}, retention.ms {settings.events_retention_ms}; "
           f"created {created or 'none (all present)'}")
     return 0

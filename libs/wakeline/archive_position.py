@@ -3,8 +3,9 @@
 The archiver writes `archiver_offsets` and `archiver_quarantine` in the same transaction
 as the rows they describe; this module is how anyone else reads them (the brain, to know
 where the Kafka tail of a session begins), so no other service spells out those tables.
-`ARCHIVER_GROUP` is the archiver's Kafka consumer group, its faust app id and the
-`consumer_group` of those rows; tests run archivers under private groups.
+`ARCHIVER_GROUP` (named in `wakeline.topics`, `<prefix>-archiver`) is the archiver's Kafka
+consumer group, its faust app id and the `consumer_group` of those rows; tests run
+archivers under private groups.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 
 import asyncpg
 
-ARCHIVER_GROUP = "wakeline-archiver"
+from wakeline.topics import ARCHIVER_GROUP
+
+__all__ = ["ARCHIVER_GROUP", "Parked", "archived_next_offset", "parked_session"]
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,20 @@
 
 The broker denies whatever no ACL allows (`allow.everyone.if.no.acl.found=false`);
 `admin` is its super user (tools, topic creation, tests). Only the brain writes
-`wakeline.events`, in transactions whose ids start with its group id; the gateway writes
+`<prefix>.events`, in transactions whose ids start with its group id; the gateway writes
 the inbox and only reads the events feed; the runner reads tool calls and answers with
 tool results. Dead letters are written by whoever rejects a record (brain, runner,
-archiver). Groups and transactional ids are granted by prefix, so `WAKELINE_GROUP_ID`
-and friends may add a suffix (`wakeline-brain-blue`) and stay covered.
+archiver). Topics are granted by their literal names; groups and transactional ids by
+prefix (`<prefix>-brain`, ...), so `WAKELINE_GROUP_ID` and friends may add a suffix
+(`wakeline-brain-blue`) and stay covered.
 
-`python -m wakeline.admin acls` creates them (idempotent: the broker keeps one copy of
-an identical binding); the brain re-routes misplaced inputs to their right partition,
-hence its writes to its own input topics.
+`grants(names)` is the table for one topic prefix (`wakeline.topics.names`); `GRANTS` is
+the one in force. `python -m wakeline.admin acls` creates those (idempotent: the broker
+keeps one copy of an identical binding), so running it under the suite's
+`WAKELINE_TOPIC_PREFIX` adds the suite's grants beside the demo's; neither covers the
+other's names (`wakeline-brain` is not a prefix of `wakeline-test-brain`). The brain
+re-routes misplaced inputs to their right partition, hence its writes to its own input
+topics.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from aiokafka.protocol.admin import CreateAclsRequest
 
 from wakeline.kafka_io import make_admin
 from wakeline.settings import CommonSettings
-from wakeline.topics import DEAD_LETTER, EVENTS, INBOX, TOOL_CALLS, TOOL_RESULTS
+from wakeline.topics import NAMES, Names
 
 
 class Resource(IntEnum):  # Kafka's AclResourceType codes
@@ -56,20 +61,25 @@ def _group(principal: str, prefix: str) -> list[Grant]:
     return [Grant(principal, Operation.READ, Resource.GROUP, prefix, prefixed=True)]
 
 
-GRANTS: tuple[Grant, ...] = (
-    *_topics("brain", Operation.READ, INBOX, TOOL_RESULTS, EVENTS),
-    *_topics("brain", Operation.WRITE, EVENTS, TOOL_CALLS, DEAD_LETTER, INBOX, TOOL_RESULTS),
-    *_group("brain", "wakeline-brain"),
-    Grant("brain", Operation.WRITE, Resource.TRANSACTIONAL_ID, "wakeline-brain", prefixed=True),
-    *_topics("runner", Operation.READ, TOOL_CALLS),
-    *_topics("runner", Operation.WRITE, TOOL_RESULTS, DEAD_LETTER),
-    *_group("runner", "wakeline-runner"),
-    *_topics("archiver", Operation.READ, EVENTS, DEAD_LETTER),
-    *_topics("archiver", Operation.WRITE, DEAD_LETTER),
-    *_group("archiver", "wakeline-archiver"),
-    *_topics("gateway", Operation.WRITE, INBOX),
-    *_topics("gateway", Operation.READ, EVENTS),
-)
+def grants(n: Names) -> tuple[Grant, ...]:
+    """Every principal's grants on the topics, groups and transactional ids of `n`'s prefix."""
+    return (
+        *_topics("brain", Operation.READ, n.inbox, n.tool_results, n.events),
+        *_topics("brain", Operation.WRITE, n.events, n.tool_calls, n.dead_letter, n.inbox, n.tool_results),
+        *_group("brain", n.group("brain")),
+        Grant("brain", Operation.WRITE, Resource.TRANSACTIONAL_ID, n.group("brain"), prefixed=True),
+        *_topics("runner", Operation.READ, n.tool_calls),
+        *_topics("runner", Operation.WRITE, n.tool_results, n.dead_letter),
+        *_group("runner", n.group("runner")),
+        *_topics("archiver", Operation.READ, n.events, n.dead_letter),
+        *_topics("archiver", Operation.WRITE, n.dead_letter),
+        *_group("archiver", n.group("archiver")),
+        *_topics("gateway", Operation.WRITE, n.inbox),
+        *_topics("gateway", Operation.READ, n.events),
+    )
+
+
+GRANTS = grants(NAMES)
 
 
 async def create_acls(settings: CommonSettings, grants: tuple[Grant, ...] = GRANTS) -> int:

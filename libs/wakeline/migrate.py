@@ -16,6 +16,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import asyncpg
 
@@ -118,15 +119,16 @@ async def apply_migrations(dsn: str, directory: Path = MIGRATIONS_DIR) -> list[s
 
 def main() -> int:
     settings = AdminSettings()
+    database = urlsplit(settings.postgres_admin_dsn).path.lstrip("/")
     try:
         applied = asyncio.run(apply_migrations(settings.postgres_admin_dsn))
     except (MigrationError, asyncpg.PostgresError, OSError) as exc:
         print(f"migrate: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     for label in applied:
-        print(f"migrate: applied {label}")
+        print(f"migrate: {database}: applied {label}")
     if not applied:
-        print("migrate: nothing to apply, database is up to date")
+        print(f"migrate: nothing to apply, database {database} is up to date")
     return 0
 
 

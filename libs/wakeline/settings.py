@@ -11,7 +11,8 @@ principal (`WAKELINE_KAFKA_PASSWORDS__BRAIN=…`) and per Postgres role
 (`WAKELINE_POSTGRES_PASSWORDS__WAKELINE_SERVICE=…`): a process logs in to Kafka as
 `kafka_username` (each service's class names its own principal) with that principal's
 password, unless `WAKELINE_KAFKA_PASSWORD` is set; every `*_dsn` without a password gets
-its user's.
+its user's, and names `WAKELINE_POSTGRES_DATABASE` instead of its own database when that is
+set. `Naming` holds the topic prefix, which `wakeline.topics` alone reads.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from pydantic import SecretStr, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 _REPO = Path(__file__).resolve().parents[2]
+DEFAULT_TOPIC_PREFIX = "wakeline"  # what `make demo` runs under
 
 
 class _Location(BaseSettings):
@@ -43,6 +45,19 @@ class _Location(BaseSettings):
 
 def credentials_file() -> Path:
     return _Location().path
+
+
+class Naming(BaseSettings):
+    """The prefix of every topic, consumer group and transactional id (`WAKELINE_TOPIC_PREFIX`).
+
+    Read once, by `wakeline.topics` at import (its names are module constants every
+    service imports), so it is fixed for the life of a process. `make test` runs the
+    suite under `wakeline-test`, `make demo` under the default.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="WAKELINE_", extra="ignore")
+    # Characters Kafka allows in a topic name; short enough for `<prefix>.dead-letter`.
+    topic_prefix: str = Field(default=DEFAULT_TOPIC_PREFIX, pattern=r"^[A-Za-z0-9._-]{1,200}$")
 
 
 class MissingCredentials(RuntimeError):
@@ -78,6 +93,9 @@ class CommonSettings(BaseSettings):
     events_retention_ms: int = -1
     # The service role: INSERT and SELECT on events, never the owner.
     postgres_dsn: str = "postgresql://wakeline_service@127.0.0.1:15432/wakeline"
+    # When set, the database every `*_dsn` names (its path replaced): `make test` sets
+    # `wakeline_test`, so the suite and what it starts never write the demo's database.
+    postgres_database: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]{1,63}$")
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -98,11 +116,17 @@ class CommonSettings(BaseSettings):
         return init_settings, env_settings, credentials, file_secret_settings
 
     @model_validator(mode="after")
-    def _dsn_passwords(self) -> CommonSettings:
+    def _dsn_database_and_passwords(self) -> CommonSettings:
         for name in type(self).model_fields:
             if name.endswith("_dsn"):
-                setattr(self, name, with_password(getattr(self, name), self.postgres_passwords))
+                dsn = with_database(getattr(self, name), self.postgres_database)
+                setattr(self, name, with_password(dsn, self.postgres_passwords))
         return self
+
+    @property
+    def database(self) -> str:
+        """The database `postgres_dsn` names (every `*_dsn` names it when `postgres_database` is set)."""
+        return urlsplit(self.postgres_dsn).path.lstrip("/")
 
     def kafka_login(self) -> tuple[str, str]:
         """(principal, password) this process logs in to Kafka with."""
@@ -112,6 +136,11 @@ class CommonSettings(BaseSettings):
                 f"no Kafka password for principal {self.kafka_username!r}: set WAKELINE_KAFKA_PASSWORD, or run "
                 f"`make up`, which generates {credentials_file()} (WAKELINE_CREDENTIALS_FILE names another)")
         return self.kafka_username, password.get_secret_value()
+
+
+def with_database(dsn: str, database: str | None) -> str:
+    """`dsn` naming `database` instead of its own (unchanged when `database` is None)."""
+    return dsn if database is None else urlunsplit(urlsplit(dsn)._replace(path=f"/{database}"))
 
 
 def with_password(dsn: str, passwords: dict[str, SecretStr]) -> str:

@@ -1,4 +1,13 @@
-"""Topic names, record keys and partitioning: the one place that knows them.
+"""Topic names, consumer groups, record keys and partitioning: the one place that knows them.
+
+Every name one deployment's processes share comes from one prefix, `WAKELINE_TOPIC_PREFIX`
+(default `wakeline`): the five topics `<prefix>.inbox`, `<prefix>.events`, ..., and the
+services' consumer groups `<prefix>-brain`, `<prefix>-runner`, `<prefix>-archiver`, which
+the brain's transactional ids extend (`<prefix>-brain-p<p>`). The prefix is read once, at
+import, so the module constants below (`EVENTS`, `BRAIN_GROUP`, ...) are what every
+importer uses; `make test` sets `wakeline-test`, so the suite never reads, writes, joins
+or fences what `make demo` runs. `names(prefix)` gives another prefix's names (the ACLs,
+tests).
 
 Every record is keyed by session id and placed with murmur2 exactly as the Java client's
 default partitioner does (`toPositive(murmur2(key)) % partitions`), so a producer in any
@@ -9,12 +18,46 @@ sessions and the brain that owns inbox partition p is the single writer of event
 
 from __future__ import annotations
 
-INBOX = "wakeline.inbox"
-EVENTS = "wakeline.events"
-TOOL_CALLS = "wakeline.tool-calls"
-TOOL_RESULTS = "wakeline.tool-results"
-DEAD_LETTER = "wakeline.dead-letter"
-ALL_TOPICS = (INBOX, EVENTS, TOOL_CALLS, TOOL_RESULTS, DEAD_LETTER)
+from dataclasses import dataclass
+
+from wakeline.settings import DEFAULT_TOPIC_PREFIX, Naming
+
+
+@dataclass(frozen=True)
+class Names:
+    prefix: str
+    inbox: str
+    events: str
+    tool_calls: str
+    tool_results: str
+    dead_letter: str
+
+    @property
+    def all_topics(self) -> tuple[str, ...]:
+        return (self.inbox, self.events, self.tool_calls, self.tool_results, self.dead_letter)
+
+    def group(self, service: str) -> str:
+        """A service's consumer group (and, for the brain, the start of its transactional ids)."""
+        return f"{self.prefix}-{service}"
+
+
+def names(prefix: str) -> Names:
+    return Names(prefix, f"{prefix}.inbox", f"{prefix}.events", f"{prefix}.tool-calls", f"{prefix}.tool-results",
+                 f"{prefix}.dead-letter")
+
+
+DEFAULT_PREFIX = DEFAULT_TOPIC_PREFIX
+NAMES = names(Naming().topic_prefix)
+PREFIX = NAMES.prefix
+INBOX = NAMES.inbox
+EVENTS = NAMES.events
+TOOL_CALLS = NAMES.tool_calls
+TOOL_RESULTS = NAMES.tool_results
+DEAD_LETTER = NAMES.dead_letter
+ALL_TOPICS = NAMES.all_topics
+BRAIN_GROUP = NAMES.group("brain")
+RUNNER_GROUP = NAMES.group("runner")
+ARCHIVER_GROUP = NAMES.group("archiver")
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995

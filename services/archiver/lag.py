@@ -25,9 +25,9 @@ from aiokafka.structs import TopicPartition
 from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
-from wakeline.topics import EVENTS
+from wakeline.topics import ARCHIVER_GROUP, EVENTS
 
-DEFAULT_GROUP = "wakeline-archiver"
+DEFAULT_GROUP = ARCHIVER_GROUP
 # Distances up to this many offsets are read and counted; beyond, the distance is the lag.
 COUNTED_DISTANCE = 256
 _ARCHIVED = "SELECT partition, next_offset FROM archiver_offsets WHERE consumer_group = $1 AND topic = $2"

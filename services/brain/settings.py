@@ -9,11 +9,12 @@ from pydantic import AliasChoices, Field
 
 from wakeline.archive_position import ARCHIVER_GROUP
 from wakeline.settings import CommonSettings
+from wakeline.topics import BRAIN_GROUP
 
 
 class BrainSettings(CommonSettings):
     kafka_username: str = "brain"  # the only principal that may write wakeline.events
-    group_id: str = "wakeline-brain"
+    group_id: str = BRAIN_GROUP  # `<prefix>-brain`; its transactional ids are `<group_id>-p<p>`
     # The archive a wake reads: the same `WAKELINE_ARCHIVER_GROUP` the archiver runs under.
     archiver_group: str = ARCHIVER_GROUP
     host: str = Field(default_factory=socket.gethostname)

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from wakeline.kafka_io import make_producer
 from wakeline.pg import TenantPool
 from wakeline.postgres_store import PostgresEventStore
+from wakeline.topics import INBOX
 from wakeline_gateway.bodylimit import BodyLimit, body_cap
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.openapi import problem_openapi
@@ -55,7 +56,7 @@ async def events_feed(settings: GatewaySettings) -> AsyncIterator[FeedState]:
         yield FeedState(listeners, feed)
 
 
-DESCRIPTION = ("Commands go to wakeline.inbox; reads come from Postgres. Every error is an RFC 9457 "
+DESCRIPTION = (f"Commands go to {INBOX}; reads come from Postgres. Every error is an RFC 9457 "
                "problem (`application/problem+json`) with a machine-readable `code`.")
 
 

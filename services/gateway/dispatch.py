@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from wakeline.commands import CommandBase
 from wakeline.events import Event, InputRejected, MessageQueued, UserMessageReceived
 from wakeline.limits import RecordTooLarge, encoded_size
+from wakeline.topics import INBOX
 from wakeline_gateway.admission import admit, admit_command
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.idempotency import key_id_of, keyed
@@ -33,7 +34,7 @@ from wakeline_gateway.rejections import rejection_code, rejection_status
 from wakeline_gateway.shapes import CommandPublic
 from wakeline_gateway.store import SessionStore
 
-PENDING_NOTE = ("the command is on wakeline.inbox but no outcome was recorded within {:g} s; "
+PENDING_NOTE = ("the command is on " + INBOX + " but no outcome was recorded within {:g} s; "
                 "GET /v1/sessions/{}/events shows it when the brain has sequenced it")
 
 
@@ -158,7 +159,7 @@ class CommandDispatcher:
         except (KafkaError, TimeoutError) as err:
             # It may still land: a retry with the same Idempotency-Key is then the same command.
             what = type(err).__name__ if isinstance(err, KafkaError) else f"no ack in {self._submit_timeout_s:g} s"
-            raise ApiError(503, f"could not put the command on wakeline.inbox ({what}); retry with the same "
+            raise ApiError(503, f"could not put the command on {INBOX} ({what}); retry with the same "
                                 "Idempotency-Key", code="unavailable", headers={"Retry-After": "5"},
                            command_id=command.command_id) from err
 

@@ -9,13 +9,14 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from wakeline.settings import CommonSettings
+from wakeline.topics import RUNNER_GROUP
 
 
 class RunnerSettings(CommonSettings):
     kafka_username: str = "runner"
     # Relative paths are taken from the working directory at start (the repo for `make`).
     sandbox_root: Path = Path(".data/sandboxes")
-    group_id: str = "wakeline-runner"
+    group_id: str = RUNNER_GROUP  # `<prefix>-runner`
     host: str = Field(default_factory=socket.gethostname)
     # When the runner is root, each session's tools run as their own uid (and gid), taken
     # from [sandbox_uid_base, sandbox_uid_base + sandbox_uid_count) by a hash of the session:

@@ -87,10 +87,14 @@ class Stack:
         env.update({
             "WAKELINE_POLICY_DIR": str(ROOT / "tests" / "e2e" / "policies"),
             "WAKELINE_SANDBOX_ROOT": str(self.run_dir / "sandboxes"),
+            "WAKELINE_ARCHIVER_DATA_DIR": str(self.run_dir / "archiver"),  # not the demo archiver's
             "WAKELINE_HTTP_PORT": str(self.gateway_port),
             "WAKELINE_IDLE_EVICT_S": "60",
         })
-        for key in ("WAKELINE_KAFKA_BOOTSTRAP", "WAKELINE_POSTGRES_DSN", "WAKELINE_PARTITIONS"):
+        # Where the stack is and the names it runs under (`make test`: the suite's own topic
+        # prefix and database), so the services write where this process reads.
+        for key in ("WAKELINE_KAFKA_BOOTSTRAP", "WAKELINE_POSTGRES_DSN", "WAKELINE_PARTITIONS",
+                    "WAKELINE_TOPIC_PREFIX", "WAKELINE_POSTGRES_DATABASE"):
             if key in os.environ:
                 env[key] = os.environ[key]
         env.update(extra)

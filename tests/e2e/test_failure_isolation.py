@@ -16,7 +16,7 @@ from tests.e2e.stored_log import assert_log_whole, pg_rows, stored_events
 from wakeline import commands as c
 from wakeline.codec import encode
 from wakeline.kafka_io import kafka_auth
-from wakeline.topics import partition_for, record_key
+from wakeline.topics import BRAIN_GROUP, partition_for, record_key
 
 def rejections(sid: str) -> list:
     return [e.payload for e in stored_events(sid) if e.type == "input_rejected"]
@@ -82,7 +82,7 @@ def test_a_fenced_partition_writer_is_replaced_and_its_sessions_wake_and_complet
         # fences the brain's producer, as a zombie or a second brain would.
         producer = AIOKafkaProducer(bootstrap_servers=SETTINGS.kafka_bootstrap, **kafka_auth(SETTINGS),
                                     enable_idempotence=True,
-                                    transactional_id=f"wakeline-brain-p{partition}")
+                                    transactional_id=f"{BRAIN_GROUP}-p{partition}")
         await producer.start()
         await producer.stop()
     asyncio.run(fence())

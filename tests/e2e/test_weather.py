@@ -20,7 +20,7 @@ from tests.e2e.stored_log import assert_log_whole
 from tests.e2e.inbox_records import SETTINGS, assert_partition_serves, create, produce
 from tests.private_broker import held_partitions, private_broker_in_environ
 from wakeline.codec import encode
-from wakeline.topics import partition_for, record_key
+from wakeline.topics import ARCHIVER_GROUP, partition_for, record_key
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def broker(tmp_path_factory):
 def stack(broker, tmp_path_factory):
     require_database()
     with running_stack(tmp_path_factory.mktemp("e2e"),
-                       WAKELINE_ARCHIVER_GROUP=f"wakeline-archiver-weather-{uuid.uuid4().hex[:12]}") as stack:
+                       WAKELINE_ARCHIVER_GROUP=f"{ARCHIVER_GROUP}-weather-{uuid.uuid4().hex[:12]}") as stack:
         yield stack
 
 

@@ -102,7 +102,7 @@ async def superuser_connection() -> AsyncIterator[asyncpg.Connection]:
     if fields.get("state") != "running":
         pytest.skip(f"pg.sh status does not report a running local cluster: {status.stdout!r}")
     conn = await asyncpg.connect(host=fields["socket_dir"], port=int(fields["port"]),
-                                 user="postgres", database="wakeline", timeout=10)
+                                 user="postgres", database=CommonSettings().database, timeout=10)
     try:
         yield conn
     finally:

@@ -1,51 +1,41 @@
 """A Postgres restart under load is weather: the archiver waits it out and loses or doubles nothing.
 
-Restarts the cluster the test suite uses (deploy/postgres/pg.sh with the same
-environment), so it only runs where pg.sh manages the database the DSN names; it brings
-the cluster back up whatever happens. Sessions keep being written to Kafka throughout.
+Restarts a cluster of its own (`tests.private_postgres`: pg.sh on a free port, migrated),
+never the stack's, whose restart would also cut off the demo's services; it brings the
+cluster back up whatever happens. Sessions keep being written to Kafka throughout.
 """
 
 from __future__ import annotations
 
 import asyncio
-import subprocess
-from urllib.parse import urlparse
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from conftest_pg import PG_SH
 from archiver_harness import (
     Session, archived_all, archiver_settings, brain_producer, created, dead_letters_for, eventually, parked_row,
     private_topics, produce, require_stack, running_archiver, stored_events, turn,
 )
-from tests.requirements import require
+from tests.private_postgres import PrivatePostgres, private_postgres_in_environ
 from wakeline.pg import TenantPool
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 SESSIONS = 12
 
 
-def require_local_cluster(dsn: str) -> None:
-    """pg.sh must run the cluster the DSN points at: restarting any other would test nothing."""
-    status = subprocess.run(["bash", str(PG_SH), "status"], capture_output=True, text=True)
-    fields = dict(line.split("=", 1) for line in status.stdout.splitlines() if "=" in line)
-    require(fields.get("state") == "running" and fields.get("port") == str(urlparse(dsn).port),
-            f"pg.sh does not run the cluster at {urlparse(dsn).port}: {status.stdout!r}")
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[PrivatePostgres]:
+    with private_postgres_in_environ(tmp_path / "postgres") as cluster:
+        yield cluster
 
 
-async def pg_sh(command: str) -> None:
-    proc = await asyncio.create_subprocess_exec("bash", str(PG_SH), command, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.STDOUT)
-    out, _ = await proc.communicate()
-    assert proc.returncode == 0, f"pg.sh {command} failed: {out.decode(errors='replace')}"
-
-
-async def restart_postgres(down_for: float = 1.0) -> None:
+async def restart_postgres(cluster: PrivatePostgres, down_for: float = 1.0) -> None:
     try:
-        await pg_sh("down")
+        await asyncio.to_thread(cluster.command, "down")
         await asyncio.sleep(down_for)
     finally:
-        await pg_sh("up")
+        await asyncio.to_thread(cluster.command, "up")
 
 
 async def keep_writing(producer, settings, topic: str, sessions: list[Session], until: asyncio.Event) -> int:
@@ -60,10 +50,11 @@ async def keep_writing(producer, settings, topic: str, sessions: list[Session], 
     return rounds
 
 
-async def test_postgres_restart_under_load_loses_and_doubles_nothing_and_the_archiver_carries_on(tmp_path) -> None:
-    settings = archiver_settings(tmp_path)
+async def test_postgres_restart_under_load_loses_and_doubles_nothing_and_the_archiver_carries_on(
+        cluster: PrivatePostgres, tmp_path: Path) -> None:
+    settings = archiver_settings(tmp_path)  # built in the cluster's environment: its DSN is the cluster's
+    assert f":{cluster.port}/" in settings.postgres_dsn
     await require_stack(settings)
-    require_local_cluster(settings.postgres_dsn)
     sessions = [Session() for _ in range(SESSIONS)]
     restarted = asyncio.Event()
     async with private_topics(settings) as topics, brain_producer(settings) as producer, \
@@ -75,7 +66,7 @@ async def test_postgres_restart_under_load_loses_and_doubles_nothing_and_the_arc
         load = asyncio.create_task(keep_writing(producer, settings, topics.events, sessions, restarted))
         await asyncio.sleep(0.5)
         try:
-            await restart_postgres()
+            await restart_postgres(cluster)
         finally:
             restarted.set()
             rounds = await load

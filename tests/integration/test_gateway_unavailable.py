@@ -9,6 +9,7 @@ import pytest
 from gateway_harness import Seeder, created, gateway_settings, running_gateway
 from wakeline.kafka_io import make_producer
 from wakeline.pg import TenantPool
+from wakeline.topics import INBOX
 from wakeline_gateway.inbox import Inbox
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
@@ -27,5 +28,5 @@ async def test_a_command_kafka_cannot_take_is_a_503_problem_and_reads_go_on() ->
         answer = await client.post(f"/v1/sessions/{sid}/messages", json={"text": "hello?"})
         body = answer.json()
         assert (answer.status_code, body["code"], answer.headers["retry-after"]) == (503, "unavailable", "5")
-        assert answer.headers["content-type"] == "application/problem+json" and "wakeline.inbox" in body["detail"]
+        assert answer.headers["content-type"] == "application/problem+json" and INBOX in body["detail"]
         assert (await client.get(f"/v1/sessions/{sid}/events")).status_code == 200

@@ -1,4 +1,4 @@
-"""The Kafka on WAKELINE_KAFKA_PORT is a real Apache Kafka broker.
+"""The Kafka the settings name (WAKELINE_KAFKA_BOOTSTRAP) is a real Apache Kafka broker.
 
 Asks the broker itself, through kcat (librdkafka, independent of the Python
 client under test), for cluster metadata: broker id 1 must answer, and topics
@@ -9,7 +9,6 @@ Start the broker first: `bash deploy/kafka/kafka.sh up`.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -26,8 +25,7 @@ from wakeline.settings import CommonSettings
 
 pytestmark = pytest.mark.kafka
 
-PORT = int(os.environ.get("WAKELINE_KAFKA_PORT", "19092"))
-BOOTSTRAP = f"127.0.0.1:{PORT}"
+BOOTSTRAP = CommonSettings().kafka_bootstrap.split(",")[0]
 
 _TOPIC_LINE = re.compile(r'^\s*topic "(?P<name>[^"]+)" with (?P<partitions>\d+) partitions', re.M)
 _BROKER_LINE = re.compile(r"^\s*broker (?P<id>\d+) at (?P<addr>\S+)", re.M)

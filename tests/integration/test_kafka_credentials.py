@@ -21,7 +21,7 @@ from aiokafka.structs import TopicPartition
 from tests.private_broker import PrivateBroker, first_value_at, private_broker
 from wakeline.kafka_io import kafka_auth
 from wakeline.settings import CommonSettings
-from wakeline.topics import EVENTS, INBOX, TOOL_RESULTS
+from wakeline.topics import BRAIN_GROUP, EVENTS, INBOX, TOOL_RESULTS
 
 pytestmark = pytest.mark.kafka
 
@@ -79,7 +79,7 @@ async def test_the_gateway_may_not_write_tool_results_but_may_write_the_inbox(br
 
 
 async def test_the_runner_may_not_take_a_brain_transactional_id(broker: PrivateBroker) -> None:
-    client = producer(as_principal(broker, "runner"), transactional_id=f"wakeline-brain-p{uuid.uuid4().hex}")
+    client = producer(as_principal(broker, "runner"), transactional_id=f"{BRAIN_GROUP}-p{uuid.uuid4().hex}")
     with pytest.raises(TransactionalIdAuthorizationFailed):
         await asyncio.wait_for(client.start(), 60)
     await client.stop()
@@ -87,7 +87,7 @@ async def test_the_runner_may_not_take_a_brain_transactional_id(broker: PrivateB
 
 async def test_the_brain_writes_the_event_log_in_a_transaction(broker: PrivateBroker) -> None:
     marker = uuid.uuid4().hex.encode()
-    client = producer(as_principal(broker, "brain"), transactional_id=f"wakeline-brain-p{uuid.uuid4().hex}")
+    client = producer(as_principal(broker, "brain"), transactional_id=f"{BRAIN_GROUP}-p{uuid.uuid4().hex}")
     await asyncio.wait_for(client.start(), 60)
     try:
         async with client.transaction():

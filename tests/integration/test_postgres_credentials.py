@@ -37,15 +37,16 @@ async def test_a_role_cannot_log_in_with_its_name_as_password(role: str) -> None
     await require_postgres()
     host, port = _server()
     with pytest.raises(asyncpg.InvalidPasswordError):
-        await asyncpg.connect(host=host, port=port, user=role, password=role, database="wakeline", timeout=10)
+        await asyncpg.connect(host=host, port=port, user=role, password=role, database=CommonSettings().database,
+                              timeout=10)
 
 
 async def test_a_role_cannot_log_in_over_tcp_without_a_password() -> None:
     await require_postgres()
     host, port = _server()
     with pytest.raises((asyncpg.InvalidPasswordError, asyncpg.InvalidAuthorizationSpecificationError)):
-        await asyncpg.connect(host=host, port=port, user="wakeline_service", password="", database="wakeline",
-                              timeout=10)
+        await asyncpg.connect(host=host, port=port, user="wakeline_service", password="",
+                              database=CommonSettings().database, timeout=10)
 
 
 async def test_every_role_logs_in_with_the_settings_it_reads_from_the_file() -> None:

@@ -2,6 +2,7 @@
 
 from hypothesis import given, strategies as st
 
+from wakeline.topics import BRAIN_GROUP
 from wakeline_brain.assignor import plan
 
 
@@ -38,5 +39,5 @@ def test_every_partition_is_owned_once_and_sizes_differ_by_at_most_one(n, claims
 
 def test_a_brain_is_a_static_member_named_by_its_host_unless_told_otherwise():
     from wakeline_brain.settings import BrainSettings
-    assert BrainSettings(host="brain-7").group_instance_id == "wakeline-brain-brain-7"
+    assert BrainSettings(host="brain-7").group_instance_id == f"{BRAIN_GROUP}-brain-7"
     assert BrainSettings(host="brain-7", static_membership=False).group_instance_id is None

@@ -53,14 +53,35 @@ def test_plaintext_needs_no_password(credentials: Path) -> None:
 
 
 def test_every_dsn_without_a_password_gets_its_roles(credentials: Path) -> None:
-    at = "@127.0.0.1:15432/wakeline"  # given explicitly: the caller's environment may name other DSNs
-    assert CommonSettings(postgres_dsn=f"postgresql://wakeline_service{at}").postgres_dsn == \
+    at = "@db.example:5432/wakeline"  # given explicitly: the caller's environment may name other DSNs
+    own = {"postgres_database": None}  # and another database (make test's)
+    assert CommonSettings(postgres_dsn=f"postgresql://wakeline_service{at}", **own).postgres_dsn == \
         f"postgresql://wakeline_service:svc%2Fse%20cret{at}"
-    assert AdminSettings(postgres_admin_dsn=f"postgresql://wakeline_owner{at}").postgres_admin_dsn == \
+    assert AdminSettings(postgres_admin_dsn=f"postgresql://wakeline_owner{at}", **own).postgres_admin_dsn == \
         f"postgresql://wakeline_owner:owner-secret{at}"
     # No password for the maintenance role in this file: the DSN stays as it was.
     maintenance = f"postgresql://wakeline_maintenance{at}"
-    assert RetentionSettings(postgres_maintenance_dsn=maintenance).postgres_maintenance_dsn == maintenance
+    assert RetentionSettings(postgres_maintenance_dsn=maintenance, **own).postgres_maintenance_dsn == maintenance
+
+
+def test_postgres_database_names_the_database_of_every_dsn(credentials: Path) -> None:
+    at = "@db.example:5432"
+    common = CommonSettings(postgres_dsn=f"postgresql://wakeline_service{at}/wakeline", postgres_database="suite_db")
+    assert common.postgres_dsn == f"postgresql://wakeline_service:svc%2Fse%20cret{at}/suite_db"
+    assert common.database == "suite_db"
+    admin = AdminSettings(postgres_admin_dsn=f"postgresql://wakeline_owner:given{at}/wakeline?sslmode=require",
+                          postgres_database="suite_db")
+    assert admin.postgres_admin_dsn == f"postgresql://wakeline_owner:given{at}/suite_db?sslmode=require"
+    maintenance = RetentionSettings(postgres_maintenance_dsn=f"postgresql://wakeline_maintenance{at}/wakeline",
+                                    postgres_database="suite_db")
+    assert maintenance.postgres_maintenance_dsn == f"postgresql://wakeline_maintenance{at}/suite_db"
+    assert CommonSettings(postgres_dsn=f"postgresql://u{at}/wakeline", postgres_database=None).database == "wakeline"
+
+
+@pytest.mark.parametrize("name", ["", "wake-line", "a;b", "x" * 64])
+def test_a_database_name_that_is_not_a_plain_identifier_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="postgres_database"):
+        CommonSettings(postgres_database=name)
 
 
 def test_a_dsn_that_names_a_password_keeps_it() -> None:

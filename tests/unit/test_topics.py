@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from wakeline.topics import ALL_TOPICS, murmur2, partition_for, record_key
+from wakeline.topics import ALL_TOPICS, BRAIN_GROUP, PREFIX, murmur2, names, partition_for, record_key
 
 # org.apache.kafka.common.utils.UtilsTest#testMurmur2
 KAFKA_VECTORS = {
@@ -46,6 +46,13 @@ def test_record_key_is_the_utf8_session_id():
     assert record_key("sess-é") == "sess-é".encode()
 
 
-def test_topic_names_are_distinct_and_namespaced():
+def test_topic_names_are_distinct_and_namespaced_by_the_prefix_in_force():
     assert len(set(ALL_TOPICS)) == len(ALL_TOPICS)
-    assert all(t.startswith("wakeline.") for t in ALL_TOPICS)
+    assert all(t.startswith(f"{PREFIX}.") for t in ALL_TOPICS)
+    assert ALL_TOPICS == names(PREFIX).all_topics and BRAIN_GROUP == f"{PREFIX}-brain"
+
+
+def test_every_topic_and_group_is_named_from_one_prefix():
+    blue = names("blue")
+    assert blue.all_topics == ("blue.inbox", "blue.events", "blue.tool-calls", "blue.tool-results", "blue.dead-letter")
+    assert [blue.group(s) for s in ("brain", "runner", "archiver")] == ["blue-brain", "blue-runner", "blue-archiver"]
