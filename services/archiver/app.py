@@ -49,7 +49,7 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         events = EventArchiver(archive, Quarantine(pool, settings.archiver_group),
                                _dead_letter_sender(producer, topics.dead_letter))
         letters = DeadLetterArchiver(pool, settings.archiver_group)
-        app = build_app(settings, topics=topics, events=Handler(decode_all, events.archive_decoded),
+        app, batches = build_app(settings, topics=topics, events=Handler(decode_all, events.archive_decoded),
                         dead_letters=Handler(letter_rows, letters.archive_rows), gate=gate,
                         stored_positions=partial(_stored_positions, archive, topics, gate))
         reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
@@ -62,6 +62,7 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
             gate.close()
             await _drain(gate)
             await app.stop()
+            batches.cancel()
     if gate.failure is not None:
         raise gate.failure
     if app.crashed:
