@@ -37,6 +37,8 @@ INSERT_ROWS = (f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) SELECT * FROM u
                + ", ".join(f"${n}::{sql_type}[]" for n, (_, sql_type) in enumerate(COLUMNS, 1)) + ")")
 # RETURNING says which rows a concurrent writer had not already stored.
 INSERT_EVENTS = INSERT_ROWS + " ON CONFLICT DO NOTHING RETURNING session_id, seq"
+# Only how many: for a writer that checks what it skipped itself (the archiver).
+INSERT_NEW_EVENTS = INSERT_ROWS + " ON CONFLICT DO NOTHING"
 STORED_HASHES = """
 SELECT k.session_id, k.seq, k.hash FROM event_keys AS k
 JOIN unnest($1::text[], $2::bigint[]) AS b(session_id, seq) USING (session_id, seq)
@@ -168,6 +170,14 @@ async def insert_events(conn: asyncpg.Connection, events: Sequence[Event]) -> se
         return set()
     columns = list(zip(*(event_row(e) for e in events)))
     return {(r["session_id"], r["seq"]) for r in await conn.fetch(INSERT_EVENTS, *columns)}
+
+
+async def insert_new_events(conn: asyncpg.Connection, events: Sequence[Event]) -> int:
+    """`insert_events` without saying which: how many of the events it stored."""
+    if not events:
+        return 0
+    status = await conn.execute(INSERT_NEW_EVENTS, *zip(*(event_row(e) for e in events)))
+    return int(status.rsplit(" ", 1)[1])  # "INSERT 0 <rows>"
 
 
 async def stored_hashes(conn: asyncpg.Connection, keys: Sequence[Key]) -> dict[Key, str]:

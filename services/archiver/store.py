@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import asyncpg
 
-from wakeline.event_store import insert_events, stored_hashes
+from wakeline.event_store import insert_new_events, stored_hashes
 from wakeline.events import Event, SessionCreated
 from wakeline.pg import TenantPool
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
@@ -105,13 +105,14 @@ async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dr
     if not fresh:
         return 0
     # One statement for the whole group; what it did not insert, a concurrent archiver
-    # (the previous owner of a partition, mid-rebalance) had already stored.
-    inserted = await insert_events(conn, fresh)
-    skipped = [e for e in fresh if (e.session_id, e.seq) not in inserted]
-    if skipped:
-        check_skipped(skipped, await stored_hashes(conn, [(e.session_id, e.seq) for e in skipped]))
-    await _project_sessions(conn, [e for e in fresh if (e.session_id, e.seq) in inserted])
-    return len(inserted)
+    # (the previous owner of a partition, mid-rebalance) had already stored and
+    # committed (the insert waits for it), so it must hold the same hashes; its
+    # projection is then already in the rows `_project_sessions` reads, forward only.
+    inserted = await insert_new_events(conn, fresh)
+    if inserted < len(fresh):
+        check_skipped(fresh, await stored_hashes(conn, [(e.session_id, e.seq) for e in fresh]))
+    await _project_sessions(conn, fresh)
+    return inserted
 
 
 async def _project_sessions(conn: asyncpg.Connection, events: list[Event]) -> None:
