@@ -10,6 +10,7 @@ and infrastructure weather are not projection failures (see `archiver`, `weather
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from contextlib import AsyncExitStack
 from functools import partial
@@ -32,6 +33,7 @@ from wakeline_archiver.weather import ride_out
 
 log = logging.getLogger(__name__)
 DRAIN_TIMEOUT_S = 30.0
+GC_THRESHOLD = 50_000  # allocations between young-generation collections (default 700)
 
 
 async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedTopics = ArchivedTopics()) -> None:
@@ -55,6 +57,7 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
         try:
             await app.start()
+            _tune_collector()
             log.info("archiver %s started", settings.archiver_group)
             await _first_of(stop.wait(), gate.closed.wait(), app.wait_until_stopped())
         finally:
@@ -68,6 +71,14 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
     if app.crashed:
         raise RuntimeError(f"faust stopped the archiver: {app.crash_reason!r}") from app.crash_reason
     log.info("archiver %s stopped", settings.archiver_group)
+
+
+def _tune_collector() -> None:
+    """Decoding allocates several objects per event, none in cycles that outlive a batch; at
+    the default threshold (700) the cyclic collector ran every few events and re-walked
+    what start-up built (faust, clients, schemas). Collect less often; leave that alone."""
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 async def _stored_positions(archive: Archive, topics: ArchivedTopics, gate: BatchGate) -> dict[tuple[str, int], int]:
