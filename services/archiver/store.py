@@ -16,13 +16,13 @@ from collections.abc import Iterable, Sequence
 
 import asyncpg
 
-from wakeline.event_store import insert_new_events, stored_hashes
+from wakeline.event_store import insert_new_events, stored_hashes, stored_hashes_between
 from wakeline.events import Event, SessionCreated
 from wakeline.pg import TenantPool
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
 from wakeline.status import SESSION_COLUMNS, SessionRow
 from wakeline_archiver.conflict import (
-    Month, check_skipped, keys_to_look_up, refuse_retained_out, select_new, utc_month,
+    Month, check_skipped, refuse_retained_out, runs_to_look_up, select_new, utc_month,
 )
 from wakeline_archiver.rows import project_sessions
 
@@ -100,7 +100,7 @@ class Archive:
 
 async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dropped: set[Month]) -> int:
     """One tenant's share of the batch, in (session_id, seq) order."""
-    fresh = select_new(events, await stored_hashes(conn, keys_to_look_up(events)))
+    fresh = select_new(events, await stored_hashes_between(conn, runs_to_look_up(events)))
     refuse_retained_out(fresh, dropped)
     if not fresh:
         return 0
