@@ -37,9 +37,16 @@ INSERT_ROWS = (f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) SELECT * FROM u
                + ", ".join(f"${n}::{sql_type}[]" for n, (_, sql_type) in enumerate(COLUMNS, 1)) + ")")
 # RETURNING says which rows a concurrent writer had not already stored.
 INSERT_EVENTS = INSERT_ROWS + " ON CONFLICT DO NOTHING RETURNING session_id, seq"
+# Only how many: for a writer that checks what it skipped itself (the archiver).
+INSERT_NEW_EVENTS = INSERT_ROWS + " ON CONFLICT DO NOTHING"
 STORED_HASHES = """
 SELECT k.session_id, k.seq, k.hash FROM event_keys AS k
 JOIN unnest($1::text[], $2::bigint[]) AS b(session_id, seq) USING (session_id, seq)
+"""
+# The same, by runs of seqs (session_id, first, last): one index range per run, not a probe per key.
+STORED_HASHES_BETWEEN = """
+SELECT k.session_id, k.seq, k.hash FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS b(session_id, lo, hi)
+JOIN event_keys AS k ON k.session_id = b.session_id AND k.seq BETWEEN b.lo AND b.hi
 """
 SELECT_SESSION = f"SELECT {SELECT_LIST} FROM events WHERE session_id = $1 ORDER BY seq"
 SELECT_FIRST_CAUSED_BY = (f"SELECT {SELECT_LIST} FROM events WHERE session_id = $1 AND causation_id = $2 "
@@ -170,9 +177,23 @@ async def insert_events(conn: asyncpg.Connection, events: Sequence[Event]) -> se
     return {(r["session_id"], r["seq"]) for r in await conn.fetch(INSERT_EVENTS, *columns)}
 
 
+async def insert_new_events(conn: asyncpg.Connection, events: Sequence[Event]) -> int:
+    """`insert_events` without saying which: how many of the events it stored."""
+    if not events:
+        return 0
+    status = await conn.execute(INSERT_NEW_EVENTS, *zip(*(event_row(e) for e in events)))
+    return int(status.rsplit(" ", 1)[1])  # "INSERT 0 <rows>"
+
+
 async def stored_hashes(conn: asyncpg.Connection, keys: Sequence[Key]) -> dict[Key, str]:
     """The registered hash (event_keys) of each of `keys` that is stored."""
     rows = await conn.fetch(STORED_HASHES, [session_id for session_id, _ in keys], [seq for _, seq in keys])
+    return {(r["session_id"], r["seq"]): r["hash"] for r in rows}
+
+
+async def stored_hashes_between(conn: asyncpg.Connection, runs: Sequence[tuple[str, int, int]]) -> dict[Key, str]:
+    """The registered hash of every stored key within the (session_id, first seq, last seq) runs."""
+    rows = await conn.fetch(STORED_HASHES_BETWEEN, *(list(column) for column in zip(*runs))) if runs else []
     return {(r["session_id"], r["seq"]): r["hash"] for r in rows}
 
 

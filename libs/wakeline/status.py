@@ -8,7 +8,7 @@ yet is `new`. `advance` moves a `SessionRow` over one event, deriving its status
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Literal
 
@@ -85,8 +85,13 @@ def advance(prev: SessionRow | None, event: Event) -> SessionRow:
             if deleted_by is None:  # the first deletion is the one recorded
                 deleted_by, deleted_at = p.by, event.ts
     status = session_status(deleted=deleted_by is not None, ended=ended_reason is not None, in_turn=in_turn)
-    return replace(prev, status=status, last_seq=event.seq, last_hash=event.hash, updated_at=event.ts,
-                   ended_reason=ended_reason, title=title, deleted_by=deleted_by, deleted_at=deleted_at)
+    # Built field by field, not with dataclasses.replace: the archiver calls this once per
+    # event, and replace's introspection was most of its cost (issue 10).
+    return SessionRow(tenant=prev.tenant, session_id=prev.session_id, owner=prev.owner, title=title,
+                      model=prev.model, status=status, last_seq=event.seq, last_hash=event.hash,
+                      created_at=prev.created_at, updated_at=event.ts, ended_reason=ended_reason,
+                      parent_session_id=prev.parent_session_id, fork_seq=prev.fork_seq, deleted_at=deleted_at,
+                      deleted_by=deleted_by)
 
 
 def _opened(event: SessionCreated) -> SessionRow:

@@ -10,6 +10,7 @@ and infrastructure weather are not projection failures (see `archiver`, `weather
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from contextlib import AsyncExitStack
 from functools import partial
@@ -32,6 +33,7 @@ from wakeline_archiver.weather import ride_out
 
 log = logging.getLogger(__name__)
 DRAIN_TIMEOUT_S = 30.0
+GC_THRESHOLD = 50_000  # allocations between young-generation collections (default 700)
 
 
 async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedTopics = ArchivedTopics()) -> None:
@@ -49,12 +51,13 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         events = EventArchiver(archive, Quarantine(pool, settings.archiver_group),
                                _dead_letter_sender(producer, topics.dead_letter))
         letters = DeadLetterArchiver(pool, settings.archiver_group)
-        app = build_app(settings, topics=topics, events=Handler(decode_all, events.archive_decoded),
+        app, batches = build_app(settings, topics=topics, events=Handler(decode_all, events.archive_decoded),
                         dead_letters=Handler(letter_rows, letters.archive_rows), gate=gate,
                         stored_positions=partial(_stored_positions, archive, topics, gate))
         reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
         try:
             await app.start()
+            _tune_collector()
             log.info("archiver %s started", settings.archiver_group)
             await _first_of(stop.wait(), gate.closed.wait(), app.wait_until_stopped())
         finally:
@@ -62,11 +65,20 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
             gate.close()
             await _drain(gate)
             await app.stop()
+            batches.cancel()
     if gate.failure is not None:
         raise gate.failure
     if app.crashed:
         raise RuntimeError(f"faust stopped the archiver: {app.crash_reason!r}") from app.crash_reason
     log.info("archiver %s stopped", settings.archiver_group)
+
+
+def _tune_collector() -> None:
+    """Decoding allocates several objects per event, none in cycles that outlive a batch; at
+    the default threshold (700) the cyclic collector ran every few events and re-walked
+    what start-up built (faust, clients, schemas). Collect less often; leave that alone."""
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
 async def _stored_positions(archive: Archive, topics: ArchivedTopics, gate: BatchGate) -> dict[tuple[str, int], int]:

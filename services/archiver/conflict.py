@@ -60,10 +60,18 @@ def utc_month(ts: datetime) -> Month:
     return utc.year, utc.month
 
 
-def keys_to_look_up(events: Iterable[Event]) -> list[Key]:
-    """Each event's own key and its predecessor's: what `select_new` needs from the archive."""
-    keys = {(e.session_id, e.seq) for e in events} | {(e.session_id, e.seq - 1) for e in events if e.seq > 1}
-    return sorted(keys)
+def runs_to_look_up(events: Iterable[Event]) -> list[tuple[str, int, int]]:
+    """What `select_new` needs from the archive, each event's own key and its predecessor's,
+    as (session_id, first seq, last seq) runs: one per run of consecutive seqs (normally one
+    per session), each starting at its first event's predecessor. Reading a run is one index
+    range, where reading the keys one by one was a probe per event."""
+    runs: list[tuple[str, int, int]] = []
+    for session_id, seq in sorted({(e.session_id, e.seq) for e in events}):
+        if runs and runs[-1][0] == session_id and runs[-1][2] == seq - 1:
+            runs[-1] = (session_id, runs[-1][1], seq)
+        else:
+            runs.append((session_id, max(seq - 1, 1), seq))
+    return runs
 
 
 def select_new(events: Iterable[Event], stored: Mapping[Key, str]) -> list[Event]:

@@ -6,9 +6,10 @@ through or the gate closes. Data failures never reach the gate from the events
 archiver, which quarantines per session; anything that still raises here is a bug or
 a broken deployment, and the first one closes the gate: the failure is logged once,
 loudly, and kept for `app.run` to re-raise. Once the gate is closed
-(failure or shutdown) no new batch starts; agents park until faust cancels them. A
-parked agent never acknowledges its batch, so nothing of a failed batch is committed
-anywhere, and faust's supervisor never gets to restart an agent past it.
+(failure or shutdown) no new batch starts; a batch parked in the gate stays there until
+the app stops and cancels it (`stream.Batches.cancel`). Its Kafka offsets are never
+committed, nothing of it is committed anywhere, and its topic's pipeline, and with it
+the consumer's fetch loop, waits behind it, so nothing after it is stored either.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class BatchGate:
                 self._busy -= 1
                 if not self._busy:
                     self._quiet.set()
-        await asyncio.Future()  # parked until the app stops and cancels the agent
+        await asyncio.Future()  # parked until the app stops and cancels the batch
 
     def close(self) -> None:
         self.closed.set()

@@ -19,12 +19,12 @@ class ArchiverSettings(CommonSettings):
     # The Kafka consumer group, the faust app id and `archiver_offsets.consumer_group`
     # (others read how far the archive reaches through `wakeline.archive_position`).
     archiver_group: str = ARCHIVER_GROUP
-    # The most records one transaction takes. faust's `take` hands over what arrived within
-    # the window, so batches are small when the archive keeps up and grow to this under a
-    # backlog, where fewer, larger transactions (one commit, one look-up per batch) archive
-    # faster (issue 10: measured side by side in docs/benchmarks.md).
+    # The most records one transaction takes. The consumer's fetch loop (`transport.py`)
+    # hands over what arrived within the window, so batches are small when the archive
+    # keeps up and grow to this under a backlog, where fewer, larger transactions (one
+    # commit, one look-up per batch) archive faster (issue 10: docs/benchmarks.md).
     archiver_batch_size: int = Field(default=5000, ge=1, le=10_000)
-    # How long `take` gathers records before it hands over a smaller batch.
+    # How long the fetch loop gathers records after the first before it hands over a smaller batch.
     archiver_batch_window_s: float = Field(default=0.2, gt=0, le=10)
     # faust's datadir; no tables or RocksDB live there, only faust's own bookkeeping.
     archiver_data_dir: Path = Path(".data/archiver")

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Sequence
 
 import asyncpg
 
-from wakeline.event_store import insert_events, stored_hashes
+from wakeline.event_store import insert_new_events, stored_hashes, stored_hashes_between
 from wakeline.events import Event, SessionCreated
 from wakeline.pg import TenantPool
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
 from wakeline.status import SESSION_COLUMNS, SessionRow
 from wakeline_archiver.conflict import (
-    Month, check_skipped, keys_to_look_up, refuse_retained_out, select_new, utc_month,
+    Month, check_skipped, refuse_retained_out, runs_to_look_up, select_new, utc_month,
 )
 from wakeline_archiver.rows import project_sessions
 
@@ -100,18 +100,19 @@ class Archive:
 
 async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dropped: set[Month]) -> int:
     """One tenant's share of the batch, in (session_id, seq) order."""
-    fresh = select_new(events, await stored_hashes(conn, keys_to_look_up(events)))
+    fresh = select_new(events, await stored_hashes_between(conn, runs_to_look_up(events)))
     refuse_retained_out(fresh, dropped)
     if not fresh:
         return 0
     # One statement for the whole group; what it did not insert, a concurrent archiver
-    # (the previous owner of a partition, mid-rebalance) had already stored.
-    inserted = await insert_events(conn, fresh)
-    skipped = [e for e in fresh if (e.session_id, e.seq) not in inserted]
-    if skipped:
-        check_skipped(skipped, await stored_hashes(conn, [(e.session_id, e.seq) for e in skipped]))
-    await _project_sessions(conn, [e for e in fresh if (e.session_id, e.seq) in inserted])
-    return len(inserted)
+    # (the previous owner of a partition, mid-rebalance) had already stored and
+    # committed (the insert waits for it), so it must hold the same hashes; its
+    # projection is then already in the rows `_project_sessions` reads, forward only.
+    inserted = await insert_new_events(conn, fresh)
+    if inserted < len(fresh):
+        check_skipped(fresh, await stored_hashes(conn, [(e.session_id, e.seq) for e in fresh]))
+    await _project_sessions(conn, fresh)
+    return inserted
 
 
 async def _project_sessions(conn: asyncpg.Connection, events: list[Event]) -> None:

@@ -1,19 +1,19 @@
-"""The archiver's stream, a faust app: one agent per projected topic, each taking batches
-through the gate.
+"""The archiver's stream: a faust app whose consumer hands over whole batches
+(`transport.py`), and one pipeline per projected topic that stores them.
 
 A handler has two halves: `prepare` (pure CPU: decoding, rows) and `store` (the
-Postgres transaction). While batch N is being stored, the agent already takes and
-prepares batch N+1, so Python decodes while Postgres writes; batch N+1 is stored only
-after N's transaction committed, so batches still commit one at a time and in order.
-An agent acknowledges a batch's records only after its store returned, i.e. after the
-transaction holding them committed, so faust's own Kafka commits never run ahead of the
-archive. No faust tables, no RocksDB, no web server.
+Postgres transaction). While batch N is being stored, the next batch is already taken
+and prepared, so Python decodes while Postgres writes; batch N+1 is stored only after
+N's transaction committed, so batches still commit one at a time and in order. Kafka's
+copy of the offsets is committed only after the batch's transaction (which holds the
+archive's own offsets) committed, so it never runs ahead of the archive. No faust
+agents, streams or tables, no RocksDB, no web server.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -23,10 +23,13 @@ from aiokafka.helpers import create_ssl_context
 from wakeline.topics import DEAD_LETTER, EVENTS
 from wakeline_archiver.gate import BatchGate
 from wakeline_archiver.records import RawRecord
+from wakeline_archiver.rows import next_offsets
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.transport import ArchiverTransport, StoredPositions
 
 T = TypeVar("T")
+Offsets = Mapping[tuple[str, int], int]
+CommitPositions = Callable[[Offsets], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -43,8 +46,50 @@ class ArchivedTopics:
     dead_letter: str = DEAD_LETTER
 
 
+class Pipeline:
+    """One topic's batches: prepared ahead, stored through the gate one at a time, in order."""
+
+    def __init__(self, handler: Handler[Any], gate: BatchGate, commit: CommitPositions):
+        self._handler, self._gate, self._commit = handler, gate, commit
+        self._in_flight: asyncio.Future[None] | None = None
+
+    async def feed(self, records: Sequence[RawRecord]) -> None:
+        prepared = self._handler.prepare(records)
+        if self._in_flight is not None:
+            await self._in_flight  # one transaction at a time, in offset order
+        self._in_flight = asyncio.ensure_future(self._store(prepared, next_offsets(
+            (r.topic, r.partition, r.offset) for r in records)))
+
+    async def _store(self, prepared: Any, offsets: Offsets) -> None:
+        await self._gate.pass_batch(self._handler.store, prepared)  # returns only once committed
+        await self._commit(offsets)
+
+    def cancel(self) -> None:
+        """At stop: a batch still parked in the gate (a failed one) goes with the app."""
+        if self._in_flight is not None and not self._in_flight.done():
+            self._in_flight.cancel()
+
+
+class Batches:
+    """What the consumer hands each batch to (`transport.Batches`): split by topic."""
+
+    def __init__(self, settings: ArchiverSettings, pipelines: dict[str, Pipeline]):
+        self.size, self.window_s = settings.archiver_batch_size, settings.archiver_batch_window_s
+        self.pipelines = pipelines
+
+    async def feed(self, records: Sequence[RawRecord]) -> None:
+        for topic, pipeline in self.pipelines.items():
+            mine = [r for r in records if r.topic == topic]
+            if mine:
+                await pipeline.feed(mine)
+
+    def cancel(self) -> None:
+        for pipeline in self.pipelines.values():
+            pipeline.cancel()
+
+
 def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Handler, dead_letters: Handler,
-              gate: BatchGate, stored_positions: StoredPositions) -> faust.App:
+              gate: BatchGate, stored_positions: StoredPositions) -> tuple[faust.App, Batches]:
     app = faust.App(
         settings.archiver_group,  # also the Kafka consumer group
         broker=f"kafka://{settings.kafka_bootstrap}",
@@ -54,17 +99,23 @@ def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Han
         consumer_auto_offset_reset="earliest",
         broker_session_timeout=settings.archiver_session_timeout_s,
         broker_heartbeat_interval=min(3.0, settings.archiver_session_timeout_s / 5),
-        # Rebalances and shutdown do not wait for buffered records: the gate lets the
-        # batch in flight finish, and whatever was buffered is read again from the
-        # archive's offsets, where a redelivery is a no-op.
+        # Rebalances and shutdown do not wait for records taken: the gate lets the batch
+        # in flight finish, and whatever else was taken is read again from the archive's
+        # offsets, where a redelivery is a no-op.
         stream_wait_empty=False,
     )
-    app.transport = ArchiverTransport(app.conf.broker_consumer, app, stored_positions=stored_positions)
-    for topic, handler, name in ((topics.events, events, "archive-events"),
-                                 (topics.dead_letter, dead_letters, "archive-dead-letters")):
-        channel = app.topic(topic, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
-        app.agent(channel, name=name)(_batches(handler, settings, gate))
-    return app
+    batches = Batches(settings, {})
+
+    async def commit(offsets: Offsets) -> None:
+        await app.consumer.commit_positions(offsets)  # type: ignore[attr-defined]
+    app.transport = ArchiverTransport(app.conf.broker_consumer, app, stored_positions=stored_positions,
+                                      batches=batches)
+    for topic, handler in ((topics.events, events), (topics.dead_letter, dead_letters)):
+        # Subscribed through faust's conductor; acks off: faust never acknowledges these records.
+        app.topics.add(app.topic(topic, key_type=bytes, value_type=bytes, key_serializer="raw",
+                                 value_serializer="raw", acks=False))
+        batches.pipelines[topic] = Pipeline(handler, gate, commit)
+    return app, batches
 
 
 def _credentials(settings: ArchiverSettings) -> faust.SASLCredentials | None:
@@ -75,28 +126,3 @@ def _credentials(settings: ArchiverSettings) -> faust.SASLCredentials | None:
     tls = create_ssl_context() if settings.kafka_security_protocol == "SASL_SSL" else None
     return faust.SASLCredentials(username=principal, password=password, ssl_context=tls,
                                  mechanism=settings.kafka_sasl_mechanism)
-
-
-def _batches(handler: Handler[Any], settings: ArchiverSettings,
-             gate: BatchGate) -> Callable[[Any], Awaitable[None]]:
-    async def store_then_ack(stream: Any, prepared: Any, events: list[Any]) -> None:
-        await gate.pass_batch(handler.store, prepared)
-        for event in events:
-            await stream.ack(event)
-
-    async def agent(stream: Any) -> None:
-        in_flight: asyncio.Future[None] | None = None
-        try:
-            async for events in stream.noack_take(settings.archiver_batch_size,
-                                                  within=settings.archiver_batch_window_s):
-                prepared = handler.prepare([event.message for event in events])
-                if in_flight is not None:
-                    await in_flight  # one transaction at a time, in offset order
-                in_flight = asyncio.ensure_future(store_then_ack(stream, prepared, events))
-            if in_flight is not None:
-                await in_flight
-        finally:
-            # Cancelled by the app's stop: a batch still parked in the gate goes with the agent.
-            if in_flight is not None and not in_flight.done():
-                in_flight.cancel()
-    return agent

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
 
 from conftest_pg import (
-    fresh_session_id, fresh_tenant, insert_event_as, new_event, owner_connection,
+    INSERT_EVENT, fresh_session_id, fresh_tenant, insert_event_as, new_event, owner_connection,
     require_postgres, service_connection, set_tenant, superuser_connection,
 )
+from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS
 
 pytestmark = pytest.mark.postgres
 
@@ -141,8 +143,53 @@ async def test_every_partition_carries_always_enabled_guards() -> None:
     for row in rows:
         assert row["not_always"] == 0, row
         assert row["has_truncate"], row
-        assert {"events_record_key", "events_refuse_change"} <= set(row["always"]), row
+        assert {"events_record_keys", "events_refuse_change"} <= set(row["always"]), row
         assert row["rls"], row
+
+
+async def test_events_and_every_partition_register_keys_per_statement_always() -> None:
+    await require_postgres()
+    async with owner_connection() as conn:
+        await conn.execute("SELECT ensure_events_partition('2099-07-15T12:00:00Z')")
+        rows = await conn.fetch("""
+            SELECT c.relname, t.tgenabled::text AS enabled, t.tgtype & 1 = 0 AS per_statement,
+                   t.tgnewtable IS NOT NULL AS transition_table
+            FROM pg_class c LEFT JOIN pg_trigger t ON t.tgrelid = c.oid AND t.tgname = 'events_record_keys'
+            WHERE c.oid = 'events'::regclass
+               OR c.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass)""")
+    assert {"events", "events_y2099m07"} <= {r["relname"] for r in rows}
+    for row in rows:
+        assert (row["enabled"], row["per_statement"], row["transition_table"]) == ("A", True, True), row
+
+
+async def test_a_many_row_insert_registers_every_key() -> None:
+    await require_postgres()
+    tenant, session_id = fresh_tenant(), fresh_session_id()
+    events = [new_event(tenant, session_id, seq=seq) for seq in (1, 2, 3)]
+    async with service_connection() as conn:
+        async with conn.transaction():
+            await set_tenant(conn, tenant)
+            await conn.execute(INSERT_ROWS, *([json.dumps(e[c]) if c == "payload" else e[c] for e in events]
+                                              for c in EVENT_COLUMNS))
+        async with conn.transaction():
+            await set_tenant(conn, tenant)
+            keys = await conn.fetch("SELECT seq, event_id, hash FROM event_keys WHERE session_id = $1 ORDER BY seq",
+                                    session_id)
+    assert [tuple(k) for k in keys] == [(e["seq"], e["event_id"], e["hash"]) for e in events]
+
+
+async def test_an_insert_into_a_partition_by_name_registers_its_key() -> None:
+    await require_postgres()
+    tenant, session_id = fresh_tenant(), fresh_session_id()
+    event = new_event(tenant, session_id)
+    async with owner_connection() as conn:
+        partition = await conn.fetchval("SELECT ensure_events_partition($1)", event["ts"])
+        async with conn.transaction():
+            await set_tenant(conn, tenant)
+            await conn.execute(INSERT_EVENT.replace("INSERT INTO events ", f"INSERT INTO {partition} "),
+                               *(json.dumps(event[c]) if c == "payload" else event[c] for c in EVENT_COLUMNS))
+            key = await conn.fetchval("SELECT event_id FROM event_keys WHERE session_id = $1 AND seq = 1", session_id)
+    assert key == event["event_id"]
 
 
 async def test_event_with_existing_session_and_seq_but_other_ts_is_refused() -> None:

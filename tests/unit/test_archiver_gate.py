@@ -1,4 +1,4 @@
-"""`BatchGate`: weather is retried; any other failing batch closes the gate, parks its agent and is kept."""
+"""`BatchGate`: weather is retried; any other failing batch closes the gate, parks its batch and is kept."""
 
 from __future__ import annotations
 
@@ -20,20 +20,20 @@ async def test_successful_batch_passes_and_the_gate_stays_open() -> None:
     assert seen == [[1, 2]] and not gate.closed.is_set() and gate.failure is None
 
 
-async def test_failing_batch_parks_the_agent_closes_the_gate_and_keeps_the_error() -> None:
+async def test_failing_batch_parks_its_pipeline_closes_the_gate_and_keeps_the_error() -> None:
     gate = BatchGate()
 
     async def handle(batch):
         raise RuntimeError("database went away")
 
-    agent = asyncio.create_task(gate.pass_batch(handle, [1]))
+    parked = asyncio.create_task(gate.pass_batch(handle, [1]))
     await asyncio.wait_for(gate.closed.wait(), 1)
     await asyncio.sleep(0.01)
-    assert not agent.done()  # parked: it never returns, so its batch is never acknowledged
+    assert not parked.done()  # parked: it never returns, so its offsets are never committed
     assert str(gate.failure) == "database went away"
-    agent.cancel()
+    parked.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await agent
+        await parked
 
 
 async def test_closed_gate_lets_the_batch_in_flight_finish_and_no_new_one_start() -> None:

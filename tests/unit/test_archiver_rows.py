@@ -10,7 +10,7 @@ from wakeline.codec import DeadLetter, MalformedRecord, encode
 from wakeline.event_store import EVENT_COLUMNS, event_row
 from wakeline.fold import fold
 from wakeline.status import SessionRow, advance
-from wakeline_archiver.conflict import BrokenChain, ConflictingEvent, check_skipped, keys_to_look_up, select_new
+from wakeline_archiver.conflict import BrokenChain, ConflictingEvent, check_skipped, runs_to_look_up, select_new
 from wakeline_archiver.dead_letters import UNPARSEABLE, letter_row
 from wakeline_archiver.records import decode_event
 from wakeline_archiver.rows import next_offsets, project_sessions
@@ -99,10 +99,12 @@ def test_select_new_requires_each_new_event_to_continue_the_archived_chain() -> 
         select_new(events[2:3], {("sess-1", 2): other[1].hash})  # a fork
 
 
-def test_keys_to_look_up_are_the_events_and_their_predecessors() -> None:
+def test_runs_to_look_up_cover_the_events_and_their_predecessors_one_run_per_consecutive_seqs() -> None:
     events = log()
-    assert keys_to_look_up(events[:2]) == [("sess-1", 1), ("sess-1", 2)]
-    assert keys_to_look_up(events[4:6]) == [("sess-1", 4), ("sess-1", 5), ("sess-1", 6)]
+    assert runs_to_look_up(events[:2]) == [("sess-1", 1, 2)]
+    assert runs_to_look_up(events[4:6]) == [("sess-1", 4, 6)]
+    # a gap starts a new run at its predecessor, so a stray far seq never widens a run
+    assert runs_to_look_up([events[5], events[1], events[2]]) == [("sess-1", 1, 3), ("sess-1", 5, 6)]
 
 
 def test_check_skipped_accepts_only_identical_concurrent_writes() -> None:
