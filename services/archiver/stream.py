@@ -52,6 +52,8 @@ class Pipeline:
     def __init__(self, handler: Handler[Any], gate: BatchGate, commit: CommitPositions):
         self._handler, self._gate, self._commit = handler, gate, commit
         self._in_flight: asyncio.Future[None] | None = None
+        self._to_commit: dict[tuple[str, int], int] = {}
+        self._committing: asyncio.Future[None] | None = None
 
     async def feed(self, records: Sequence[RawRecord]) -> None:
         prepared = self._handler.prepare(records)
@@ -62,12 +64,25 @@ class Pipeline:
 
     async def _store(self, prepared: Any, offsets: Offsets) -> None:
         await self._gate.pass_batch(self._handler.store, prepared)  # returns only once committed
-        await self._commit(offsets)
+        self._commit_later(offsets)
+
+    def _commit_later(self, offsets: Offsets) -> None:
+        """Kafka's copy, off the batch path: one commit in flight, the newest positions next."""
+        for key, at in offsets.items():
+            self._to_commit[key] = max(at, self._to_commit.get(key, 0))
+        if self._committing is None or self._committing.done():
+            self._committing = asyncio.ensure_future(self._commit_pending())
+
+    async def _commit_pending(self) -> None:
+        while self._to_commit:
+            offsets, self._to_commit = self._to_commit, {}
+            await self._commit(offsets)
 
     def cancel(self) -> None:
         """At stop: a batch still parked in the gate (a failed one) goes with the app."""
-        if self._in_flight is not None and not self._in_flight.done():
-            self._in_flight.cancel()
+        for task in (self._in_flight, self._committing):
+            if task is not None and not task.done():
+                task.cancel()
 
 
 class Batches:

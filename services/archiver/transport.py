@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from time import monotonic
 from typing import Any, Protocol
 
+from aiokafka.structs import OffsetAndMetadata, TopicPartition
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
@@ -102,8 +103,26 @@ class ArchiverConsumer(driver.Consumer):
         return taken
 
     async def commit_positions(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        """Kafka's copy of positions the archive already holds (tooling; never read back)."""
-        await self._commit({TP(topic, partition): at for (topic, partition), at in offsets.items()})
+        """Kafka's copy of positions the archive already holds (tooling; never read back).
+
+        Not through faust's `_commit`, which crashes the consumer (and so the archiver) on
+        an unexpected commit error: a copy that is late or missing costs tooling a stale
+        figure, never the archive, so a failure is logged and the next batch tries again."""
+        thread = self._thread
+
+        async def commit() -> None:
+            consumer = thread._ensure_consumer()
+            assigned = consumer.assignment()
+            mine = {TopicPartition(t, p): OffsetAndMetadata(at, "") for (t, p), at in offsets.items()
+                    if TopicPartition(t, p) in assigned}
+            if not mine:
+                return
+            try:
+                await consumer.commit(mine)
+            except Exception as exc:  # noqa: BLE001 - see above
+                log.warning("Kafka's copy of the archive's offsets was not committed (%r); the archive "
+                            "holds them, the next batch commits again", exc)
+        await thread.call_thread(commit)
 
 
 class ArchiverTransport(driver.Transport):
