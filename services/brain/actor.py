@@ -199,7 +199,7 @@ class SessionActor:
         self._held.append(token)
 
     async def _reject_malformed(self, bad: "MalformedInput") -> None:
-        if self.state.status != "new" and bad.command_id not in self.state.seen_inputs:
+        if self.state.status != "new" and not self.state.has_seen(bad.command_id):
             rejected = e.InputRejectedPayload(command_id=bad.command_id, code=bad.code, reason=bad.reason)
             await self._append([Draft(payload=rejected, actor="system:brain",
                                       trust="instruction", causation_id=bad.command_id)])
