@@ -84,8 +84,8 @@ class _Building:
                 f[name] = tuple(part)
         if self.approval is not None:
             f["awaiting_approval"] = frozenset(self.approval)
-        if self.seen - f["seen_commands"]:
-            f["seen_commands"] = f["seen_commands"] | self.seen
+        if self.seen:
+            f["seen_commands"] = f["seen_commands"].with_added(self.seen)
         f["status"] = session_status(deleted=f["deleted_by"] is not None, ended=f["ended_reason"] is not None,
                                      in_turn=f["in_turn"], created=bool(f["session_id"]))
         return evolve(self.start, **f)

@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from wakeline.digests import Digests
 from wakeline.events import GENESIS_HASH, EndReason, SessionConfig, ToolCallPayload, Usage
 from wakeline.status import Status
 
@@ -87,7 +88,7 @@ class SessionState:
     # never applied twice, however long ago it was. Tool results are not here: a result is
     # recorded only for a pending call, and recording it resolves the call (docs/architecture.md,
     # "What a session remembers of its inputs").
-    seen_commands: frozenset[int] = frozenset()
+    seen_commands: Digests = field(default_factory=Digests)
     ended_reason: EndReason | None = None
     hands: str | None = None  # who took over (human:<principal> or service:<principal>), or None for the runners
     compactions: int = 0

@@ -91,7 +91,7 @@ def test_deleted_session_stays_deleted():
 
 def test_seen_commands_are_the_causation_ids_but_a_runners_result_ids():
     state = fold(conversation(8, new_session_id()))
-    assert state.seen_commands == {command_digest("cmd-create"), command_digest("cmd-1")}
+    assert set(state.seen_commands) == {command_digest("cmd-create"), command_digest("cmd-1")}
     assert state.has_seen("cmd-1") and not state.has_seen("result:tc-1") and not state.has_seen("cmd-2")
 
 

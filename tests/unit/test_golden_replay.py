@@ -50,7 +50,7 @@ def test_golden_session_folds_to_the_recorded_state(events):
     assert (state.title, state.files, state.hands, state.compactions) == ("Listing files", ("README.md",), None, 0)
     assert state.pending_tool_calls == () and state.awaiting_approval == frozenset()
     # Recorded before tool results were caused by `result:<id>`: its "tr-1" counts as a command.
-    assert state.seen_commands == {command_digest(i) for i in ("cmd-create", "cmd-1", "cmd-2", "tr-1", "cmd-3")}
+    assert set(state.seen_commands) == {command_digest(i) for i in ("cmd-create", "cmd-1", "cmd-2", "tr-1", "cmd-3")}
     assert [(m.role, m.blocks, m.seq) for m in state.messages] == [
         ("user", (TextBlock("List the files, please."),), 2),
         ("assistant", (TextBlock("I'll look."), ToolUseBlock("tc-1", "bash", {"cmd": "ls"})), 4),
