@@ -3,8 +3,9 @@
 This is `SessionLoader.load` + `snapshots.resume`, the code an actor runs on wake, for
 sessions of 1k, 10k and 100k events shaped as the brain writes them: rounds of user
 message, model turn, tool call and tool result (each input with its id), a compaction
-every `compact_every` events, and a snapshot every `snapshot_every` events (only the
-newest is written here: it is all a wake reads). Rows go straight into Postgres, and a
+every `compact_every` events, and a snapshot every `snapshot_every` events where the
+brain would write one (not one over `max_record_bytes`: the brain leaves those out, and a
+wake then starts from an older snapshot or the first event). Rows go straight into Postgres, and a
 private archiver group's position is set to the partition's end, so the session is fully
 archived and the Kafka tail is empty, as for a session idle long enough to be evicted.
 
@@ -69,19 +70,35 @@ def _draft(seq: int, state: SessionState, compact_every: int) -> Draft:
                  actor="runner:bench", trust="data", causation_id=f"result:{call}")
 
 
-def brain_log(n: int, snapshot_every: int = 1000, compact_every: int = 1000) -> list[Event]:
-    """n events as the brain writes them; the newest snapshot where its cadence puts it."""
+def brain_log(n: int, snapshot_every: int = 1000, compact_every: int = 1000,
+              max_record_bytes: int = 1_000_000) -> list[Event]:
+    """n events as the brain writes them, snapshots included: one once `snapshot_every`
+    events came since the last, left out when its record is over `max_record_bytes` (the
+    count then starts again), as `SessionActor._append` and `_snapshot` do. A wake reads
+    the newest one that was written, however old."""
     sid, start = str(uuid.uuid4()), datetime.now(timezone.utc)
-    newest = (n // (snapshot_every + 1)) * (snapshot_every + 1)  # each snapshot counts as an event
     out: list[Event] = []
     state, folded = SessionState(), 0  # the fold of out[:folded], caught up only where a draft needs it
-    for seq in range(1, n + 1):
-        if seq == newest or seq % compact_every == 0:
+    snapshot_seq = 0
+
+    def sealed(draft: Draft) -> Event:
+        seq = len(out) + 1
+        return seal(draft, session_id=sid, tenant=TENANT, seq=seq, prev_hash=out[-1].hash if out else GENESIS,
+                    ts=start + timedelta(microseconds=seq), event_id=str(uuid.uuid4()))
+
+    while len(out) < n:
+        seq = len(out) + 1
+        if seq - 1 - snapshot_seq >= snapshot_every:
             state, folded = fold(out[folded:], state), len(out)
-        draft = (Draft(payload=snapshot_payload(state), actor="system:brain", trust="instruction")
-                 if seq == newest else _draft(seq, state, compact_every))
-        out.append(seal(draft, session_id=sid, tenant=TENANT, seq=seq, prev_hash=out[-1].hash if out else GENESIS,
-                        ts=start + timedelta(microseconds=seq), event_id=str(uuid.uuid4())))
+            snapshot = sealed(Draft(payload=snapshot_payload(state), actor="system:brain", trust="instruction"))
+            if len(encode(snapshot)) <= max_record_bytes:
+                out.append(snapshot)
+                snapshot_seq = seq
+                continue
+            snapshot_seq = seq - 1  # too large: not written, and not tried again for snapshot_every events
+        if seq % compact_every == 0:
+            state, folded = fold(out[folded:], state), len(out)
+        out.append(sealed(_draft(seq, state, compact_every)))
     return out
 
 
@@ -111,15 +128,17 @@ class Seeded(NamedTuple):
     last_seq: int
     snapshot_seq: int | None
     snapshot_bytes: int | None
+    state_bytes: int  # a snapshot of the whole log's state, as one taken at its end would be
 
 
 async def _seed(settings: CommonSettings, tail, group: str, n: int, snapshot_every: int) -> Seeded:
-    log = brain_log(n, snapshot_every)
+    log = brain_log(n, snapshot_every, max_record_bytes=settings.max_record_bytes)
     tp = TopicPartition(EVENTS, partition_for(log[0].session_id, settings.partitions))
     await _store(settings, log, group, (await tail.end_offsets([tp]))[tp])
     snaps = [ev for ev in log if isinstance(ev, e.SnapshotTaken)]
+    at_end = len(encode(snapshot_payload(fold(log))))
     return Seeded(log[0].session_id, log[-1].seq, snaps[-1].seq if snaps else None,
-                  len(encode(snaps[-1])) if snaps else None)
+                  len(encode(snaps[-1])) if snaps else None, at_end)
 
 
 async def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 5,
@@ -138,7 +157,7 @@ async def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 
             times: dict[int, dict[str, list[float]]] = {n: {"wake": [], "resume": [], "full": [], "floor": []}
                                                         for n in sizes}
             for _ in range(repeats):  # alternated: every size and path once per round
-                for n, (sid, want, _, _) in seeded.items():
+                for n, (sid, want, *_) in seeded.items():
                     part = partition_for(sid, settings.partitions)
                     t = times[n]
                     ms, loaded = await _timed(lambda: loader.load(sid, TENANT, part))
@@ -175,14 +194,14 @@ async def _floor(pool: TenantPool, sid: str) -> float:
 def _lines(seeded: dict[int, Seeded], times: dict[int, dict[str, list[float]]], limit: int) -> list[dict]:
     base = statistics.median(times[min(seeded)]["wake"])
     lines = []
-    for n, (_, last, snapshot_seq, snapshot_bytes) in seeded.items():
+    for n, (_, last, snapshot_seq, snapshot_bytes, state_bytes) in seeded.items():
         t = times[n]
         wake = statistics.median(t["wake"])
         lines.append({
             "bench": "wake_ms", "events": n, **summary(t["wake"]),
             "snapshot_seq": snapshot_seq, "events_read": last - (snapshot_seq - 1 if snapshot_seq else 0),
-            "snapshot_bytes": snapshot_bytes,
-            "snapshot_fits_record": snapshot_bytes <= limit if snapshot_bytes else None,
+            "snapshot_bytes": snapshot_bytes, "snapshot_at_end_bytes": state_bytes,
+            "snapshot_at_end_fits_record": state_bytes <= limit,
             "resume_p50": round(statistics.median(t["resume"]), 3),
             "floor_p50": round(statistics.median(t["floor"]), 3),
             "ratio_to_floor": round(wake / statistics.median(t["floor"]), 2),

@@ -130,3 +130,8 @@ class ToolResultReport(Frozen):
     duration_ms: int = 0
     runner: str = Field(min_length=1, max_length=200, pattern=PRINTABLE)
     replayed: bool = False
+
+
+def result_input_id(tool_call_id: str) -> str:
+    """The causation id of the event that records a runner's result for this call."""
+    return f"result:{tool_call_id}"

@@ -6,7 +6,7 @@ snapshots) may update bookkeeping but never the conversation. What to *do* given
 lives in the brain, not here.
 
 Folding n events is O(n): the events go into a private `_Building` whose growing parts
-(messages, seen inputs, files, ...) are lists and sets changed in place, and the state is
+(messages, seen commands, files, ...) are lists and sets changed in place, and the state is
 frozen once at the end. Copying the growing tuples per event made a 10k-event fold
 quadratic. `apply` is the same code for one event.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from wakeline.commands import result_input_id
 from wakeline.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, FileReferenced,
     HandsHandedBack, HandsTakenOver, InputRejected, MessageQueued, ModelResponded, SessionCreated,
@@ -22,7 +23,7 @@ from wakeline.events import (
     ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Usage, Woke,
 )
 from wakeline.state import (
-    Message, QueuedMessage, SessionState, TextBlock, ToolResultBlock, ToolUseBlock, evolve,
+    Message, QueuedMessage, SessionState, TextBlock, ToolResultBlock, ToolUseBlock, command_digest, evolve,
 )
 from wakeline.status import session_status
 
@@ -44,6 +45,12 @@ def apply(state: SessionState, event: Event) -> SessionState:
     return building.freeze()
 
 
+def _runner_result(e: Event) -> bool:
+    """A runner's result, caused by `result:<tool_call_id>`: no command, so nothing to remember.
+    Its duplicates are refused because the call is no longer pending (`SessionState.seen_commands`)."""
+    return isinstance(e, ToolResultReceived) and e.causation_id == result_input_id(e.payload.tool_call_id)
+
+
 class _Building:
     """A state being folded. Scalars live in `f` (the state's fields); each growing part is
     copied from the start state the first time an event changes it, then changed in place."""
@@ -56,7 +63,7 @@ class _Building:
         self.queued: list[QueuedMessage] | None = None
         self.files: list[str] | None = None
         self.approval: set[str] | None = None
-        self.seen: set[str] = set()  # added to the start's seen_inputs at freeze: one copy, not n
+        self.seen: set[int] = set()  # added to the start's seen_commands at freeze: one copy, not n
 
     def apply(self, e: Event) -> None:
         f = self.f
@@ -65,8 +72,8 @@ class _Building:
         if f["session_id"] and e.session_id != f["session_id"]:
             raise FoldError(f"event of {e.session_id} folded into {f['session_id']}")
         self._applied(e)
-        if e.causation_id:
-            self.seen.add(e.causation_id)
+        if e.causation_id and not _runner_result(e):
+            self.seen.add(command_digest(e.causation_id))
         f["last_seq"], f["last_hash"] = e.seq, e.hash
 
     def freeze(self) -> SessionState:
@@ -77,8 +84,8 @@ class _Building:
                 f[name] = tuple(part)
         if self.approval is not None:
             f["awaiting_approval"] = frozenset(self.approval)
-        if self.seen - f["seen_inputs"]:
-            f["seen_inputs"] = f["seen_inputs"] | self.seen
+        if self.seen:
+            f["seen_commands"] = f["seen_commands"].with_added(self.seen)
         f["status"] = session_status(deleted=f["deleted_by"] is not None, ended=f["ended_reason"] is not None,
                                      in_turn=f["in_turn"], created=bool(f["session_id"]))
         return evolve(self.start, **f)

@@ -6,13 +6,23 @@ request from them directly; tool output is held as a `ToolResultBlock` tagged `d
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from wakeline.digests import Digests
 from wakeline.events import GENESIS_HASH, EndReason, SessionConfig, ToolCallPayload, Usage
 from wakeline.status import Status
 
 
+def command_digest(command_id: str) -> int:
+    """The 64-bit digest a session remembers a command by (`SessionState.seen_commands`).
+
+    Eight bytes a command instead of the id (36-69 characters), so a snapshot holding every
+    command a session has seen stays small. Equal ids give equal digests, so a command seen
+    is always recognised; a *new* id refused because its digest equals an earlier one's needs
+    a 64-bit collision (about n / 2**64 for a session of n commands)."""
+    return int.from_bytes(hashlib.blake2b(command_id.encode(), digest_size=8).digest(), "big")
 
 
 @dataclass(frozen=True)
@@ -74,13 +84,21 @@ class SessionState:
     pending_tool_calls: tuple[ToolCallPayload, ...] = ()
     awaiting_approval: frozenset[str] = frozenset()
     queued: tuple[QueuedMessage, ...] = ()
-    seen_inputs: frozenset[str] = frozenset()
+    # Every command id the log records as a causation (`command_digest`), so a command is
+    # never applied twice, however long ago it was. Tool results are not here: a result is
+    # recorded only for a pending call, and recording it resolves the call (docs/architecture.md,
+    # "What a session remembers of its inputs").
+    seen_commands: Digests = field(default_factory=Digests)
     ended_reason: EndReason | None = None
     hands: str | None = None  # who took over (human:<principal> or service:<principal>), or None for the runners
     compactions: int = 0
     usage: Usage = field(default_factory=Usage)
     files: tuple[str, ...] = ()
     deleted_by: str | None = None
+
+    def has_seen(self, command_id: str) -> bool:
+        """Whether a command with this id is already in the log (it caused an event)."""
+        return command_digest(command_id) in self.seen_commands
 
 
 def evolve(state: SessionState, **changes: object) -> SessionState:

@@ -1,10 +1,11 @@
 """`SessionState` as canonical JSON and back, and the hash of that form.
 
 What a snapshot event carries (`events.SnapshotPayload`) and what the gateway's replay
-shows. Sets are sorted lists, so one state always renders the same bytes; the round trip
+shows. Sets are sorted lists, and `seen_commands` one base64 string of its sorted digests
+(`digests.Digests`), so one state always renders the same bytes; the round trip
 `state_from_json(state_to_json(s)) == s` is exact. `STATE_FORMAT` names the form this
-code renders and the fold that derives it; snapshots themselves (when one is
-taken, how a fold resumes from one, how verify checks one) are in `snapshots.py`.
+code renders and the fold that derives it; snapshots themselves (when one is taken, how a
+fold resumes from one, how verify checks one) are in `snapshots.py`.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ from wakeline.chain import canonical_json
 from wakeline.state import SessionState
 
 _STATE: TypeAdapter[SessionState] = TypeAdapter(SessionState)
-_SETS = ("awaiting_approval", "seen_inputs")
-# Bump when the fold derives another state from the same events with the same shape. A
-# change of shape (a field of the state, its config or a payload it holds) changes the
-# schema's hash on its own. A snapshot of another format is not resumed from nor compared.
-FOLD_REVISION = 1
+_SETS = ("awaiting_approval",)
+# Bump when the fold derives another state from the same events with the same shape, or
+# when the packing of `seen_commands` changes (the schema shows only a string). A change
+# of shape (a field of the state, its config or a payload it holds) changes the schema's
+# hash on its own. A snapshot of another format is not resumed from nor compared.
+# 2: tool results' ids left the dedupe set; command ids kept as packed 64-bit digests.
+FOLD_REVISION = 2
 STATE_FORMAT = f"{FOLD_REVISION}.{hashlib.sha256(canonical_json(_STATE.json_schema())).hexdigest()[:12]}"
 
 

@@ -200,7 +200,7 @@ class SessionActor:
         return handle_input(self.state, payload), token
 
     def _reject_malformed(self, bad: "MalformedInput") -> list[Draft]:
-        if self.state.status != "new" and bad.command_id not in self.state.seen_inputs:
+        if self.state.status != "new" and not self.state.has_seen(bad.command_id):
             rejected = e.InputRejectedPayload(command_id=bad.command_id, code=bad.code, reason=bad.reason)
             return [Draft(payload=rejected, actor="system:brain", trust="instruction", causation_id=bad.command_id)]
         return []

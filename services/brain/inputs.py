@@ -1,8 +1,10 @@
 """What an input does to a session: `handle_input(state, input) -> drafts`. Pure.
 
 Inputs are commands from `wakeline.inbox` and tool results from `wakeline.tool-results`.
-An input already in the log (its id among `seen_inputs`, or a result for a call that is no
-longer pending) yields nothing: redelivery after a crash is a no-op.
+An input already in the log yields nothing, so redelivery after a crash is a no-op: a
+command whose id the session has seen (`SessionState.has_seen`), or a result for a call
+that is no longer pending (recording a result resolves its call, so the pending check is
+the whole of a result's dedupe; docs/architecture.md, "What a session remembers of its inputs").
 """
 
 from __future__ import annotations
@@ -15,15 +17,15 @@ from wakeline.state import SessionState
 
 def input_id(item: c.CommandBase | c.ToolResultReport) -> str:
     if isinstance(item, c.ToolResultReport):
-        return f"result:{item.tool_call_id}"
+        return c.result_input_id(item.tool_call_id)
     return item.command_id
 
 
 def handle_input(state: SessionState, item: c.CommandBase | c.ToolResultReport) -> list[Draft]:
-    if input_id(item) in state.seen_inputs:
-        return []
     if isinstance(item, c.ToolResultReport):
         return _tool_result(state, item)
+    if state.has_seen(item.command_id):
+        return []
     if state.status == "new":
         return _create(item) if isinstance(item, c.CreateSession) else []
     refusal = _refusal(state, item)

@@ -36,7 +36,7 @@ def park_drafts(state: SessionState, item: Any, code: e.RejectionCode, reason: s
 
 
 def _reject(state: SessionState, cmd: c.CommandBase, code: e.RejectionCode, reason: str) -> list[Draft]:
-    if state.status == "new" or cmd.command_id in state.seen_inputs:
+    if state.status == "new" or state.has_seen(cmd.command_id):
         return []  # nothing to record it in, or it is already recorded
     rejected = e.InputRejectedPayload(command_id=cmd.command_id, code=code, reason=reason,
                                       expected_seq=cmd.expected_seq)
@@ -52,4 +52,4 @@ def _failed_result(state: SessionState, report: c.ToolResultReport, code: str, r
     result = e.ToolResultPayload(tool_call_id=report.tool_call_id, name=report.name, output=output,
                                  is_error=True, error_kind=code, duration_ms=report.duration_ms)
     return [Draft(payload=result, actor=f"runner:{report.runner}", trust="data",
-                  causation_id=f"result:{report.tool_call_id}")]
+                  causation_id=c.result_input_id(report.tool_call_id))]

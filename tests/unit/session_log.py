@@ -27,7 +27,7 @@ def exchange(turn: int) -> list[Draft]:
         draft("model_turn", text="Let me look.", usage={"input_tokens": 100, "output_tokens": 10},
               stop_reason="tool_use", tool_call_ids=[call_id]),
         draft("tool_call", name="bash", tool_call_id=call_id, input={"cmd": "ls"}),
-        draft("tool_result", f"tr-{turn}", tool_call_id=call_id, name="bash", output="a.txt\n"),
+        draft("tool_result", f"result:{call_id}", tool_call_id=call_id, name="bash", output="a.txt\n"),
         draft("model_turn", text=f"answer {turn}", usage={"input_tokens": 150, "output_tokens": 5}),
         draft("turn_ended", turn=turn),
     ]

@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from wakeline.events import MARKER_TYPES, Usage, is_marker
 from wakeline.fold import FoldError, apply, fold
-from wakeline.state import Message, TextBlock, ToolResultBlock, ToolUseBlock
+from wakeline.state import Message, TextBlock, ToolResultBlock, ToolUseBlock, command_digest
 
 from tests.factories import SPEAKERS, draft, new_session_id, reseal, sealed
 
@@ -89,9 +89,17 @@ def test_deleted_session_stays_deleted():
     assert (fold(events).deleted_by, fold(events).in_turn) == (SPEAKERS.user, False)
 
 
-def test_seen_inputs_are_the_causation_ids():
+def test_seen_commands_are_the_causation_ids_but_a_runners_result_ids():
     state = fold(conversation(8, new_session_id()))
-    assert state.seen_inputs == {"cmd-create", "cmd-1", "tr-1"}
+    assert set(state.seen_commands) == {command_digest("cmd-create"), command_digest("cmd-1")}
+    assert state.has_seen("cmd-1") and not state.has_seen("result:tc-1") and not state.has_seen("cmd-2")
+
+
+def test_a_result_submitted_by_a_command_is_remembered_by_the_commands_id():
+    events = sealed([created(), *exchange(1)[:4],
+                     draft("tool_result", "cmd-submit", tool_call_id="tc-1", name="bash", output="by hand")],
+                    new_session_id())
+    assert fold(events).has_seen("cmd-submit")
 
 
 def test_apply_refuses_a_gap():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -30,7 +31,8 @@ def test_replay_state_is_json_with_sets_as_sorted_lists() -> None:
     events = conversation(12, new_session_id())
     state = replay_steps(events)[-1]["state"]
     assert json.loads(json.dumps(state)) == state
-    assert state["seen_inputs"] == sorted(state["seen_inputs"]) and len(state["seen_inputs"]) >= 2
+    assert state["awaiting_approval"] == sorted(state["awaiting_approval"])
+    assert len(base64.b64decode(state["seen_commands"])) == 8 * len(fold(events).seen_commands) >= 8 * 2
     assert state["config"]["require_approval"] == ["bash"]
     assert state["messages"][0]["blocks"][0] == {"text": "question 1", "type": "text"}
 

@@ -12,7 +12,7 @@ from wakeline.chain import first_broken_seq
 from wakeline.codec import encode
 from wakeline.events import Usage, parse_event
 from wakeline.fold import fold
-from wakeline.state import TextBlock, ToolResultBlock, ToolUseBlock
+from wakeline.state import TextBlock, ToolResultBlock, ToolUseBlock, command_digest
 
 LINES = Path(__file__).with_name("golden").joinpath("session_basic.jsonl").read_bytes().splitlines()
 
@@ -49,7 +49,8 @@ def test_golden_session_folds_to_the_recorded_state(events):
     assert state.usage == Usage(input_tokens=540, output_tokens=32)
     assert (state.title, state.files, state.hands, state.compactions) == ("Listing files", ("README.md",), None, 0)
     assert state.pending_tool_calls == () and state.awaiting_approval == frozenset()
-    assert state.seen_inputs == {"cmd-create", "cmd-1", "cmd-2", "tr-1", "cmd-3"}
+    # Recorded before tool results were caused by `result:<id>`: its "tr-1" counts as a command.
+    assert set(state.seen_commands) == {command_digest(i) for i in ("cmd-create", "cmd-1", "cmd-2", "tr-1", "cmd-3")}
     assert [(m.role, m.blocks, m.seq) for m in state.messages] == [
         ("user", (TextBlock("List the files, please."),), 2),
         ("assistant", (TextBlock("I'll look."), ToolUseBlock("tc-1", "bash", {"cmd": "ls"})), 4),
