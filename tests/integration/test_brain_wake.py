@@ -41,6 +41,21 @@ async def test_a_session_woken_by_another_tenants_input_loads_its_owners_log():
     assert unknown == []
 
 
+async def test_the_owner_of_a_session_is_found_by_its_first_key_with_or_without_seq_1():
+    """`session_tenant` (0014) reads seq 1 by its key, and falls back to the lowest seq."""
+    await require_postgres()
+    owner, sid, late = fresh_tenant(), fresh_session_id(), fresh_session_id()
+    async with service_connection() as conn:
+        for seq in (1, 2, 3):
+            await insert_event_as(conn, owner, new_event(owner, sid, seq, type="user_message", payload={"text": "x"}))
+        await insert_event_as(conn, owner, new_event(owner, late, 7, type="user_message", payload={"text": "y"}))
+        assert await conn.fetchval("SELECT session_tenant($1)", sid) == owner
+        assert await conn.fetchval("SELECT session_tenant($1)", late) == owner
+        assert await conn.fetchval("SELECT session_tenant($1)", fresh_session_id()) is None
+        # the lookup leaves nothing behind: the next statement sees no other session's keys
+        assert await conn.fetchval("SELECT coalesce(current_setting('wakeline.owner_lookup', true), '')") == ""
+
+
 async def test_a_session_the_archiver_parked_is_not_woken_from_a_short_history():
     settings = CommonSettings()
     await require_postgres()
