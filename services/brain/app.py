@@ -8,6 +8,7 @@ import logging
 from functools import partial
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.producer import sender as aiokafka_sender
 
 from wakeline.kafka_io import kafka_auth, make_consumer
 from wakeline.limits import producer_max_request_size
@@ -26,6 +27,13 @@ log = logging.getLogger(__name__)
 def partition_producer(settings: BrainSettings, partition: int) -> AIOKafkaProducer:
     """The producer of one partition's `PartitionWriter`; its id is fixed per partition, so
     starting it fences the partition's previous writer (see writer.py)."""
+    # A transaction begun right after the previous commit often finds that commit's
+    # markers still being written; the coordinator refuses its AddPartitionsToTxn with
+    # CONCURRENT_TRANSACTIONS, and aiokafka retries that one after a fixed 20 ms (its
+    # module constant BACKOFF_OVERRIDE), not after retry_backoff_ms. Under load every
+    # transaction follows another, so that wait lands on the tool round trip: one setting
+    # governs both waits.
+    aiokafka_sender.BACKOFF_OVERRIDE = settings.txn_retry_backoff_ms / 1000
     return AIOKafkaProducer(
         bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), acks="all", enable_idempotence=True,
         transactional_id=f"{settings.group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1,

@@ -40,6 +40,8 @@ class BrainSettings(CommonSettings):
     # consumer offsets go first) CONCURRENT_TRANSACTIONS, and aiokafka waits this long
     # before asking again. At aiokafka's 100 ms that wait was the tool round trip's p99 at
     # 3 sessions (76 ms against 40 at 20 ms, docs/benchmarks.md); the markers take a few ms.
+    # It also sets aiokafka's fixed wait after a refused AddPartitionsToTxn (app.py); 5 ms
+    # against 20 was inside the noise on 2026-12-01 (docs/benchmarks.md), so 20 stays.
     txn_retry_backoff_ms: int = Field(default=20, ge=1)
     # How long taking a partition waits for a transaction from before our fence to get its
     # marker (partitions.PartitionSet._settled); past it the take is retried from the start.
