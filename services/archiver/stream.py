@@ -13,6 +13,7 @@ agents, streams or tables, no RocksDB, no web server.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -27,6 +28,7 @@ from wakeline_archiver.rows import next_offsets
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.transport import ArchiverTransport, StoredPositions
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 Offsets = Mapping[tuple[str, int], int]
 CommitPositions = Callable[[Offsets], Awaitable[None]]
@@ -76,7 +78,11 @@ class Pipeline:
     async def _commit_pending(self) -> None:
         while self._to_commit:
             offsets, self._to_commit = self._to_commit, {}
-            await self._commit(offsets)
+            try:
+                await self._commit(offsets)
+            except Exception as exc:  # noqa: BLE001 - tooling's copy (a stopping consumer, say); never the archive's
+                log.warning("Kafka's copy of the archive's offsets was not committed (%r); the next batch "
+                            "commits again", exc)
 
     def cancel(self) -> None:
         """At stop: a batch still parked in the gate (a failed one) goes with the app."""
