@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from time import monotonic
 from typing import Any, Protocol
 
+from aiokafka.errors import KafkaError
 from aiokafka.structs import OffsetAndMetadata, TopicPartition
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
@@ -73,19 +74,30 @@ class ArchiverConsumer(driver.Consumer):
             while not (self.should_stop or fetcher.should_stop):
                 generation = self.app.consumer_generation_id
                 taken = await self._take(carried, batches.size, batches.window_s)
+                if taken is None:
+                    carried = []
+                    await self._reread_from_archive()
+                    continue
                 batch, carried = taken[:batches.size], taken[batches.size:]
                 if batch:
                     await batches.feed(batch)
                 if self.app.consumer_generation_id != generation:
                     carried = []  # taken before a rebalance: read again from the archive's offsets
+                    await self._reread_from_archive()
         except (asyncio.CancelledError, *self.consumer_stopped_errors):
             if not self.transport.app.should_stop:  # as faust's loop: the fetcher restarts after a rebalance
                 raise
 
-    async def _take(self, carried: list[Any], size: int, window_s: float) -> list[Any]:
+    async def _take(self, carried: list[Any], size: int, window_s: float) -> list[Any] | None:
         """`carried` and what arrives within `window_s` of the first record, until `size`.
-        Nothing if a rebalance came in between: the partitions' owner reads them again
-        from the archive's offsets."""
+
+        None when records were set aside: a rebalance came in between (the partitions'
+        owner reads them again from the archive's offsets) or a fetch held records of a
+        partition that is not active. The caller must then put the consumer back at the
+        archive's offsets (`_reread_from_archive`): the fetch that saw the new generation
+        may already hold records read *after* the rebalance's own seek, and dropping those
+        without seeking again would let the next batch store offsets past them (the gap
+        `make chaos` run 9 found: "seq n-1 is not archived")."""
         generation = self.app.consumer_generation_id
         taken, deadline = list(carried), (monotonic() + window_s if carried else None)
         while len(taken) < size and not self.should_stop:
@@ -94,13 +106,34 @@ class ArchiverConsumer(driver.Consumer):
                 break
             records, active = await self._wait_next_records(wait)
             if self.app.consumer_generation_id != generation:
-                return []
+                return None
             for tp, fetched in (records or {}).items():
-                if active is None or tp in active:
-                    taken.extend(fetched)
+                if active is not None and tp not in active:
+                    return None
+                taken.extend(fetched)
             if taken and deadline is None:
                 deadline = monotonic() + window_s
         return taken
+
+    async def _reread_from_archive(self) -> None:
+        """Seeks every assigned partition to the archive's offsets, once the group is settled.
+
+        Reading again from there is always safe: the archive's offsets never run ahead of
+        what it stores, and a record stored already is a no-op when it comes again (a batch
+        still committing only makes the stored offsets lag, never lead)."""
+        while not self.should_stop:
+            if not self.flow_active:
+                await self.wait(self.can_resume_flow)  # the rebalance's own seek comes first
+                continue
+            generation = self.app.consumer_generation_id
+            try:
+                await self.seek_to_committed()
+            except KafkaError as exc:  # a partition revoked under the seek: the next rebalance seeks again
+                log.info("seeking back to the archive's offsets was interrupted (%r); retrying", exc)
+                await asyncio.sleep(0.1)
+                continue
+            if self.app.consumer_generation_id == generation:
+                return
 
     async def commit_positions(self, offsets: Mapping[tuple[str, int], int]) -> None:
         """Kafka's copy of positions the archive already holds (tooling; never read back).
