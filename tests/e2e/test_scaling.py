@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from tests.e2e.sessions import create_session, wait_ended
+from tests.e2e.sessions import create_session, wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole
 
 
 def test_two_runners_in_one_group_both_do_work(stack, client):
-    stack.start("runner-b", "runner")
+    runner_b = stack.start("runner-b", "runner")
+    # Only once it holds partitions: on a busy machine its start and group join can take
+    # longer than the twelve sessions do, and then one runner rightly did all the work.
+    wait_for(lambda: "newly assigned partitions {TopicPartition" in runner_b.tail(200), 120,
+             "runner-b to be assigned partitions", stack)
     sids = [create_session(client, "tools3") for _ in range(12)]  # all on one runner: p = 2 * 2**-12
     runners = set()
     for sid in sids:
