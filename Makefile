@@ -13,7 +13,7 @@ TEST_TOPIC_PREFIX ?= wakeline-test
 TEST_DATABASE ?= wakeline_test
 TEST_NAMES := WAKELINE_TOPIC_PREFIX=$(TEST_TOPIC_PREFIX) WAKELINE_POSTGRES_DATABASE=$(TEST_DATABASE)
 
-.PHONY: help deps venv up test-up down status lint test unit integration demo bench chaos
+.PHONY: help deps venv up test-up down status lint test unit integration demo bench chaos cluster-up cluster-down cluster-status
 
 help:
 	@echo "make demo   run an agent session end to end on the local stack"
@@ -22,6 +22,7 @@ help:
 	@echo "make up / make down / make status   the local stack (Kafka + Postgres; passwords in .data/credentials.env)"
 	@echo "make bench  print measured figures as JSON lines"
 	@echo "make chaos  ~100 random kill -9 of brains, runners and the archiver under load; prints the figures"
+	@echo "make cluster-up / cluster-down / cluster-status   three KRaft brokers (topics wakeline-cluster.*, replication 3); see README"
 
 deps:
 	@bash deploy/system-deps.sh
@@ -82,3 +83,18 @@ bench: up
 chaos: up
 	@bash deploy/services.sh down >/dev/null
 	$(PY) -m bench.chaos
+
+# Three brokers (deploy/kafka/cluster.sh): topics under their own prefix with replication 3 and
+# min.insync.replicas 2, so they never meet the single broker's. Services run against it
+# unchanged with `eval "$$(bash deploy/kafka/cluster.sh env)"` (README, "A three-broker cluster").
+CLUSTER_NAMES = $$(bash deploy/kafka/cluster.sh env)
+cluster-up: deps venv
+	@bash deploy/postgres/pg.sh up >/dev/null && $(PY) -m wakeline.migrate
+	@bash deploy/kafka/cluster.sh up
+	@eval "$(CLUSTER_NAMES)"; $(PY) -m wakeline.admin topics && $(PY) -m wakeline.admin acls
+
+cluster-down:
+	@bash deploy/kafka/cluster.sh down
+
+cluster-status:
+	@bash deploy/kafka/cluster.sh status || true

@@ -14,6 +14,12 @@
 #   WAKELINE_KAFKA_START_TIMEOUT    seconds to wait for the broker (default 90)
 #   WAKELINE_CACHE                  jar cache          (default $WAKELINE_ROOT/.cache)
 #   WAKELINE_CREDENTIALS_FILE       passwords          (default $WAKELINE_ROOT/.data/credentials.env)
+#   WAKELINE_KAFKA_NODE_ID          KRaft node id      (default 1)
+#   WAKELINE_KAFKA_VOTERS           controller.quorum.voters (default this node alone)
+#   WAKELINE_KAFKA_REPLICATION      internal topics' replication factor (default 1)
+#   WAKELINE_KAFKA_MIN_ISR          their min.insync.replicas (default 1)
+#   WAKELINE_KAFKA_CLUSTER_ID       cluster id written at format (default the single node's)
+# cluster.sh sets the last five for each node of the three-node cluster.
 #
 # Clients authenticate with SASL/SCRAM-SHA-512 as one of the principals in
 # deploy/credentials.sh (passwords generated once into the credentials file); the
@@ -33,6 +39,10 @@ CONTROLLER_PORT="${WAKELINE_KAFKA_CONTROLLER_PORT:-19093}"
 DATA="$(realpath -m "${WAKELINE_KAFKA_DATA:-$ROOT/.data/kafka}")"
 HEAP="${WAKELINE_KAFKA_HEAP:--Xmx512m -Xms256m}"
 START_TIMEOUT="${WAKELINE_KAFKA_START_TIMEOUT:-90}"
+NODE_ID="${WAKELINE_KAFKA_NODE_ID:-1}"
+VOTERS="${WAKELINE_KAFKA_VOTERS:-$NODE_ID@127.0.0.1:$CONTROLLER_PORT}"
+REPLICATION="${WAKELINE_KAFKA_REPLICATION:-1}"
+MIN_ISR="${WAKELINE_KAFKA_MIN_ISR:-1}"
 CACHE="$(realpath -m "${WAKELINE_CACHE:-$ROOT/.cache}")"
 
 POM="$SCRIPT_DIR/pom.xml"
@@ -49,7 +59,7 @@ LOCK_FILE="$DATA/kafka.lock"
 LOG_FILE="$DATA/server.log"            # broker stdout/stderr (log4j2 -> console)
 # Fixed cluster id: base64url of the 16 bytes "wakeline-kafka-1". It is only
 # used by the one-time format and then lives on in meta.properties.
-CLUSTER_ID="d2FrZWxpbmUta2Fma2EtMQ"
+CLUSTER_ID="${WAKELINE_KAFKA_CLUSTER_ID:-d2FrZWxpbmUta2Fma2EtMQ}"
 CREDENTIALS="$SCRIPT_DIR/../credentials.sh"
 PRINCIPALS=(admin brain runner archiver gateway)  # as in credentials.sh
 SCRAM_MARKER="$DATA/scram-users"                  # sha256 of the passwords its users have
@@ -188,6 +198,8 @@ render_props() {
   for p in "${PRINCIPALS[@]}"; do plain+="user_$p=\"$(password_of "$p")\" "; done
   # 0600: the properties hold the admin password.
   (umask 077; sed -e "s|@PORT@|$PORT|g" -e "s|@CONTROLLER_PORT@|$CONTROLLER_PORT|g" -e "s|@LOG_DIRS@|$dirs|g" \
+                   -e "s|@NODE_ID@|$NODE_ID|g" -e "s|@VOTERS@|$VOTERS|g" \
+                   -e "s|@REPLICATION@|$REPLICATION|g" -e "s|@MIN_ISR@|$MIN_ISR|g" \
                    -e "s|@ADMIN_PASSWORD@|$admin|g" -e "s|@PLAIN_USERS@|${plain% }|g" "$TEMPLATE" >"$PROPS.tmp")
   mv "$PROPS.tmp" "$PROPS"
 }
