@@ -642,7 +642,7 @@ def role_problems(docs: list[Doc], bootstrap_sql: str) -> list[str]:
     return out
 
 
-RESTRICTED_CONTAINER = {"runAsNonRoot": True, "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True}
+RESTRICTED_CONTAINER = {"runAsNonRoot": True, "readOnlyRootFilesystem": True}
 
 
 def security_problems(docs: list[Doc]) -> list[str]:
@@ -665,12 +665,16 @@ def security_problems(docs: list[Doc]) -> list[str]:
                 out.append(f"{where}: privileged")
             if not ctx.get("readOnlyRootFilesystem"):
                 out.append(f"{where}: root filesystem writable")
+            if ctx.get("allowPrivilegeEscalation") is not False:
+                out.append(f"{where}: allowPrivilegeEscalation must be False")
             if c["name"] == "runner":
                 if set(caps.get("add", [])) != RUNNER_CAPABILITIES:
                     out.append(f"{where}: adds {sorted(caps.get('add', []))}, runner.yaml explains "
                                f"{sorted(RUNNER_CAPABILITIES)}")
                 if ctx.get("runAsUser") != 0:
                     out.append(f"{where}: per-session uids need the runner to be root")
+                if pod.get("hostUsers") is False or ctx.get("procMount", "Default") != "Default":
+                    out.append(f"{where}: runner.yaml explains why the runner keeps the node's user namespace")
                 continue
             for key, value in RESTRICTED_CONTAINER.items():
                 if ctx.get(key, pod_ctx.get(key)) is not value:

@@ -170,6 +170,8 @@ BROKEN = [
      "seccomp Unconfined"),
     ("Deployment", "runner", lambda b: b["spec"]["template"]["spec"]["containers"][0]["securityContext"][
         "capabilities"]["add"].append("SYS_PTRACE"), "runner.yaml explains"),
+    ("Deployment", "runner", _set(f"{POD}.containers.0.securityContext.allowPrivilegeEscalation", True),
+     "allowPrivilegeEscalation must be False"),
     ("Deployment", "brain", lambda b: b["spec"]["template"]["spec"]["containers"][0].pop("readinessProbe"),
      "no readinessProbe"),
     ("Deployment", "gateway", _set(f"{POD}.containers.0.readinessProbe.httpGet.port", "web"), "port web is no port"),
