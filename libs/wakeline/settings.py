@@ -26,7 +26,15 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-_REPO = Path(__file__).resolve().parents[2]
+def _default_root() -> Path:
+    """The checkout this module sits in (libs/wakeline/, as `make` runs it), else the working
+    directory: an installed package has no checkout, and its operator runs it from the
+    directory that holds `.data/` or sets WAKELINE_ROOT / WAKELINE_CREDENTIALS_FILE."""
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout if (checkout / "pyproject.toml").is_file() else Path.cwd()
+
+
+
 DEFAULT_TOPIC_PREFIX = "wakeline"  # what `make demo` runs under
 
 
@@ -35,7 +43,7 @@ class _Location(BaseSettings):
     (the repository by default), as deploy/credentials.sh decides it."""
 
     model_config = SettingsConfigDict(env_prefix="WAKELINE_", extra="ignore")
-    root: Path = _REPO
+    root: Path = Field(default_factory=_default_root)
     credentials_file: Path | None = None
 
     @property

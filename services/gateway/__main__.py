@@ -1,4 +1,4 @@
-"""`python -m wakeline_gateway`: serve the HTTP API with uvicorn."""
+"""`wakeline-gateway` (or `python -m wakeline_gateway`): serve the HTTP API with uvicorn."""
 
 from __future__ import annotations
 
