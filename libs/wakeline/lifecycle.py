@@ -11,11 +11,16 @@ import logging
 import signal
 from typing import Awaitable, Callable, TypeVar
 
+from wakeline.metrics import serve_metrics
+from wakeline.settings import CommonSettings
+
 S = TypeVar("S")
 
 
 def serve(run: Callable[[S, asyncio.Event], Awaitable[None]], settings: S, name: str) -> None:
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
+    if isinstance(settings, CommonSettings):
+        serve_metrics(settings, name)
     asyncio.run(_main(run, settings))
 
 

@@ -101,6 +101,13 @@ class CommonSettings(BaseSettings):
     events_retention_ms: int = -1
     # The service role: INSERT and SELECT on events, never the owner.
     postgres_dsn: str = "postgresql://wakeline_service@127.0.0.1:15432/wakeline"
+    # Each process's Prometheus endpoint (wakeline.metrics.serve_metrics): `metrics_port` when
+    # set (0: any free port), else `metrics_port_base` + the service's offset (brain 1, runner 2,
+    # archiver 3, gateway 4). A second clone on one machine sets its own base.
+    metrics_enabled: bool = True
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_port_base: int = Field(default=18100, ge=1024, le=65000)
     # When set, the database every `*_dsn` names (its path replaced): `make test` sets
     # `wakeline_test`, so the suite and what it starts never write the demo's database.
     postgres_database: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]{1,63}$")

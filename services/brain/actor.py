@@ -23,6 +23,7 @@ from typing import Any, Awaitable, Callable
 
 from wakeline import commands as c
 from wakeline import events as e
+from wakeline import metrics
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
 from wakeline.fold import apply
@@ -89,7 +90,9 @@ class SessionActor:
     async def run(self, why: str) -> None:
         try:
             try:
-                await self._wake(why)
+                with metrics.Stopwatch() as woke:
+                    await self._wake(why)
+                metrics.WAKE_SECONDS.observe(woke.seconds)
             except SessionUnwakeable as err:
                 log.error("session %s cannot be woken: %s", self.session_id, err)
                 await self._refuse_mailbox(f"the session cannot be woken: {err}")
@@ -239,6 +242,11 @@ class SessionActor:
 
     def _quiet(self) -> bool:
         return self._model_task is None and next_step(self.state) is None
+
+    @property
+    def quiet(self) -> bool:
+        """Idle: woken, no model call running and no step to take (read by a metric)."""
+        return self.state.last_seq > 0 and self._quiet()
 
     async def _call_model(self, state: SessionState) -> None:
         """Runs beside the actor's loop; its answer comes back through the mailbox so that

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from wakeline_brain.claude import ClaudeModel
+from wakeline_brain.metrics import TimedModel
 from wakeline_brain.model import Model, ModelError
 from wakeline_brain.scripted import PACKAGED_POLICIES, ScriptedModel, load_policy
 from wakeline_brain.settings import BrainSettings
@@ -15,7 +16,7 @@ class ModelRegistry:
 
     def model_for(self, name: str) -> Model:
         if name not in self._models:
-            self._models[name] = self._build(name)
+            self._models[name] = TimedModel(self._build(name))
         return self._models[name]
 
     def _build(self, name: str) -> Model:

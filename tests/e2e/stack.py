@@ -43,6 +43,7 @@ class Service:
     env: dict[str, str]
     log: Path
     proc: subprocess.Popen | None = None
+    metrics_port: int = 0  # where its /metrics answers (each process its own free port)
 
     def start(self) -> "Service":
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -104,8 +105,10 @@ class Stack:
 
     def start(self, name: str, kind: str | None = None, **extra: str) -> Service:
         kind = kind or name
-        service = Service(name, f"wakeline_{kind}", self.env(**{"WAKELINE_HOST": name, **extra}),
-                          self.run_dir / "logs" / f"{name}.log").start()
+        port = free_port()
+        service = Service(name, f"wakeline_{kind}",
+                          self.env(**{"WAKELINE_HOST": name, "WAKELINE_METRICS_PORT": str(port), **extra}),
+                          self.run_dir / "logs" / f"{name}.log", metrics_port=port).start()
         self.services[name] = service
         return service
 
