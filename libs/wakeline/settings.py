@@ -105,6 +105,9 @@ class CommonSettings(BaseSettings):
     # set (0: any free port), else `metrics_port_base` + the service's offset (brain 1, runner 2,
     # archiver 3, gateway 4). A second clone on one machine sets its own base.
     metrics_enabled: bool = True
+    # Log lines as text (the local stack) or JSON (a log pipeline); both carry the session id,
+    # seq, tool call id and trace id a line is about (wakeline.logs).
+    log_format: Literal["text", "json"] = "text"
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_port_base: int = Field(default=18100, ge=1024, le=65000)

@@ -23,7 +23,7 @@ from typing import Any, Awaitable, Callable
 
 from wakeline import commands as c
 from wakeline import events as e
-from wakeline import metrics
+from wakeline import logs, metrics
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
 from wakeline.fold import apply
@@ -88,11 +88,15 @@ class SessionActor:
     _snapshot_refused: bool = False
 
     async def run(self, why: str) -> None:
+        logs.bind(session_id=self.session_id)  # this task's lines, and its model calls'
         try:
             try:
                 with metrics.Stopwatch() as woke:
                     await self._wake(why)
                 metrics.WAKE_SECONDS.observe(woke.seconds)
+                logs.bind(seq=self.state.last_seq)
+                log.info("woke session %s at seq %d in %.3f s (%s)", self.session_id, self.state.last_seq,
+                         woke.seconds, why)
             except SessionUnwakeable as err:
                 log.error("session %s cannot be woken: %s", self.session_id, err)
                 await self._refuse_mailbox(f"the session cannot be woken: {err}")
@@ -149,6 +153,8 @@ class SessionActor:
 
     async def _guarded(self, item: Any) -> None:
         """Handles one mailbox item (None: just advance); a failure parks it, never the brain."""
+        payload = item[0] if isinstance(item, tuple) else item  # (input, token), or the model's answer
+        logs.bind(seq=self.state.last_seq, tool_call_id=getattr(payload, "tool_call_id", None))
         try:
             drafts, token = await self._handle(item) if item is not None else ([], None)
             await self._advance(drafts)

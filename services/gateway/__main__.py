@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import logging
-
 import uvicorn
 
+from wakeline import logs
 from wakeline.metrics import serve_metrics
 from wakeline_gateway.app import create_app
 from wakeline_gateway.settings import GatewaySettings
@@ -13,9 +12,11 @@ from wakeline_gateway.settings import GatewaySettings
 
 def main() -> None:
     settings = GatewaySettings()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s gateway %(levelname)s %(name)s: %(message)s")
+    logs.configure("gateway", settings.log_format)
     serve_metrics(settings, "gateway")
-    uvicorn.run(create_app(settings), host=settings.http_host, port=settings.http_port)
+    # JSON: uvicorn's own loggers go through the root's handler too (log_config=None).
+    extra = {"log_config": None} if settings.log_format == "json" else {}
+    uvicorn.run(create_app(settings), host=settings.http_host, port=settings.http_port, **extra)
 
 
 if __name__ == "__main__":

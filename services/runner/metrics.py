@@ -7,11 +7,14 @@ executor know nothing of it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
-from wakeline import metrics
+from wakeline import logs, metrics
 from wakeline.commands import ToolCallRequest, ToolResultReport
 from wakeline.tools import TOOLS
+
+log = logging.getLogger(__name__)
 
 
 def outcome_of(report: ToolResultReport) -> str:
@@ -33,6 +36,8 @@ class TimedExecutor:
         return getattr(self._executor, name)
 
     async def execute(self, request: ToolCallRequest) -> ToolResultReport:
+        # This call's task logs under its session and call id, publishing included (wakeline.logs).
+        logs.bind(session_id=request.session_id, tool_call_id=request.tool_call_id, seq=request.causation_seq)
         tool = request.name if request.name in TOOLS else "other"
         self.running += 1
         metrics.RUNNER_RUNNING.set(self.running)
@@ -45,6 +50,7 @@ class TimedExecutor:
                 self.running -= 1
                 metrics.RUNNER_RUNNING.set(self.running)
         metrics.TOOL_SECONDS.labels(tool, outcome).observe(watch.seconds)
+        log.info("tool call %s: %s in %.3f s", request.name[:200], outcome, watch.seconds)
         return report
 
 
