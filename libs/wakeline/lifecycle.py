@@ -10,7 +10,7 @@ import asyncio
 import signal
 from typing import Awaitable, Callable, TypeVar
 
-from wakeline import logs
+from wakeline import logs, tracing
 from wakeline.metrics import serve_metrics
 from wakeline.settings import CommonSettings
 
@@ -21,6 +21,7 @@ def serve(run: Callable[[S, asyncio.Event], Awaitable[None]], settings: S, name:
     if isinstance(settings, CommonSettings):
         logs.configure(name, settings.log_format)
         serve_metrics(settings, name)
+        tracing.configure(name, settings)
     else:
         logs.configure(name)
     asyncio.run(_main(run, settings))

@@ -108,6 +108,8 @@ class CommonSettings(BaseSettings):
     # Log lines as text (the local stack) or JSON (a log pipeline); both carry the session id,
     # seq, tool call id and trace id a line is about (wakeline.logs).
     log_format: Literal["text", "json"] = "text"
+    # Where spans go over OTLP/HTTP (e.g. http://collector:4318/v1/traces); unset: no tracing.
+    otlp_endpoint: str | None = None
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = Field(default=None, ge=0, le=65535)
     metrics_port_base: int = Field(default=18100, ge=1024, le=65000)

@@ -29,6 +29,7 @@ from wakeline_archiver.metrics import record_lag, sized, start_counting
 from wakeline_archiver.quarantine import Quarantine
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.store import Archive
+from wakeline_archiver.traces import traced
 from wakeline_archiver.triage import decode_all
 from wakeline_archiver.weather import ride_out
 
@@ -52,7 +53,8 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         events = EventArchiver(archive, Quarantine(pool, settings.archiver_group),
                                _dead_letter_sender(producer, topics.dead_letter))
         letters = DeadLetterArchiver(pool, settings.archiver_group)
-        app, batches = build_app(settings, topics=topics, events=Handler(decode_all, sized(events.archive_decoded)),
+        store_events = sized(traced(events.archive_decoded))  # metrics and traces around the insert
+        app, batches = build_app(settings, topics=topics, events=Handler(decode_all, store_events),
                         dead_letters=Handler(letter_rows, letters.archive_rows), gate=gate,
                         stored_positions=partial(_stored_positions, archive, topics, gate))
         reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))

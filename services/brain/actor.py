@@ -23,7 +23,7 @@ from typing import Any, Awaitable, Callable
 
 from wakeline import commands as c
 from wakeline import events as e
-from wakeline import logs, metrics
+from wakeline import logs, metrics, tracing
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
 from wakeline.fold import apply
@@ -155,6 +155,9 @@ class SessionActor:
         """Handles one mailbox item (None: just advance); a failure parks it, never the brain."""
         payload = item[0] if isinstance(item, tuple) else item  # (input, token), or the model's answer
         logs.bind(seq=self.state.last_seq, tool_call_id=getattr(payload, "tool_call_id", None))
+        # The input's trace goes on here, and on in what this task writes from now on (wakeline.tracing).
+        span = tracing.follow(item[1], f"brain {type(payload).__name__}", **{"wakeline.session_id": self.session_id}) \
+            if isinstance(item, tuple) else None
         try:
             drafts, token = await self._handle(item) if item is not None else ([], None)
             await self._advance(drafts)
@@ -168,6 +171,9 @@ class SessionActor:
             if code == "internal_error":
                 log.exception("session %s: handling an input failed; parking it", self.session_id)
             await self._park(item, code, f"{type(err).__name__}: {err}" if code == "internal_error" else str(err))
+        finally:
+            if span is not None:
+                span.end()
 
     async def _park(self, item: Any, code: e.RejectionCode, reason: str) -> None:
         payload, token = item if isinstance(item, tuple) else (None, None)

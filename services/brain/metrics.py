@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from wakeline import metrics
+from wakeline import metrics, tracing
 from wakeline.topics import EVENTS
 from wakeline_brain.model import Model, ModelReply, ModelRequest
 
@@ -65,7 +65,8 @@ class TimedModel:
         outcome = "error"
         began = asyncio.get_running_loop().time()
         try:
-            reply = await self._model.complete(request)
+            with tracing.TRACER.start_as_current_span("model call", attributes={"wakeline.adapter": self._adapter}):
+                reply = await self._model.complete(request)
             outcome = "ok"
         finally:
             metrics.MODEL_SECONDS.labels(self._adapter, outcome).observe(asyncio.get_running_loop().time() - began)

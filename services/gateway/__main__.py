@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uvicorn
 
-from wakeline import logs
+from wakeline import logs, tracing
 from wakeline.metrics import serve_metrics
 from wakeline_gateway.app import create_app
 from wakeline_gateway.settings import GatewaySettings
@@ -14,6 +14,7 @@ def main() -> None:
     settings = GatewaySettings()
     logs.configure("gateway", settings.log_format)
     serve_metrics(settings, "gateway")
+    tracing.configure("gateway", settings)
     # JSON: uvicorn's own loggers go through the root's handler too (log_config=None).
     extra = {"log_config": None} if settings.log_format == "json" else {}
     uvicorn.run(create_app(settings), host=settings.http_host, port=settings.http_port, **extra)

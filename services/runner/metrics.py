@@ -10,7 +10,7 @@ import asyncio
 import logging
 from typing import Any
 
-from wakeline import logs, metrics
+from wakeline import logs, metrics, tracing
 from wakeline.commands import ToolCallRequest, ToolResultReport
 from wakeline.tools import TOOLS
 
@@ -39,6 +39,8 @@ class TimedExecutor:
         # This call's task logs under its session and call id, publishing included (wakeline.logs).
         logs.bind(session_id=request.session_id, tool_call_id=request.tool_call_id, seq=request.causation_seq)
         tool = request.name if request.name in TOOLS else "other"
+        # The call's trace, current in this task: the result it publishes next carries it.
+        span = tracing.follow(request.tool_call_id, f"runner {tool}", **{"wakeline.session_id": request.session_id})
         self.running += 1
         metrics.RUNNER_RUNNING.set(self.running)
         outcome = "runner_failed"
@@ -49,6 +51,9 @@ class TimedExecutor:
             finally:
                 self.running -= 1
                 metrics.RUNNER_RUNNING.set(self.running)
+                if span is not None:
+                    span.set_attribute("wakeline.outcome", outcome)
+                    span.end()
         metrics.TOOL_SECONDS.labels(tool, outcome).observe(watch.seconds)
         log.info("tool call %s: %s in %.3f s", request.name[:200], outcome, watch.seconds)
         return report
