@@ -103,18 +103,27 @@ def every(interval_s: float, sample: Callable[[], Awaitable[None]]) -> asyncio.T
 
 async def sample_consumer_lag(consumer: Any, service: str) -> None:
     """High watermark minus position of each partition `consumer` (aiokafka) has, from what its
-    fetches already learned; partitions it no longer has are dropped."""
+    fetches already learned; partitions it no longer has are dropped. Read-only: the position is
+    read from the subscription state, never through `consumer.position()`, which waits for a
+    reset and checks (and may raise) the coordinator's errors in the sampler's task."""
     seen = set()
     for tp in list(consumer.assignment()):
-        high = consumer.highwater(tp)
-        if high is None:
+        high, position = consumer.highwater(tp), _known_position(consumer, tp)
+        if high is None or position is None:
             continue
-        position = await asyncio.wait_for(consumer.position(tp), 1.0)
         CONSUMER_LAG.labels(service, tp.topic, str(tp.partition)).set(max(0, high - position))
         seen.add((tp.topic, str(tp.partition)))
     for labels in _children(CONSUMER_LAG):
         if labels[0] == service and labels[1:] not in seen:
             CONSUMER_LAG.remove(*labels)
+
+
+def _known_position(consumer: Any, tp: Any) -> int | None:
+    try:  # aiokafka 0.14 keeps it here; its public position() may wait and has side effects
+        state = consumer._subscription.subscription.assignment.state_value(tp)  # noqa: SLF001
+        return int(state.position) if state is not None and state.has_valid_position else None
+    except (AttributeError, TypeError):
+        return None
 
 
 def _children(gauge: Gauge) -> list[tuple[str, ...]]:
