@@ -37,14 +37,14 @@ venv: $(VENV)/.installed
 up: deps venv
 	@bash deploy/kafka/kafka.sh up
 	@bash deploy/postgres/pg.sh up
-	@$(PY) -m wakeline.migrate
-	@$(PY) -m wakeline.admin topics
-	@$(PY) -m wakeline.admin acls
+	@$(VENV)/bin/wakeline migrate
+	@$(VENV)/bin/wakeline topics
+	@$(VENV)/bin/wakeline acls
 
 # The suite's database (created, migrated), topics and ACLs, beside the demo's on the same stack.
 test-up: up
-	@export $(TEST_NAMES); bash deploy/postgres/pg.sh up && $(PY) -m wakeline.migrate \
-	  && $(PY) -m wakeline.admin topics && $(PY) -m wakeline.admin acls
+	@export $(TEST_NAMES); bash deploy/postgres/pg.sh up && $(VENV)/bin/wakeline migrate \
+	  && $(VENV)/bin/wakeline topics && $(VENV)/bin/wakeline acls
 
 down:
 	@bash deploy/services.sh down 2>/dev/null || true

@@ -29,7 +29,7 @@ if [ -n "${ANTHROPIC_API_KEY:-}" ]; then
   echo "== model: $MODEL on Claude, through the anthropic SDK"
 else
   MODEL="scripted:demo"
-  echo "== model: scripted:demo — the OFFLINE SCRIPTED MODEL (deterministic, policy deploy/policies/demo.json),"
+  echo "== model: scripted:demo — the OFFLINE SCRIPTED MODEL (deterministic, policy services/brain/policies/demo.json),"
   echo "   labelled as agent:scripted:demo in every event it causes. Set ANTHROPIC_API_KEY to run on Claude."
 fi
 

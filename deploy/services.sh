@@ -37,7 +37,11 @@ ready() {
   if [ "$s" = gateway ]; then
     curl -fsS "http://127.0.0.1:${WAKELINE_HTTP_PORT:-18080}/healthz" >/dev/null 2>&1
   else
-    tac "$LOGS/$s.log" 2>/dev/null | grep -m1 -E "supervise $s: starting|${READY[$s]}" | grep -qE "${READY[$s]}"
+    # The whole log is read (no `tac | grep -m1`): under pipefail that pipeline fails with
+    # SIGPIPE once the log outgrows a pipe buffer, and readiness was then never seen.
+    local last
+    last=$(grep -E "supervise $s: starting|${READY[$s]}" "$LOGS/$s.log" 2>/dev/null | tail -n 1) || return 1
+    [[ "$last" =~ ${READY[$s]} ]]
   fi
 }
 
@@ -45,20 +49,30 @@ start_one() {
   local s=$1
   if supervisor "$s" >/dev/null; then echo "$s: already supervised (pid $(service "$s" || echo '-'))"; return 0; fi
   rm -f "$RUN/$s.supervisor.pid" "$RUN/$s.pid"
-  # setsid: the supervisor outlives this shell; it writes its own pid and its service's.
+  # setsid without --fork execs in place (a background job of this non-interactive shell is
+  # not a group leader), so $! is the supervisor itself: its pid is known at once, never
+  # looked up. It outlives this shell and writes its own pid file and its service's.
   (cd "$ROOT" && exec setsid "$SCRIPT_DIR/supervise.sh" "$s" "$RUN" "$LOGS/$s.log" "$PY" -m "wakeline_$s" \
      </dev/null >/dev/null 2>&1) &
-  for _ in $(seq 1 50); do service "$s" >/dev/null && break; sleep 0.1; done
-  service "$s" >/dev/null || { echo "$s: supervisor did not start it; see $LOGS/$s.log" >&2; return 1; }
+  STARTED[$s]=$!
 }
 
+# Each service is waited for until it is ready (its own readiness, not only the gateway's),
+# however long the machine takes to start it, up to READY_TIMEOUT; a supervisor that died
+# meanwhile fails `up` at once.
+declare -A STARTED=()
 up() {
   for s in "${SERVICES[@]}"; do start_one "$s"; done
   local deadline=$((SECONDS + READY_TIMEOUT)) waiting=("${SERVICES[@]}") left
   while ((${#waiting[@]})); do
     left=()
     for s in "${waiting[@]}"; do
-      if ready "$s"; then
+      if [ -n "${STARTED[$s]:-}" ] && ! kill -0 "${STARTED[$s]}" 2>/dev/null; then
+        echo "$s: its supervisor (pid ${STARTED[$s]}) exited; last lines of $LOGS/$s.log:" >&2
+        tail -20 "$LOGS/$s.log" >&2 || true
+        exit 1
+      fi
+      if service "$s" >/dev/null && ready "$s"; then
         echo "$s: ready (pid $(service "$s"), restarts $(cat "$RUN/$s.restarts"), log $LOGS/$s.log)"
       else
         left+=("$s")

@@ -6,13 +6,16 @@ send such records to the dead-letter topic and carry on.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from typing import Callable, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from wakeline.events import Frozen
+from wakeline import metrics
+from wakeline.events import Frozen, RejectionCode
 
 T = TypeVar("T")
+# The bounded label of a dead letter's reason (metrics.DEAD_LETTERS); the brain prefixes its reasons with one.
+_REJECTION_CODES = frozenset(get_args(RejectionCode))
 
 
 class MalformedRecord(ValueError):
@@ -56,6 +59,7 @@ def _describe(err: ValidationError) -> str:
 
 def dead_letter_for(topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None,
                     reason: str, service: str) -> DeadLetter:
+    metrics.DEAD_LETTERS.labels(service, metrics.reason_code(reason, _REJECTION_CODES)).inc()
     return DeadLetter(
         topic=topic, partition=partition, offset=offset,
         key=key.decode("utf-8", "replace") if key is not None else None,

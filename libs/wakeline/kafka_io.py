@@ -20,6 +20,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 from pydantic import BaseModel
 
+from wakeline import tracing
 from wakeline.codec import encode
 from wakeline.limits import producer_max_request_size, topic_max_message_bytes
 from wakeline.settings import CommonSettings
@@ -112,9 +113,10 @@ def topic_mismatches(topic: FoundTopic, settings: CommonSettings) -> list[TopicM
 
 async def send_keyed(producer: AIOKafkaProducer, topic: str, session_id: str, model: BaseModel,
                      partitions: int) -> Any:
-    """Sends one record keyed by session id to the session's partition; waits for the ack."""
+    """Sends one record keyed by session id to the session's partition, with the current trace
+    context in its headers (none when not tracing); waits for the ack."""
     return await producer.send_and_wait(topic, encode(model), key=record_key(session_id),
-                                        partition=partition_for(session_id, partitions))
+                                        partition=partition_for(session_id, partitions), headers=tracing.headers())
 
 
 async def ensure_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_TOPICS,

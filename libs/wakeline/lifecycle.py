@@ -7,15 +7,23 @@ on SIGTERM or SIGINT so the service can finish its batch, commit and close its c
 from __future__ import annotations
 
 import asyncio
-import logging
 import signal
 from typing import Awaitable, Callable, TypeVar
+
+from wakeline import logs, tracing
+from wakeline.metrics import serve_metrics
+from wakeline.settings import CommonSettings
 
 S = TypeVar("S")
 
 
 def serve(run: Callable[[S, asyncio.Event], Awaitable[None]], settings: S, name: str) -> None:
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {name} %(levelname)s %(name)s: %(message)s")
+    if isinstance(settings, CommonSettings):
+        logs.configure(name, settings.log_format)
+        serve_metrics(settings, name)
+        tracing.configure(name, settings)
+    else:
+        logs.configure(name)
     asyncio.run(_main(run, settings))
 
 

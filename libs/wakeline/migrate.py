@@ -1,6 +1,8 @@
 """Versioned SQL migrations for the Wakeline database: `python -m wakeline.migrate`.
 
-Files `deploy/postgres/migrations/NNNN_name.sql` are applied in version order, each once
+Files `migrations/NNNN_name.sql` of the `wakeline` package (shipped in the wheel as package
+data, read with importlib.resources, so an installed package migrates as a checkout does)
+are applied in version order, each once
 and in its own transaction, and recorded in `schema_migrations` with a checksum. An
 applied file whose checksum changed stops everything: migrations are history, not
 configuration. Runs as the schema owner (AdminSettings.postgres_admin_dsn), never as a
@@ -15,14 +17,15 @@ import hashlib
 import re
 import sys
 from dataclasses import dataclass
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from urllib.parse import urlsplit
 
 import asyncpg
 
 from wakeline.settings import AdminSettings
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "postgres" / "migrations"
+MIGRATIONS_DIR: Traversable = files("wakeline") / "migrations"
 # Session-level advisory lock key ("wakeline" in ASCII): one migrator at a time.
 LOCK_KEY = 0x77616B656C696E65
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
@@ -53,10 +56,10 @@ class Migration:
         return f"{self.version:04d}_{self.name}"
 
 
-def load_migrations(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
+def load_migrations(directory: Traversable = MIGRATIONS_DIR) -> list[Migration]:
     """Every migration file in `directory`, in version order."""
     found = []
-    for path in sorted(directory.glob("*.sql")):
+    for path in sorted((p for p in directory.iterdir() if p.name.endswith(".sql")), key=lambda p: p.name):
         match = _FILE_NAME.match(path.name)
         if not match:
             raise MigrationError(f"{path.name}: expected NNNN_name.sql")
@@ -93,7 +96,7 @@ async def _refuse_superuser(conn: asyncpg.Connection) -> None:
         raise MigrationError("refusing to migrate as a superuser; connect as wakeline_owner")
 
 
-async def apply_migrations(dsn: str, directory: Path = MIGRATIONS_DIR) -> list[str]:
+async def apply_migrations(dsn: str, directory: Traversable = MIGRATIONS_DIR) -> list[str]:
     """Apply pending migrations; returns the labels applied (empty when up to date)."""
     files = load_migrations(directory)
     conn = await asyncpg.connect(dsn)
@@ -117,7 +120,11 @@ async def apply_migrations(dsn: str, directory: Path = MIGRATIONS_DIR) -> list[s
         await conn.close()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    if argv if argv is not None else sys.argv[1:]:
+        print("usage: wakeline migrate   (no arguments; the settings say where, WAKELINE_POSTGRES_ADMIN_DSN)",
+              file=sys.stderr)
+        return 2
     settings = AdminSettings()
     database = urlsplit(settings.postgres_admin_dsn).path.lstrip("/")
     try:

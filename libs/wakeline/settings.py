@@ -26,7 +26,15 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-_REPO = Path(__file__).resolve().parents[2]
+def _default_root() -> Path:
+    """The checkout this module sits in (libs/wakeline/, as `make` runs it), else the working
+    directory: an installed package has no checkout, and its operator runs it from the
+    directory that holds `.data/` or sets WAKELINE_ROOT / WAKELINE_CREDENTIALS_FILE."""
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout if (checkout / "pyproject.toml").is_file() else Path.cwd()
+
+
+
 DEFAULT_TOPIC_PREFIX = "wakeline"  # what `make demo` runs under
 
 
@@ -35,7 +43,7 @@ class _Location(BaseSettings):
     (the repository by default), as deploy/credentials.sh decides it."""
 
     model_config = SettingsConfigDict(env_prefix="WAKELINE_", extra="ignore")
-    root: Path = _REPO
+    root: Path = Field(default_factory=_default_root)
     credentials_file: Path | None = None
 
     @property
@@ -93,6 +101,18 @@ class CommonSettings(BaseSettings):
     events_retention_ms: int = -1
     # The service role: INSERT and SELECT on events, never the owner.
     postgres_dsn: str = "postgresql://wakeline_service@127.0.0.1:15432/wakeline"
+    # Each process's Prometheus endpoint (wakeline.metrics.serve_metrics): `metrics_port` when
+    # set (0: any free port), else `metrics_port_base` + the service's offset (brain 1, runner 2,
+    # archiver 3, gateway 4). A second clone on one machine sets its own base.
+    metrics_enabled: bool = True
+    # Log lines as text (the local stack) or JSON (a log pipeline); both carry the session id,
+    # seq, tool call id and trace id a line is about (wakeline.logs).
+    log_format: Literal["text", "json"] = "text"
+    # Where spans go over OTLP/HTTP (e.g. http://collector:4318/v1/traces); unset: no tracing.
+    otlp_endpoint: str | None = None
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    metrics_port_base: int = Field(default=18100, ge=1024, le=65000)
     # When set, the database every `*_dsn` names (its path replaced): `make test` sets
     # `wakeline_test`, so the suite and what it starts never write the demo's database.
     postgres_database: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]{1,63}$")

@@ -1,4 +1,4 @@
-"""`python -m wakeline_archiver`: the archiver process (SIGTERM or SIGINT stops it cleanly)."""
+"""`wakeline-archiver` (or `python -m wakeline_archiver`): the archiver process (SIGTERM or SIGINT stops it cleanly)."""
 
 from wakeline.lifecycle import serve
 from wakeline_archiver.app import run

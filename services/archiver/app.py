@@ -25,9 +25,11 @@ from wakeline_archiver.archiver import EventArchiver, SendDeadLetter
 from wakeline_archiver.dead_letters import DeadLetterArchiver, letter_rows
 from wakeline_archiver.gate import BatchGate
 from wakeline_archiver.lag import LagProbe
+from wakeline_archiver.metrics import record_lag, sized, start_counting
 from wakeline_archiver.quarantine import Quarantine
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.store import Archive
+from wakeline_archiver.traces import traced
 from wakeline_archiver.triage import decode_all
 from wakeline_archiver.weather import ride_out
 
@@ -51,10 +53,12 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         events = EventArchiver(archive, Quarantine(pool, settings.archiver_group),
                                _dead_letter_sender(producer, topics.dead_letter))
         letters = DeadLetterArchiver(pool, settings.archiver_group)
-        app, batches = build_app(settings, topics=topics, events=Handler(decode_all, events.archive_decoded),
+        store_events = sized(traced(events.archive_decoded))  # metrics and traces around the insert
+        app, batches = build_app(settings, topics=topics, events=Handler(decode_all, store_events),
                         dead_letters=Handler(letter_rows, letters.archive_rows), gate=gate,
                         stored_positions=partial(_stored_positions, archive, topics, gate))
         reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
+        counting = start_counting(events)
         try:
             await app.start()
             _tune_collector()
@@ -62,6 +66,7 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
             await _first_of(stop.wait(), gate.closed.wait(), app.wait_until_stopped())
         finally:
             reporter.cancel()
+            counting.cancel()
             gate.close()
             await _drain(gate)
             await app.stop()
@@ -146,6 +151,7 @@ async def _report_lag(settings: ArchiverSettings, probe: LagProbe, pool: TenantP
         except Exception as exc:  # noqa: BLE001 - a missed report is not a projection failure
             log.warning("could not measure archiver lag: %r", exc)
             continue
+        record_lag(lag)
         log.info("lag %s; events archived %d, redelivered %d, dead-lettered %d, sessions parked %d",
                  " ".join(f"p{p}={v['lag']}" for p, v in sorted(lag.items())),
                  events.archived, events.redelivered, events.rejected, events.parked)

@@ -23,6 +23,7 @@ from typing import Any, Awaitable, Callable
 
 from wakeline import commands as c
 from wakeline import events as e
+from wakeline import logs, metrics, tracing
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
 from wakeline.fold import apply
@@ -87,9 +88,15 @@ class SessionActor:
     _snapshot_refused: bool = False
 
     async def run(self, why: str) -> None:
+        logs.bind(session_id=self.session_id)  # this task's lines, and its model calls'
         try:
             try:
-                await self._wake(why)
+                with metrics.Stopwatch() as woke:
+                    await self._wake(why)
+                metrics.WAKE_SECONDS.observe(woke.seconds)
+                logs.bind(seq=self.state.last_seq)
+                log.info("woke session %s at seq %d in %.3f s (%s)", self.session_id, self.state.last_seq,
+                         woke.seconds, why)
             except SessionUnwakeable as err:
                 log.error("session %s cannot be woken: %s", self.session_id, err)
                 await self._refuse_mailbox(f"the session cannot be woken: {err}")
@@ -146,6 +153,11 @@ class SessionActor:
 
     async def _guarded(self, item: Any) -> None:
         """Handles one mailbox item (None: just advance); a failure parks it, never the brain."""
+        payload = item[0] if isinstance(item, tuple) else item  # (input, token), or the model's answer
+        logs.bind(seq=self.state.last_seq, tool_call_id=getattr(payload, "tool_call_id", None))
+        # The input's trace goes on here, and on in what this task writes from now on (wakeline.tracing).
+        span = tracing.follow(item[1], f"brain {type(payload).__name__}", **{"wakeline.session_id": self.session_id}) \
+            if isinstance(item, tuple) else None
         try:
             drafts, token = await self._handle(item) if item is not None else ([], None)
             await self._advance(drafts)
@@ -159,6 +171,9 @@ class SessionActor:
             if code == "internal_error":
                 log.exception("session %s: handling an input failed; parking it", self.session_id)
             await self._park(item, code, f"{type(err).__name__}: {err}" if code == "internal_error" else str(err))
+        finally:
+            if span is not None:
+                span.end()
 
     async def _park(self, item: Any, code: e.RejectionCode, reason: str) -> None:
         payload, token = item if isinstance(item, tuple) else (None, None)
@@ -239,6 +254,11 @@ class SessionActor:
 
     def _quiet(self) -> bool:
         return self._model_task is None and next_step(self.state) is None
+
+    @property
+    def quiet(self) -> bool:
+        """Idle: woken, no model call running and no step to take (read by a metric)."""
+        return self.state.last_seq > 0 and self._quiet()
 
     async def _call_model(self, state: SessionState) -> None:
         """Runs beside the actor's loop; its answer comes back through the mailbox so that

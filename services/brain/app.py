@@ -15,6 +15,7 @@ from wakeline.limits import producer_max_request_size
 from wakeline.pg import TenantPool
 from wakeline.tools import tool_schemas
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
+from wakeline_brain.metrics import TimedProducer, start_samplers
 from wakeline_brain.models import ModelRegistry
 from wakeline_brain.partitions import INPUT_TOPICS
 from wakeline_brain.router import Brain
@@ -24,7 +25,7 @@ from wakeline_brain.wake import OpenTransactions, SessionLoader, tail_consumer
 log = logging.getLogger(__name__)
 
 
-def partition_producer(settings: BrainSettings, partition: int) -> AIOKafkaProducer:
+def partition_producer(settings: BrainSettings, partition: int) -> TimedProducer:
     """The producer of one partition's `PartitionWriter`; its id is fixed per partition, so
     starting it fences the partition's previous writer (see writer.py)."""
     # A transaction begun right after the previous commit often finds that commit's
@@ -34,11 +35,11 @@ def partition_producer(settings: BrainSettings, partition: int) -> AIOKafkaProdu
     # transaction follows another, so that wait lands on the tool round trip: one setting
     # governs both waits.
     aiokafka_sender.BACKOFF_OVERRIDE = settings.txn_retry_backoff_ms / 1000
-    return AIOKafkaProducer(
+    return TimedProducer(AIOKafkaProducer(
         bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), acks="all", enable_idempotence=True,
         transactional_id=f"{settings.group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1,
         retry_backoff_ms=settings.txn_retry_backoff_ms,
-        max_request_size=producer_max_request_size(settings.max_record_bytes))
+        max_request_size=producer_max_request_size(settings.max_record_bytes)))
 
 
 async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
@@ -67,6 +68,7 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         brain.attach(consumer)
         consumer.subscribe(list(INPUT_TOPICS), listener=brain.partitions)
         await consumer.start()
+        samplers = start_samplers(brain, consumer)
         log.info("brain %s started", settings.host)
         try:
             while not stop.is_set():
@@ -77,6 +79,8 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         finally:
             # The consumer first: it leaves the group, so the partitions move at once,
             # and no assignment can hand us a writer after the brain has closed.
+            for sampler in samplers:
+                sampler.cancel()
             await consumer.stop()
             await brain.close()
             await open_txns.stop()

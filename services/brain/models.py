@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from wakeline_brain.claude import ClaudeModel
+from wakeline_brain.metrics import TimedModel
 from wakeline_brain.model import Model, ModelError
-from wakeline_brain.scripted import ScriptedModel, load_policy
+from wakeline_brain.scripted import PACKAGED_POLICIES, ScriptedModel, load_policy
 from wakeline_brain.settings import BrainSettings
 
 
@@ -15,12 +16,13 @@ class ModelRegistry:
 
     def model_for(self, name: str) -> Model:
         if name not in self._models:
-            self._models[name] = self._build(name)
+            self._models[name] = TimedModel(self._build(name))
         return self._models[name]
 
     def _build(self, name: str) -> Model:
         if name.startswith("scripted:"):
-            return ScriptedModel(load_policy(self._settings.policy_dir, name.split(":", 1)[1]))
+            directory = self._settings.policy_dir or PACKAGED_POLICIES
+            return ScriptedModel(load_policy(directory, name.split(":", 1)[1]))
         if not self._settings.anthropic_api_key:
             raise ModelError(f"model {name!r} needs ANTHROPIC_API_KEY; set it or use a scripted:<policy> model")
         return ClaudeModel(name, self._settings.anthropic_api_key, self._settings.anthropic_base_url,

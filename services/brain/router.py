@@ -19,7 +19,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
-from wakeline import topics
+from wakeline import topics, tracing
 from wakeline.codec import MalformedRecord, decode, dead_letter_for, encode
 from wakeline.commands import ToolResultReport, parse_command
 from wakeline.events import RejectionCode
@@ -67,6 +67,7 @@ class Brain:
             return  # not live (yet): being acquired reads it again, the next owner otherwise
         self.tracker.add(tp, record.offset)
         token = (tp, record.offset)
+        tracing.remember(token, record.headers)  # continued by the actor that handles it
         try:
             item = decode(record.value, ToolResultReport.model_validate_json
                           if record.topic == topics.TOOL_RESULTS else parse_command)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from pathlib import Path
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -41,7 +42,11 @@ class Policy(BaseModel):
     final: str = "Done."
 
 
-def load_policy(directory: Path, name: str) -> Policy:
+# The policies shipped with the package (package data): `scripted:demo` is `policies/demo.json`.
+PACKAGED_POLICIES: Traversable = files("wakeline_brain") / "policies"
+
+
+def load_policy(directory: Traversable, name: str) -> Policy:
     path = directory / f"{name}.json"
     if not path.is_file():
         raise ModelError(f"no scripted policy {name!r} in {directory}")

@@ -52,7 +52,8 @@ class BrainSettings(CommonSettings):
     @property
     def group_instance_id(self) -> str | None:
         return f"{self.group_id}-{self.host}" if self.static_membership else None
-    policy_dir: Path = Path("deploy/policies")
+    # Where `scripted:<policy>` files are; None: the ones shipped in the package (scripted.py).
+    policy_dir: Path | None = None
     anthropic_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("WAKELINE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"))
     anthropic_base_url: str | None = None

@@ -19,11 +19,12 @@ import asyncio
 import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from aiokafka.structs import TopicPartition
 
+from wakeline import tracing
 from wakeline.offsets import OffsetTracker
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ class Record:
     key: bytes
     value: bytes
     partition: int | None = None  # None: this writer's partition (re-routing names another)
+    headers: list[tuple[str, bytes]] | None = None  # the trace context of whoever appended it
 
 
 class TransactionalProducer(Protocol):
@@ -78,6 +80,9 @@ class PartitionWriter:
         if self._closed:
             raise WriterClosed(f"partition {self.partition} is no longer ours")
         done = asyncio.get_running_loop().create_future()
+        # The trace context is the appender's (an actor's task); the commit runs in the writer's.
+        context = tracing.headers()
+        records = [r if r.headers or not context else replace(r, headers=context) for r in records]
         await self._queue.put((records, done))
         await done
 
@@ -126,7 +131,8 @@ class PartitionWriter:
                     await self._producer.send_offsets_to_transaction(offsets, self._group_id)
                 for records, _ in batch:
                     for r in records:
-                        await self._producer.send(r.topic, r.value, key=r.key,
+                        traced = {"headers": r.headers} if r.headers else {}
+                        await self._producer.send(r.topic, r.value, key=r.key, **traced,
                                                   partition=self.partition if r.partition is None else r.partition)
         except Exception as err:
             for _, done in batch:

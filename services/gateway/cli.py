@@ -1,8 +1,9 @@
 """`wakeline`: run a task and watch it live, read sessions, send commands, audit, over HTTP.
 
 Every HTTP command presents the API key in WAKELINE_API_KEY (`wakeline keys create` makes
-one). `wakeline keys` and `wakeline retention` are operator commands that talk to
-Postgres directly, as the schema owner and the maintenance role.
+one). `wakeline keys`, `wakeline retention` and the commands of `wakeline.operator`
+(`migrate`, `topics`, `acls`, `checkpoints`) are operator commands that talk to Postgres
+or Kafka directly, not to the gateway.
 
 `wakeline run` exits with the session's terminal reason: 0 completed, 2 max_turns,
 3 error, 4 interrupted or cancelled; 1 means the gateway refused or could not be reached.
@@ -22,6 +23,7 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from wakeline import keys as keys_admin
+from wakeline import operator
 from wakeline import retention as retention_admin
 from wakeline.retention import parse_window
 from wakeline_gateway import terminal
@@ -220,6 +222,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("retention", help="drop months past every tenant's window (maintenance role)",
                        add_help=False)
     p.set_defaults(direct=retention_admin.main)
+    for name, text, direct in operator.COMMANDS:  # migrate, topics, acls, checkpoints
+        sub.add_parser(name, help=text, add_help=False).set_defaults(direct=direct)
     for name, method, suffix, text in (("wake", "POST", "/wake", "wake the session"),
                                        ("delete", "DELETE", "", "delete the session (rows stay)")):
         _with_session(sub, name, command(method, suffix), text).add_argument("--idempotency-key")

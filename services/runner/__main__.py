@@ -1,8 +1,13 @@
-"""`python -m wakeline_runner`: the runner service."""
+"""`wakeline-runner` (or `python -m wakeline_runner`): the runner service."""
 
 from wakeline.lifecycle import serve
 from wakeline_runner.app import run
 from wakeline_runner.settings import RunnerSettings
 
-if __name__ == "__main__":
+
+def main() -> None:
     serve(run, RunnerSettings(), "runner")
+
+
+if __name__ == "__main__":
+    main()

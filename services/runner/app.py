@@ -20,6 +20,7 @@ from wakeline_runner import cgroups
 from wakeline_runner.executor import Executor
 from wakeline_runner.isolation import probe, rlimits
 from wakeline_runner.loop import ToolCallLoop
+from wakeline_runner.metrics import TimedExecutor, start_samplers
 from wakeline_runner.publish import Publisher
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
@@ -38,14 +39,20 @@ async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
     groups, limits = cgroups.detect(settings.cgroup_parent, settings.nproc, settings.memory_bytes)
     log.info("per-session limits: %s; rlimits per process %s; /tmp %d bytes; work dir %d bytes",
              limits, rlimits(settings), settings.tmp_bytes, settings.work_dir_bytes)
-    executor = Executor(settings, Sandbox(settings, isolation, groups))
+    executor = TimedExecutor(Executor(settings, Sandbox(settings, isolation, groups)))
     consumer = make_consumer(settings, group_id=settings.group_id)
     publisher = Publisher(partial(result_producer, settings), settings.partitions)
     await publisher.start()
     try:
         await consumer.start()
         try:
-            await ToolCallLoop(settings, consumer, publisher, executor).run(stop)
+            loop = ToolCallLoop(settings, consumer, publisher, executor)
+            samplers = start_samplers(loop, executor, consumer)
+            try:
+                await loop.run(stop)
+            finally:
+                for sampler in samplers:
+                    sampler.cancel()
         finally:
             await consumer.stop()
     finally:

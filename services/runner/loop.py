@@ -19,6 +19,7 @@ from functools import partial
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError
 
+from wakeline import tracing
 from wakeline.codec import MalformedRecord, decode, dead_letter_for
 from wakeline.commands import ToolCallRequest
 from wakeline.offsets import OffsetTracker
@@ -75,6 +76,7 @@ class ToolCallLoop:
             reason = bad.reason if isinstance(bad, MalformedRecord) else f"cannot be decoded: {bad!r}"
             work, key = partial(self._dead_letter, record, reason), DEAD_LETTERS
         else:
+            tracing.remember(request.tool_call_id, record.headers)  # continued where the call runs
             work, key = partial(self._execute_and_publish, request), request.session_id
         # A task either way: a dead letter waits for the broker as a result does, and is
         # committed past only once sent (or given up on), without holding up the loop.

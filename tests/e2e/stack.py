@@ -43,6 +43,7 @@ class Service:
     env: dict[str, str]
     log: Path
     proc: subprocess.Popen | None = None
+    metrics_port: int = 0  # where its /metrics answers (each process its own free port)
 
     def start(self) -> "Service":
         self.log.parent.mkdir(parents=True, exist_ok=True)
@@ -93,8 +94,10 @@ class Stack:
         })
         # Where the stack is and the names it runs under (`make test`: the suite's own topic
         # prefix and database), so the services write where this process reads.
+        # The runner's cgroup parent and uid range are machine-wide: a second clone sets its own.
         for key in ("WAKELINE_KAFKA_BOOTSTRAP", "WAKELINE_POSTGRES_DSN", "WAKELINE_PARTITIONS",
-                    "WAKELINE_TOPIC_PREFIX", "WAKELINE_POSTGRES_DATABASE"):
+                    "WAKELINE_TOPIC_PREFIX", "WAKELINE_POSTGRES_DATABASE", "WAKELINE_CGROUP_PARENT",
+                    "WAKELINE_SANDBOX_UID_BASE", "WAKELINE_SANDBOX_UID_COUNT"):
             if key in os.environ:
                 env[key] = os.environ[key]
         env.update(extra)
@@ -102,8 +105,10 @@ class Stack:
 
     def start(self, name: str, kind: str | None = None, **extra: str) -> Service:
         kind = kind or name
-        service = Service(name, f"wakeline_{kind}", self.env(**{"WAKELINE_HOST": name, **extra}),
-                          self.run_dir / "logs" / f"{name}.log").start()
+        port = free_port()
+        service = Service(name, f"wakeline_{kind}",
+                          self.env(**{"WAKELINE_HOST": name, "WAKELINE_METRICS_PORT": str(port), **extra}),
+                          self.run_dir / "logs" / f"{name}.log", metrics_port=port).start()
         self.services[name] = service
         return service
 

@@ -77,7 +77,7 @@ class FakeProducer:
             self._open = None
 
     async def send(self, topic: str, value: bytes | None = None, key: bytes | None = None,
-                   partition: int | None = None) -> asyncio.Future:
+                   partition: int | None = None, headers: list | None = None) -> asyncio.Future:
         sent = Sent(topic, value or b"", key, partition)
         if self._open is not None:
             self._open.sent.append(sent)
@@ -89,7 +89,7 @@ class FakeProducer:
         return done
 
     async def send_and_wait(self, topic: str, value: bytes | None = None, key: bytes | None = None,
-                            partition: int | None = None) -> None:
+                            partition: int | None = None, headers: list | None = None) -> None:
         return await (await self.send(topic, value, key, partition))
 
     async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:

@@ -13,7 +13,7 @@ from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
 
 from tests.unit.folded_log import Log
 
-POLICIES = Path(__file__).resolve().parents[2] / "deploy" / "policies"
+POLICIES = Path(__file__).resolve().parents[2] / "services" / "brain" / "policies"
 
 
 def drive(log, sid, model, runner=lambda call: ("ok", False), limit=200):

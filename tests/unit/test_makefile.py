@@ -38,8 +38,7 @@ def test_make_test_sets_up_and_runs_the_suite_under_its_own_names_and_leaves_the
     assert re.search(r"^TEST_DATABASE \?= wakeline_test$", MAKEFILE, re.M)
     setup = recipe("test-up")
     assert setup.startswith("\t@export $(TEST_NAMES);")
-    assert all(step in setup for step in ("pg.sh up", "wakeline.migrate", "wakeline.admin topics",
-                                          "wakeline.admin acls"))
+    assert all(step in setup for step in ("pg.sh up", "wakeline migrate", "wakeline topics", "wakeline acls"))
     suite = recipe("test")
     assert suite.startswith("\t@export $(TEST_NAMES);") and "pytest" in suite
     assert "services.sh down" not in suite

@@ -1,0 +1,23 @@
+"""The operator commands of the installed package, as sub-commands of `wakeline`.
+
+`wakeline migrate`, `wakeline topics [--fix]`, `wakeline acls`, `wakeline checkpoints write`
+talk to Postgres or Kafka directly (not to the gateway), each as the module behind it,
+which parses the rest of the command line; `python -m wakeline.<module>` still works.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from wakeline import admin, checkpoints, migrate
+
+# (sub-command, help, the function taking the remaining arguments and returning the exit code)
+COMMANDS: tuple[tuple[str, str, Callable[[list[str]], int]], ...] = (
+    ("migrate", "apply the SQL migrations shipped in the package (as the schema owner)", migrate.main),
+    ("topics", "create the <prefix>.* topics; --fix sets retention and min ISR of existing ones (as admin)",
+     lambda rest: admin.main(["topics", *rest])),
+    ("acls", "create each service principal's Kafka ACLs on the <prefix> names (as admin)",
+     lambda rest: admin.main(["acls", *rest])),
+    ("checkpoints", "write signed checkpoints of every chain head: checkpoints write --tenant T",
+     checkpoints.main),
+)

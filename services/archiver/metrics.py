@@ -1,0 +1,40 @@
+"""What feeds the archiver's metrics (libs/wakeline/metrics.py): the size of each events batch
+stored, the lag `_report_lag` measures, and the archiver's own counts of what it did with
+each record, carried into counters every second. app.py puts it in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from wakeline import metrics
+
+T = TypeVar("T", bound=Sequence[Any])
+
+
+def sized(store: Callable[[T], Awaitable[None]]) -> Callable[[T], Awaitable[None]]:
+    """`store`, with the size of every batch it is handed observed."""
+    async def measured(batch: T) -> None:
+        metrics.ARCHIVER_BATCH.observe(len(batch))
+        await store(batch)
+    return measured
+
+
+def record_lag(lag: dict[int, Any]) -> None:
+    for partition, value in lag.items():
+        metrics.ARCHIVER_LAG.labels(str(partition)).set(value["lag"])
+
+
+def start_counting(events: Any) -> asyncio.Task[None]:
+    """The EventArchiver's counts (archived, redelivered, rejected, parked) as counters."""
+    carried = dict.fromkeys(("archived", "redelivered", "rejected", "parked"), 0)
+
+    async def carry() -> None:
+        for outcome, before in carried.items():
+            now = getattr(events, outcome)
+            if now > before:
+                metrics.ARCHIVER_EVENTS.labels(outcome).inc(now - before)
+                carried[outcome] = now
+    return metrics.every(1.0, carry)

@@ -1,0 +1,85 @@
+"""What feeds the brain's metrics (libs/wakeline/metrics.py): a producer wrapper timing each
+partition transaction and counting the events it commits, a model wrapper timing calls and
+counting tokens, and a sampler of the sessions in memory and the consumer's lag. The writer,
+the actors and the model adapters know nothing of it; app.py and models.py put it in place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from wakeline import metrics, tracing
+from wakeline.topics import EVENTS
+from wakeline_brain.model import Model, ModelReply, ModelRequest
+
+
+class TimedProducer:
+    """A partition writer's transactional producer, as the writer uses it, with each
+    transaction timed and the records it sent to the events topic counted once it commits."""
+
+    def __init__(self, producer: Any):
+        self._producer = producer
+        self._events = 0
+
+    def __getattr__(self, name: str) -> Any:  # start, stop, send_offsets_to_transaction, ...
+        return getattr(self._producer, name)
+
+    async def send(self, topic: str, *args: Any, **kwargs: Any) -> Any:
+        if topic == EVENTS:
+            self._events += 1
+        return await self._producer.send(topic, *args, **kwargs)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        self._events = 0
+        with metrics.Stopwatch() as watch:
+            try:
+                async with self._producer.transaction():
+                    yield
+            except BaseException:
+                outcome = "failed"
+                raise
+            else:
+                outcome = "committed"
+                metrics.EVENTS_APPENDED.inc(self._events)
+            finally:
+                self._events = 0
+        metrics.TRANSACTION_SECONDS.labels(outcome).observe(watch.seconds)
+
+
+class TimedModel:
+    """A model adapter with each call timed and its token usage counted, by adapter kind."""
+
+    def __init__(self, model: Model):
+        self._model = model
+        self.name = model.name
+        self._adapter = "scripted" if model.name.startswith("scripted:") else "anthropic"
+
+    def __getattr__(self, name: str) -> Any:  # close, ...
+        return getattr(self._model, name)
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        outcome = "error"
+        began = asyncio.get_running_loop().time()
+        try:
+            with tracing.TRACER.start_as_current_span("model call", attributes={"wakeline.adapter": self._adapter}):
+                reply = await self._model.complete(request)
+            outcome = "ok"
+        finally:
+            metrics.MODEL_SECONDS.labels(self._adapter, outcome).observe(asyncio.get_running_loop().time() - began)
+        metrics.MODEL_TOKENS.labels(self._adapter, "input").inc(reply.usage.input_tokens)
+        metrics.MODEL_TOKENS.labels(self._adapter, "output").inc(reply.usage.output_tokens)
+        return reply
+
+
+def start_samplers(brain: Any, consumer: Any) -> list[asyncio.Task[None]]:
+    """Sessions in memory (live or idle) and the consumer's lag, every second."""
+    async def sessions() -> None:
+        actors = [actor for actor, _ in list(brain.actors.values())]
+        idle = sum(1 for actor in actors if actor.quiet)
+        metrics.SESSIONS.labels("idle").set(idle)
+        metrics.SESSIONS.labels("live").set(len(actors) - idle)
+    return [metrics.every(1.0, sessions), metrics.every(1.0, lambda: metrics.sample_consumer_lag(consumer, "brain"))]

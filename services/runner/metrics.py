@@ -1,0 +1,66 @@
+"""What feeds the runner's metrics (libs/wakeline/metrics.py): an executor wrapper timing each
+tool call by tool and outcome and counting the calls running, and a sampler of the calls
+waiting (queue depth) and the consumer's lag. app.py puts it in place; the loop and the
+executor know nothing of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from wakeline import logs, metrics, tracing
+from wakeline.commands import ToolCallRequest, ToolResultReport
+from wakeline.tools import TOOLS
+
+log = logging.getLogger(__name__)
+
+
+def outcome_of(report: ToolResultReport) -> str:
+    """ok, replayed, or the error kind (a short word from the executor), else `error`."""
+    if not report.is_error:
+        return "replayed" if report.replayed else "ok"
+    kind = report.error_kind or "error"
+    return kind if kind.replace("_", "").isalnum() and len(kind) <= 40 else "error"
+
+
+class TimedExecutor:
+    """The executor, with each call's duration and outcome recorded under its tool's name."""
+
+    def __init__(self, executor: Any):
+        self._executor = executor
+        self.running = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._executor, name)
+
+    async def execute(self, request: ToolCallRequest) -> ToolResultReport:
+        # This call's task logs under its session and call id, publishing included (wakeline.logs).
+        logs.bind(session_id=request.session_id, tool_call_id=request.tool_call_id, seq=request.causation_seq)
+        tool = request.name if request.name in TOOLS else "other"
+        # The call's trace, current in this task: the result it publishes next carries it.
+        span = tracing.follow(request.tool_call_id, f"runner {tool}", **{"wakeline.session_id": request.session_id})
+        self.running += 1
+        metrics.RUNNER_RUNNING.set(self.running)
+        outcome = "runner_failed"
+        with metrics.Stopwatch() as watch:
+            try:
+                report: ToolResultReport = await self._executor.execute(request)
+                outcome = outcome_of(report)
+            finally:
+                self.running -= 1
+                metrics.RUNNER_RUNNING.set(self.running)
+                if span is not None:
+                    span.set_attribute("wakeline.outcome", outcome)
+                    span.end()
+        metrics.TOOL_SECONDS.labels(tool, outcome).observe(watch.seconds)
+        log.info("tool call %s: %s in %.3f s", request.name[:200], outcome, watch.seconds)
+        return report
+
+
+def start_samplers(loop: Any, executor: TimedExecutor, consumer: Any) -> list[asyncio.Task[None]]:
+    """Queue depth (accepted calls not running) and the consumer's lag, every second."""
+    async def queue() -> None:
+        metrics.RUNNER_QUEUE.set(max(0, len(loop.scheduler.tasks) - executor.running))
+    return [metrics.every(1.0, queue), metrics.every(1.0, lambda: metrics.sample_consumer_lag(consumer, "runner"))]

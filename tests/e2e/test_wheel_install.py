@@ -1,0 +1,190 @@
+"""The wheel, installed outside the checkout, migrates a fresh database, creates topics and
+runs every service, against the real broker and Postgres.
+
+The wheel is built from the tree (`pip wheel`) and installed with `--no-deps` into a new
+venv under the test's tmp dir. Its third-party dependencies (aiokafka, faust, ...) are the
+checkout venv's: one path line in a .pth file of the new venv, which puts that
+site-packages on sys.path after the venv's own, and processes none of its .pth files, so
+the checkout's editable install of wakeline is not active there. Every wakeline module the
+commands run is the wheel's: asserted by where each package is imported from. The commands
+run with the checkout out of reach: working directory in the tmp dir, no PYTHONPATH, only
+the credentials file (an operator's secret, not code) read from the checkout's .data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from tests.e2e.stack import free_port, require_database
+from tests.packaging import SETUPTOOLS, tree_packages
+from wakeline.kafka_io import make_admin
+from wakeline.settings import AdminSettings, CommonSettings, credentials_file
+from wakeline.topics import names
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ("archiver", "runner", "brain", "gateway")
+# Where the stack is, and the runner's machine-wide ranges (two clones on one machine).
+PASSED_ON = ("WAKELINE_KAFKA_BOOTSTRAP", "WAKELINE_POSTGRES_DSN", "WAKELINE_POSTGRES_ADMIN_DSN",
+             "WAKELINE_CGROUP_PARENT", "WAKELINE_SANDBOX_UID_BASE", "WAKELINE_SANDBOX_UID_COUNT")
+
+
+def build_wheel(out: Path) -> Path:
+    """From a copy of what the Dockerfile copies: setuptools keeps a build/ dir in the tree it
+    builds in, whose stale files would end up in the wheel and hide a package left out."""
+    source = out / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info")
+    for part in ("libs", "services"):
+        shutil.copytree(ROOT / part, source / part, ignore=ignore)
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / part, source / part)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", str(out),
+                            str(source)], capture_output=True, text=True, timeout=600, cwd=out)
+    assert built.returncode == 0, built.stdout + built.stderr
+    (wheel,) = out.glob("wakeline-*.whl")
+    return wheel
+
+
+def check_wheel_contents(wheel: Path) -> None:
+    """Every module of every package in the tree, every migration and policy, the scripts."""
+    with zipfile.ZipFile(wheel) as archive:
+        members = set(archive.namelist())
+        entry_points = next(archive.read(n).decode() for n in members if n.endswith("entry_points.txt"))
+    wanted = []
+    for package in tree_packages():
+        top, *rest = package.split(".")
+        directory = ROOT / SETUPTOOLS["package-dir"][top] / Path(*rest)
+        wanted += [f"{package.replace('.', '/')}/{p.name}" for p in directory.glob("*.py")]
+    wanted += [f"wakeline/migrations/{p.name}" for p in (ROOT / "libs" / "wakeline" / "migrations").glob("*.sql")]
+    wanted += [f"wakeline_brain/policies/{p.name}" for p in (ROOT / "services" / "brain" / "policies").glob("*.json")]
+    assert "wakeline_gateway/routes/commands.py" in wanted
+    assert sorted(set(wanted) - members) == []
+    for script in ("wakeline", *(f"wakeline-{s}" for s in SERVICES)):
+        assert f"\n{script} = " in f"\n{entry_points}", script
+
+
+def make_venv(where: Path, wheel: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
+    bin_dir = where / "bin"
+    site = next((where / "lib").glob("python3*/site-packages"))
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q",
+                                "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    (site / "zz_checkout_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return bin_dir
+
+
+def new_database(name: str) -> None:
+    made = subprocess.run(["bash", str(ROOT / "deploy" / "postgres" / "pg.sh"), "up"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "WAKELINE_POSTGRES_DATABASE": name})
+    assert made.returncode == 0, made.stdout + made.stderr
+
+
+async def drop_database(name: str) -> None:
+    conn = await asyncpg.connect(AdminSettings().postgres_admin_dsn)  # another database of the same owner
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+async def delete_topics(prefix: str) -> None:
+    admin = make_admin(CommonSettings())
+    await admin.start()
+    try:
+        await admin.delete_topics(list(names(prefix).all_topics))
+    finally:
+        await admin.close()
+
+
+def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_runs_a_session(tmp_path):
+    require_database()
+    wheel = build_wheel(tmp_path / "dist")
+    check_wheel_contents(wheel)
+    bin_dir = make_venv(tmp_path / "venv", wheel)
+    home = tmp_path / "operator"
+    home.mkdir()
+    run_id = uuid.uuid4().hex[:8]
+    database, prefix, port = f"wakeline_wheel_{run_id}", f"wakeline-wheel-{run_id}", free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WAKELINE_") and k != "PYTHONPATH"}
+    env.update({k: os.environ[k] for k in PASSED_ON if k in os.environ})
+    env.update(WAKELINE_CREDENTIALS_FILE=str(credentials_file()), WAKELINE_POSTGRES_DATABASE=database,
+               WAKELINE_TOPIC_PREFIX=prefix, WAKELINE_PARTITIONS="2", WAKELINE_HTTP_PORT=str(port),
+               WAKELINE_GATEWAY_URL=f"http://127.0.0.1:{port}", WAKELINE_SANDBOX_ROOT=str(home / "sandboxes"),
+               WAKELINE_ARCHIVER_DATA_DIR=str(home / "archiver"))
+
+    def wakeline(*args: str, timeout: float = 120, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(bin_dir / "wakeline"), *args], capture_output=True, text=True, timeout=timeout,
+                              cwd=home, env={**env, **extra})
+
+    where = subprocess.run(
+        [str(bin_dir / "python"), "-c", "import wakeline, wakeline_brain, wakeline_runner, wakeline_archiver, "
+         "wakeline_gateway.routes as r, wakeline.migrate as m; print(wakeline.__file__, wakeline_brain.__file__, "
+         "wakeline_runner.__file__, wakeline_archiver.__file__, r.__file__, m.MIGRATIONS_DIR)"],
+        capture_output=True, text=True, cwd=home, env=env, timeout=60)
+    assert where.returncode == 0, where.stderr
+    assert all(p.startswith(str(tmp_path / "venv")) for p in where.stdout.split()), where.stdout
+
+    processes: dict[str, subprocess.Popen] = {}
+    new_database(database)
+    try:
+        migrated = wakeline("migrate")
+        assert migrated.returncode == 0, migrated.stdout + migrated.stderr
+        labels = sorted(p.stem for p in (ROOT / "libs" / "wakeline" / "migrations").glob("*.sql"))
+        assert [line.rsplit(" ", 1)[1] for line in migrated.stdout.splitlines()] == labels, migrated.stdout
+        for command in ("topics", "acls"):
+            done = wakeline(command)
+            assert done.returncode == 0, done.stdout + done.stderr
+        assert f"'{prefix}.events'" in wakeline("topics").stdout or "all present" in wakeline("topics").stdout
+
+        for service in SERVICES:
+            log = open(home / f"{service}.log", "wb")
+            processes[service] = subprocess.Popen([str(bin_dir / f"wakeline-{service}")], cwd=home,
+                                                  env={**env, "WAKELINE_HOST": f"wheel-{service}"}, stdout=log,
+                                                  stderr=subprocess.STDOUT, start_new_session=True)
+        key = wakeline("keys", "create", "--tenant", "default", "--principal", "wheel", "--role", "user")
+        assert key.returncode == 0, key.stderr
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:  # the gateway answers once it listens
+            if wakeline("sessions", WAKELINE_API_KEY=key.stdout.strip()).returncode == 0:
+                break
+            time.sleep(0.5)
+        # the scripted demo policy is the wheel's package data; its tools run in the runner's sandbox
+        ran = wakeline("run", "count the words", "--model", "scripted:demo", timeout=240,
+                       WAKELINE_API_KEY=key.stdout.strip())
+        logs = "\n".join(f"--- {s}\n{(home / f'{s}.log').read_text()[-3000:]}" for s in SERVICES)
+        assert ran.returncode == 0, ran.stdout + ran.stderr + logs
+        assert "completed" in ran.stdout + ran.stderr
+        assert all(p.poll() is None for p in processes.values()), logs
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+        asyncio.run(drop_database(database))
+        asyncio.run(delete_topics(prefix))
+
+
+@pytest.mark.parametrize("package", ["wakeline", "wakeline_brain"])
+def test_package_data_is_read_through_importlib_resources(package):
+    """Not the source tree: the migrations and policies are found wherever the package is."""
+    from importlib.resources import files
+
+    data = {"wakeline": "migrations", "wakeline_brain": "policies"}[package]
+    assert any(files(package).joinpath(data).iterdir())
