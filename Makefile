@@ -89,9 +89,9 @@ chaos: up
 # unchanged with `eval "$$(bash deploy/kafka/cluster.sh env)"` (README, "A three-broker cluster").
 CLUSTER_NAMES = $$(bash deploy/kafka/cluster.sh env)
 cluster-up: deps venv
-	@bash deploy/postgres/pg.sh up >/dev/null && $(PY) -m wakeline.migrate
+	@bash deploy/postgres/pg.sh up >/dev/null && $(VENV)/bin/wakeline migrate
 	@bash deploy/kafka/cluster.sh up
-	@eval "$(CLUSTER_NAMES)"; $(PY) -m wakeline.admin topics && $(PY) -m wakeline.admin acls
+	@eval "$(CLUSTER_NAMES)"; $(VENV)/bin/wakeline topics && $(VENV)/bin/wakeline acls
 
 cluster-down:
 	@bash deploy/kafka/cluster.sh down
