@@ -68,6 +68,19 @@ class SessionCreatedPayload(Frozen):
     fork_seq: int | None = None
 
 
+class ForkedPayload(Frozen):
+    """Opens a fork: its history is the parent's events 1..`fork_seq`, read from the parent
+    (never copied); this event sits at `fork_seq + 1` and links to `parent_hash`, the
+    parent's hash at `fork_seq`, so the fork's chain continues the parent's."""
+
+    parent_session_id: str
+    fork_seq: int = Field(ge=1)
+    parent_hash: str
+    config: SessionConfig
+    owner: str
+    title: str | None = None
+
+
 class UserMessagePayload(Frozen):
     text: str
     queued: bool = False
@@ -216,6 +229,11 @@ class SessionCreated(EventBase):
     payload: SessionCreatedPayload
 
 
+class SessionForked(EventBase):
+    type: Literal["forked"] = "forked"
+    payload: ForkedPayload
+
+
 class UserMessageReceived(EventBase):
     type: Literal["user_message"] = "user_message"
     payload: UserMessagePayload
@@ -322,19 +340,19 @@ Event = Annotated[
     Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded,
           ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived,
           ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack,
-          TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken],
+          TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked],
     Field(discriminator="type"),
 ]
 Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload, TurnStartedPayload,
                 ModelTurnPayload, ToolCallPayload, ApprovalRequestedPayload, ApprovalGrantedPayload,
                 ApprovalDeniedPayload, ToolResultPayload, CompactionPayload, TurnEndedPayload,
                 SessionEndedPayload, WokePayload, TakeoverPayload, HandbackPayload, TitlePayload,
-                FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload]
+                FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload, ForkedPayload]
 EventType = Literal["session_created", "user_message", "message_queued", "turn_started", "model_turn",
                     "tool_call", "approval_requested", "approval_granted", "approval_denied",
                     "tool_result", "compaction", "turn_ended", "session_ended", "woke", "takeover",
                     "handback", "title_generated", "file_reference", "input_rejected", "deleted",
-                    "snapshot"]
+                    "snapshot", "forked"]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])

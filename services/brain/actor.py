@@ -25,12 +25,14 @@ from wakeline import commands as c
 from wakeline import events as e
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
-from wakeline.fold import apply
+from wakeline.fold import FoldError, apply, fold
+from wakeline.lineage import PrefixUnavailable
 from wakeline.limits import RecordTooLarge, check_record
 from wakeline.snapshots import resume, snapshot_payload
 from wakeline.state import SessionState
 from wakeline.topics import EVENTS, TOOL_CALLS, record_key
 from wakeline_brain.context import build_request, plan_compaction
+from wakeline_brain.forking import ForkRefused, fork_drafts
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.model import Model, ModelError, ModelReply
 from wakeline_brain.parking import park_drafts
@@ -58,6 +60,8 @@ class ActorDeps:
     # the last: a wake then folds at most about this many, not the whole log.
     snapshot_every: int = 1000
     snapshot_on_evict_after: int = 100
+    # (parent, tenant, upto) -> the parent's history a fork inherits; None: this brain forks nothing.
+    load_prefix: Callable[[str, str, int], Awaitable[list[e.Event]]] | None = None
 
 
 class SessionUnwakeable(RuntimeError):
@@ -162,6 +166,9 @@ class SessionActor:
 
     async def _park(self, item: Any, code: e.RejectionCode, reason: str) -> None:
         payload, token = item if isinstance(item, tuple) else (None, None)
+        if self.state.session_id and self.state.session_id != self.session_id:
+            self.state = SessionState()  # a fork whose first events failed: its parent's prefix is not its log
+
         if payload is not None and not isinstance(payload, MalformedInput):
             await self.deps.dead_letter(payload, f"{code}: {reason}")
         drafts = park_drafts(self.state, payload, code, reason)
@@ -194,10 +201,44 @@ class SessionActor:
         payload, token = item
         if isinstance(payload, MalformedInput):
             return self._reject_malformed(payload), token
+        if self.state.status == "new" and isinstance(payload, c.CreateSession) and payload.fork_of is not None:
+            return await self._fork(payload), token
         if self.state.status == "new" and not isinstance(payload, (c.CreateSession, c.ToolResultReport)):
             await self.deps.dead_letter(payload, f"unknown_session: unknown session {self.session_id}")
             return [], token
         return handle_input(self.state, payload), token
+
+    async def _fork(self, cmd: c.CreateSession) -> list[Draft]:
+        """The fork's first events, sealed after its parent's prefix: `self.state` becomes the
+        prefix's fold, so the `forked` event takes seq N + 1 and links to the parent's hash
+        at N. A fork that cannot start is dead-lettered with its reason; nothing is sealed."""
+        assert cmd.fork_of is not None
+        origin = cmd.fork_of
+        try:
+            if self.deps.load_prefix is None:
+                raise ForkRefused("this brain was started without a prefix reader")
+            prefix = await self._retried(lambda: self.deps.load_prefix(origin.session_id, cmd.tenant, origin.seq))
+            state = fold(prefix)
+            drafts = fork_drafts(state, prefix, cmd)
+        except (PrefixUnavailable, FoldError, ForkRefused) as err:
+            log.warning("session %s: fork of %s at %d refused: %s", self.session_id, origin.session_id,
+                        origin.seq, err)
+            await self.deps.dead_letter(cmd, f"fork_refused: {err}")
+            return []
+        self.state, self.tenant = state, cmd.tenant
+        return drafts
+
+    async def _retried(self, read: Callable[[], Awaitable[Any]]) -> Any:
+        delay = 0.2
+        while True:
+            try:
+                return await read()
+            except Exception as err:
+                if not is_transient(err):
+                    raise
+                log.warning("session %s: %r; retrying in %.1f s", self.session_id, err, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     def _reject_malformed(self, bad: "MalformedInput") -> list[Draft]:
         if self.state.status != "new" and not self.state.has_seen(bad.command_id):

@@ -23,7 +23,7 @@ from wakeline_gateway.feed import EventsFeed, FeedState, feed_consumer
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.audit import AuditStore
-from wakeline_gateway.routes import audit, commands, health, reads, sessions, stream, tenant
+from wakeline_gateway.routes import audit, commands, forks, health, reads, sessions, stream, tenant
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.store import SessionStore
 
@@ -65,7 +65,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     app.state.settings = settings
     install_error_handlers(app)
     app.add_middleware(BodyLimit, cap=body_cap(settings.max_record_bytes))
-    for module in (sessions, commands, reads, stream, audit, tenant, health):
+    for module in (sessions, forks, commands, reads, stream, audit, tenant, health):
         app.include_router(module.router)
     app.openapi = lambda: problem_openapi(app)  # type: ignore[method-assign]
     return app

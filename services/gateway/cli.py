@@ -84,6 +84,36 @@ def replay(client: GatewayClient, args: argparse.Namespace) -> int:
     return 0
 
 
+def fork(client: GatewayClient, args: argparse.Namespace) -> int:
+    """A new session with SID's history up to SEQ, continued with MESSAGE."""
+    body: dict[str, Any] = {"at_seq": args.seq, "message": args.message, "title": args.title}
+    headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
+    answer = client.json("POST", f"/v1/sessions/{args.session_id}/fork", json=body, headers=headers)
+    print(f"session {answer['session_id']}")
+    print(terminal.outcome_line(answer))
+    return 0
+
+
+def tree(client: GatewayClient, args: argparse.Namespace) -> int:
+    node = client.json("GET", f"/v1/sessions/{args.session_id}/tree")
+    if args.json:
+        print(terminal.safe(json.dumps(node, indent=2, ensure_ascii=False)))
+    else:
+        for line in terminal.tree_lines(node, steps=not args.forks_only):
+            print(line)
+    return 0
+
+
+def cost(client: GatewayClient, args: argparse.Namespace) -> int:
+    if args.session_id is None:
+        params = {k: when(v) for k, v in (("since", args.since), ("until", args.until)) if v}
+        report = client.json("GET", "/v1/audit/cost", params=params)
+    else:
+        report = client.json("GET", f"/v1/sessions/{args.session_id}/cost")
+    print(terminal.safe(json.dumps(report, indent=2, ensure_ascii=False)))
+    return 0
+
+
 def verify(client: GatewayClient, args: argparse.Namespace) -> int:
     """One session (any reader of it), or --all: every session of the key's tenant (auditor, admin)."""
     if args.all == (args.session_id is not None):
@@ -100,6 +130,8 @@ def verify(client: GatewayClient, args: argparse.Namespace) -> int:
         if report["ok"]:
             print(f"ok: {report['session_id']}: {report['events']} events, hash chain intact"
                   + ("" if report["signatures_checked"] else " (checkpoint signatures not checked: no key)"))
+        if report.get("prefix"):
+            print(terminal.prefix_line(report["prefix"]))
         else:
             print(f"BROKEN: {report['session_id']}: first bad seq {report['first_bad_seq']}: "
                   f"{terminal.safe(report['reason'] or '')}")
@@ -193,6 +225,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--html", metavar="FILE")
     p = _with_session(sub, "replay", replay, "the folded state after each event")
     p.add_argument("--json", action="store_true")
+    p = _with_session(sub, "fork", fork, "a new session with the history up to SEQ, continued with MESSAGE")
+    p.add_argument("seq", type=int)
+    p.add_argument("message")
+    p.add_argument("--title")
+    p.add_argument("--idempotency-key")
+    p = _with_session(sub, "tree", tree, "the session's steps and the forks taken from it, as a tree")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--forks-only", action="store_true", help="sessions only, no steps")
+    p = sub.add_parser("cost", help="what a session cost; without SID, the tenant's by owner, model, day (auditor)")
+    p.add_argument("session_id", nargs="?")
+    p.add_argument("--since", help="ISO time or an age: 7d, 12h, 30m (tenant report)")
+    p.add_argument("--until")
+    p.set_defaults(handler=cost)
     p = sub.add_parser("verify", help="recompute hash chains: one session, or --all of the tenant")
     p.add_argument("session_id", nargs="?")
     p.add_argument("--all", action="store_true")
