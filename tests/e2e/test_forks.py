@@ -8,8 +8,11 @@ fork's log being whole from there, and on what the fork did with the inherited h
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stdout
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -49,8 +52,13 @@ def seq_of(events: list, type_: str, nth: int = 0) -> int:
     return [e.seq for e in events if e.type == type_][nth]
 
 
+@pytest.fixture(scope="module")
+def module_start(stack):
+    return datetime.now(UTC) - timedelta(seconds=1)
+
+
 @pytest.fixture
-def finished(stack, client):
+def finished(stack, client, module_start):
     """A finished tools3 session: three tool calls over three turns."""
     sid = create_session(client, "tools3")
     wait_ended(client, stack, sid)
@@ -220,3 +228,19 @@ def test_cost_totals_equal_the_sum_of_the_turns_usage(stack, client, finished, a
     mine = [r for r in tenant["data"] if r["actor"] == "user:local" and r["model"] == "scripted:tools3"]
     assert sum(r["tokens"]["input_tokens"] for r in mine) >= cost["tokens"]["input_tokens"]
     assert client.get("/v1/audit/cost").status_code == 403
+
+
+def test_every_session_this_module_ran_replays_cleanly_against_todays_code(stack, client, finished, module_start):
+    parent, events = finished
+    fork_id = fork(client, parent, seq_of(events, "turn_ended"))
+    wait_ended(client, stack, fork_id)
+    judged = subprocess.run([sys.executable, "-m", "wakeline_brain.replay_check", "--all", "--since",
+                             module_start.isoformat(), "--tenant", "default"],
+                            capture_output=True, text=True, timeout=300)
+    assert judged.returncode == 0, judged.stdout + judged.stderr
+    lines = judged.stdout.splitlines()
+    assert len(lines) >= 20 and all("replays cleanly" in line for line in lines), judged.stdout
+    out = io.StringIO()
+    with GatewayClient(stack.url, api_key=client.headers["Authorization"].split()[1]) as gateway, redirect_stdout(out):
+        assert cli.main(["replay", fork_id, "--check"], client=gateway) == 0
+    assert out.getvalue().startswith(f"{fork_id}: replays cleanly")
