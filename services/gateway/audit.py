@@ -104,10 +104,11 @@ def sessions_sql(tenant: str, query: AuditQuery) -> tuple[str, list[Any]]:
     args.append(query.limit)
     return ("SELECT e.session_id, min(e.ts) AS first_ts, max(e.ts) AS last_ts, count(*) AS events, "
             "array_agg(DISTINCT e.type ORDER BY e.type) AS types, "
-            "array_agg(DISTINCT e.actor ORDER BY e.actor) AS actors, s.owner, s.title, s.deleted_at "
+            "array_agg(DISTINCT e.actor ORDER BY e.actor) AS actors, s.owner, s.title, s.deleted_at, "
+            "s.parent_session_id, s.fork_seq "
             f"FROM (SELECT session_id, ts, type, actor FROM events WHERE {' AND '.join(where)}) e "
             "LEFT JOIN sessions s ON s.session_id = e.session_id "
-            "GROUP BY e.session_id, s.owner, s.title, s.deleted_at "
+            "GROUP BY e.session_id, s.owner, s.title, s.deleted_at, s.parent_session_id, s.fork_seq "
             f"ORDER BY min(e.ts), e.session_id LIMIT ${len(args)}"), args
 
 

@@ -174,6 +174,10 @@ class AuditSessionPublic(BaseModel):
     owner: str | None
     title: str | None
     deleted_at: datetime | None
+    # A fork names its parent and the seq its own log continues after: its events here are
+    # its own; those before fork_seq + 1 are the parent's (and show under the parent).
+    parent_session_id: str | None = None
+    fork_seq: int | None = None
 
 
 class AuditSessionsPublic(BaseModel):

@@ -1,17 +1,23 @@
 """The database holds a fork's `forked` event to a real point of its parent's log (0016),
-and verify checks a fork's chain from there and its prefix in the parent."""
+verify checks a fork's chain from there and its prefix in the parent, and when retention
+drops the month the prefix lived in, verify and the reads say that part is gone."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import asyncpg
 import pytest
 
-from conftest_pg import fresh_tenant, require_postgres, service_connection, set_tenant
-from tests.factories import LIVE, SPEAKERS, draft, sealed
+from conftest_pg import fresh_month, fresh_tenant, require_postgres, service_connection, set_tenant
+from test_retention import DAY, set_policy
+from tests.factories import LIVE, SPEAKERS, at, draft, sealed
 from tests.unit.session_log import created, exchange
 from wakeline import verify
 from wakeline.event_store import insert_events
 from wakeline.events import ForkedPayload, SessionConfig
+from wakeline.lineage import PrefixUnavailable, prefix_events
+from wakeline.retention import RetentionSettings, apply_retention
 
 pytestmark = pytest.mark.postgres
 
@@ -19,7 +25,8 @@ pytestmark = pytest.mark.postgres
 async def _stored(tenant: str, events: list) -> None:
     async with service_connection() as conn, conn.transaction():
         await set_tenant(conn, tenant)
-        await conn.execute("SELECT ensure_events_partition(now())")
+        for ts in {e.ts for e in events}:
+            await conn.execute("SELECT ensure_events_partition($1)", ts)
         await insert_events(conn, events)
 
 
@@ -67,3 +74,25 @@ async def test_the_database_refuses_a_forked_event_that_names_no_real_fork_point
         fork = [e.model_copy(update={"tenant": fresh_tenant()}) for e in _fork_of(parent, 8)]
     with pytest.raises(error):
         await _stored(fork[0].tenant, fork[:1])
+
+
+async def test_when_retention_drops_the_month_of_a_forks_prefix_verify_and_reads_say_it_is_gone():
+    await require_postgres()
+    name, start, end = await fresh_month()
+    tenant = fresh_tenant()
+    drafts = [created(), *exchange(1)]
+    parent = sealed(drafts, tenant=tenant, stamps=at([start + DAY + timedelta(minutes=i) for i in range(8)]))
+    await _stored(tenant, parent)
+    fork = _fork_of(parent, 8)  # the fork's own events are of today
+    await _stored(tenant, fork)
+    await set_policy(tenant, "1 day")
+    dropped = await apply_retention(RetentionSettings().postgres_maintenance_dsn, None, end + DAY)
+    assert any(entry["partition_name"] == name for entry in dropped)
+
+    async with service_connection() as conn, conn.transaction():
+        await set_tenant(conn, tenant)
+        report = await verify.verify_session(conn, fork[0].session_id)
+        with pytest.raises(PrefixUnavailable, match="seq 1 of"):
+            await prefix_events(conn, parent[0].session_id, 8)
+    assert report.ok and report.events == 2  # its own chain holds, linked to the registered hash at 8
+    assert report.prefix is not None and report.prefix.retained_out == 8 and report.prefix.events == 0
