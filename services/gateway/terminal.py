@@ -82,16 +82,18 @@ def exit_code(reason: str | None) -> int:
 def tree_lines(node: dict[str, Any], steps: bool = True, indent: str = "") -> list[str]:
     """A session, its steps and, at the seq each starts after, the forks taken from it."""
     where = f" (fork of {node['parent_session_id']} at seq {node['fork_seq']})" if node.get("parent_session_id") else ""
-    lines = [one_line(f"{indent}{node['session_id']} {node['status']} owner {node['owner']} "
-                      f"seq {node['last_seq']}{where}", 1000)]
+    # one_line collapses whitespace, so the indent goes on after it
+    lines = [indent + one_line(f"{node['session_id']} {node['status']} owner {node['owner']} "
+                               f"seq {node['last_seq']}{where}", 1000)]
     forks = sorted(node.get("forks", []), key=lambda f: f["fork_seq"] or 0)
     shown = 0
     for step in node.get("steps", []) if steps else []:
         while shown < len(forks) and (forks[shown]["fork_seq"] or 0) < step["seq"]:
             lines += tree_lines(forks[shown], steps, indent + "  └─ ")
             shown += 1
-        lines.append(one_line(f"{indent}  {step['seq']:>5} {step['kind']:<10} {step['summary']}"
-                              + (f" [{step['detail']['outcome']}]" if "outcome" in step["detail"] else ""), WIDTH))
+        outcome = f" [{step['detail']['outcome']}]" if "outcome" in step["detail"] else ""
+        lines.append(f"{indent}  {step['seq']:>5} {one_line(step['kind'], 10):<10} "
+                     + one_line(f"{step['summary']}{outcome}", WIDTH - len(indent) - 18))
     for fork in forks[shown:]:
         lines += tree_lines(fork, steps, indent + "  └─ ")
     return lines
