@@ -146,6 +146,11 @@ class CompactionPayload(Frozen):
     covered_to_seq: int
     tokens_before: int
     tokens_after: int
+    # A summary the model wrote (issue 11): which model, and what that call used. Absent, and
+    # left out of the dump, on mechanical compactions and on every event before them, so
+    # those keep the canonical JSON (and hash) they were sealed with.
+    summary_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    usage: Usage | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class TurnEndedPayload(Frozen):

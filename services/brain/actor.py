@@ -37,6 +37,7 @@ from wakeline_brain.inputs import handle_input
 from wakeline_brain.model import Model, ModelError, ModelReply
 from wakeline_brain.parking import park_drafts
 from wakeline_brain.steps import CALL_MODEL, failed_model_drafts, model_drafts, next_step
+from wakeline_brain.summary import just_compacted, model_compaction, summary_request, writes_summary
 from wakeline_brain.wake import is_transient
 from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
 
@@ -73,6 +74,16 @@ class _ModelDone:
     turn: int
     reply: ModelReply | None
     error: str | None = None
+
+
+@dataclass
+class _SummaryDone:
+    """The model's summary for a planned compaction (None: the call failed)."""
+
+    turn: int
+    seq: int
+    plan: Draft
+    reply: ModelReply | None
 
 
 @dataclass
@@ -192,6 +203,12 @@ class SessionActor:
 
     async def _handle(self, item: Any) -> tuple[list[Draft], Token | None]:
         """The drafts a mailbox item makes, and its input's token (held once they are written)."""
+        if isinstance(item, _SummaryDone):
+            self._model_task = None
+            if self.state.awaiting_model and self.state.turns == item.turn and self.state.last_seq == item.seq:
+                model = self.state.config.model
+                return [model_compaction(item.plan, item.reply, model) if item.reply else item.plan], None
+            return [], None
         if isinstance(item, _ModelDone):
             self._model_task = None
             if self.state.awaiting_model and self.state.turns == item.turn:
@@ -254,16 +271,21 @@ class SessionActor:
         brain's Kafka requests, and its CPU, per tool round trip down (issue 10). The log is
         the same events in the same order; a crash loses the whole batch or nothing."""
         state, events = self._sealed(drafts, self.state)
-        calls_model = False
+        calls_model, summarize = False, None
         while True:
             step = next_step(state)
             if step is CALL_MODEL:
                 calls_model = self._model_task is None
-                if calls_model:  # a compaction comes before the request it shortens
+                # A compaction comes before the request it shortens; once recorded, that
+                # request is sent (never a second compaction in a row).
+                compaction = None
+                if calls_model and not just_compacted(state):
                     compaction = plan_compaction(state, build_request(state, self.deps.tools))
-                    if compaction is not None:
-                        state, more = self._sealed([compaction], state)
-                        events += more
+                if compaction is not None and writes_summary(state.config.model):
+                    summarize, calls_model = (state, compaction), False  # the model writes it first
+                elif compaction is not None:
+                    state, more = self._sealed([compaction], state)
+                    events += more
                 break
             if not step:
                 break
@@ -272,6 +294,8 @@ class SessionActor:
         await self._write(events, state)
         if calls_model:
             self._model_task = asyncio.create_task(self._call_model(self.state))
+        elif summarize is not None:
+            self._model_task = asyncio.create_task(self._summarize(*summarize))
 
     def _release_if_quiet(self) -> None:
         if self._quiet():
@@ -293,6 +317,16 @@ class SessionActor:
             log.exception("model call failed for %s", self.session_id)
             reply, error = None, f"{type(err).__name__}: {err}"
         await self.mailbox.put(_ModelDone(turn=state.turns, reply=reply, error=error))
+
+    async def _summarize(self, state: SessionState, plan: Draft) -> None:
+        """The model's summary of what `plan` covers, beside the loop like a model call; a
+        failed call falls back to the mechanical summary (the turn goes on either way)."""
+        try:
+            reply = await self.deps.model_for(state.config.model).complete(summary_request(state, plan))
+        except Exception:
+            log.exception("session %s: the summary call failed; compacting mechanically", self.session_id)
+            reply = None
+        await self.mailbox.put(_SummaryDone(turn=state.turns, seq=state.last_seq, plan=plan, reply=reply))
 
     async def _append(self, drafts: list[Draft], snapshot: bool = False) -> None:
         state, events = self._sealed(drafts, self.state)

@@ -43,6 +43,7 @@ from wakeline_brain.inputs import handle_input
 from wakeline_brain.model import ModelReply, ToolUse
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.steps import CALL_MODEL, SYSTEM, model_drafts, next_step
+from wakeline_brain.summary import model_compaction, writes_summary
 
 UNCHECKED = frozenset({"woke", "snapshot", "title_generated", "file_reference", "session_created", "forked"})
 OWN_STEPS = frozenset({"turn_started", "turn_ended", "session_ended", "compaction"})
@@ -98,6 +99,11 @@ def _expected(state: SessionState, events: Sequence[e.Event], i: int,
             compaction = plan_compaction(state, build_request(state, tools))
             if compaction is None:
                 return Divergence(event.seq, _describe(event), "would call the model (no compaction)")
+            written = event.payload if isinstance(event, e.ContextCompacted) else None
+            if written is not None and written.summary_model and writes_summary(state.config.model):
+                # the model's summary is its recorded output, like a model turn's reply
+                reply = ModelReply(text=written.summary, usage=written.usage or e.Usage())
+                return [model_compaction(compaction, reply, written.summary_model)]
             return [compaction]
         if not step:
             return Divergence(event.seq, _describe(event), "would wait for an input here")
@@ -121,6 +127,8 @@ def _batch(events: Sequence[e.Event], i: int) -> list[e.Event]:
 def _own_step(event: e.Event) -> bool:
     if isinstance(event, e.UserMessageReceived):
         return event.payload.queued
+    if isinstance(event, e.ContextCompacted):
+        return True  # mechanical (system:brain) or written by the model (agent:<model>)
     if isinstance(event, e.SessionEnded) and event.payload.reason not in ("completed", "max_turns"):
         return False  # an error, a cancel: the recorded input is the cause
     return event.actor == SYSTEM and event.type in OWN_STEPS and event.causation_id is None

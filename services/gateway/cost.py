@@ -84,6 +84,15 @@ def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
                     cost.tool_wall_s += (event.ts - start).total_seconds()
                 waiting_since = event.ts  # the next model call of the turn starts from here
             case ContextCompacted(payload=p):
+                if p.summary_model and p.usage is not None:  # a summary the model wrote: a model call
+                    entry = models.setdefault(p.summary_model, ModelCostPublic(model=p.summary_model, calls=0,
+                                                                               tokens={}))
+                    entry.calls += 1
+                    cost.model_calls += 1
+                    for name, value in p.usage.model_dump().items():
+                        if isinstance(value, int):
+                            entry.tokens[name] = entry.tokens.get(name, 0) + value
+                            cost.tokens[name] = cost.tokens.get(name, 0) + value
                 cost.compactions.append(CompactionCostPublic(
                     seq=event.seq, covered_from_seq=p.covered_from_seq, covered_to_seq=p.covered_to_seq,
                     tokens_before=p.tokens_before, tokens_after=p.tokens_after))

@@ -9,8 +9,7 @@ from datetime import timedelta
 import asyncpg
 import pytest
 
-from conftest_pg import fresh_month, fresh_tenant, require_postgres, service_connection, set_tenant
-from test_retention import DAY, set_policy
+from conftest_pg import fresh_month, fresh_tenant, owner_connection, require_postgres, service_connection, set_tenant
 from tests.factories import LIVE, SPEAKERS, at, draft, sealed
 from tests.unit.session_log import created, exchange
 from wakeline import verify
@@ -20,6 +19,16 @@ from wakeline.lineage import PrefixUnavailable, prefix_events
 from wakeline.retention import RetentionSettings, apply_retention
 
 pytestmark = pytest.mark.postgres
+DAY = timedelta(days=1)
+
+
+async def set_policy(tenant: str, keep: str) -> None:
+    """An admin's retention window for `tenant`, as test_retention sets one."""
+    async with owner_connection() as conn, conn.transaction():
+        await set_tenant(conn, tenant)
+        await conn.execute(
+            "INSERT INTO retention_policies (tenant, keep, set_by) VALUES ($1, $2::text::interval, 'admin:test') "
+            "ON CONFLICT (tenant) DO UPDATE SET keep = EXCLUDED.keep, set_at = now()", tenant, keep)
 
 
 async def _stored(tenant: str, events: list) -> None:
