@@ -17,8 +17,8 @@ from uuid import uuid4
 
 from wakeline.chain import Draft, seal
 from wakeline.events import (
-    GENESIS_HASH, PAYLOAD_CLASSES, Event, FileReferencePayload, ModelTurnPayload, Payload, SessionCreatedPayload,
-    ToolCallPayload, ToolResultPayload, Trust, UserMessagePayload,
+    GENESIS_HASH, PAYLOAD_CLASSES, Event, FileReferencePayload, ForkedPayload, ModelTurnPayload, Payload,
+    SessionCreatedPayload, ToolCallPayload, ToolResultPayload, Trust, UserMessagePayload,
 )
 
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
@@ -38,7 +38,7 @@ class Speakers:
     def of(self, payload: Payload) -> tuple[str, Trust]:
         """The actor and trust a running system would give this payload."""
         match payload:
-            case SessionCreatedPayload() | UserMessagePayload():
+            case SessionCreatedPayload() | UserMessagePayload() | ForkedPayload():
                 return self.user, "instruction"
             case ModelTurnPayload() | ToolCallPayload():
                 return self.agent, "instruction"

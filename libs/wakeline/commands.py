@@ -27,8 +27,12 @@ class CommandBase(Frozen):
 
 
 class ForkOrigin(Frozen):
+    """Where a fork starts: its parent's seq, and (optionally) the parent's hash there, which
+    the brain then checks against the log it reads."""
+
     session_id: ID
     seq: int = Field(ge=1)
+    hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
 class CreateSession(CommandBase):

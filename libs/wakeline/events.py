@@ -68,6 +68,19 @@ class SessionCreatedPayload(Frozen):
     fork_seq: int | None = None
 
 
+class ForkedPayload(Frozen):
+    """Opens a fork: its history is the parent's events 1..`fork_seq`, read from the parent
+    (never copied); this event sits at `fork_seq + 1` and links to `parent_hash`, the
+    parent's hash at `fork_seq`, so the fork's chain continues the parent's."""
+
+    parent_session_id: str
+    fork_seq: int = Field(ge=1)
+    parent_hash: str
+    config: SessionConfig
+    owner: str
+    title: str | None = None
+
+
 class UserMessagePayload(Frozen):
     text: str
     queued: bool = False
@@ -133,6 +146,11 @@ class CompactionPayload(Frozen):
     covered_to_seq: int
     tokens_before: int
     tokens_after: int
+    # A summary the model wrote (issue 11): which model, and what that call used. Absent, and
+    # left out of the dump, on mechanical compactions and on every event before them, so
+    # those keep the canonical JSON (and hash) they were sealed with.
+    summary_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    usage: Usage | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class TurnEndedPayload(Frozen):
@@ -214,6 +232,11 @@ class EventBase(Frozen):
 class SessionCreated(EventBase):
     type: Literal["session_created"] = "session_created"
     payload: SessionCreatedPayload
+
+
+class SessionForked(EventBase):
+    type: Literal["forked"] = "forked"
+    payload: ForkedPayload
 
 
 class UserMessageReceived(EventBase):
@@ -322,19 +345,19 @@ Event = Annotated[
     Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded,
           ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived,
           ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack,
-          TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken],
+          TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked],
     Field(discriminator="type"),
 ]
 Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload, TurnStartedPayload,
                 ModelTurnPayload, ToolCallPayload, ApprovalRequestedPayload, ApprovalGrantedPayload,
                 ApprovalDeniedPayload, ToolResultPayload, CompactionPayload, TurnEndedPayload,
                 SessionEndedPayload, WokePayload, TakeoverPayload, HandbackPayload, TitlePayload,
-                FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload]
+                FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload, ForkedPayload]
 EventType = Literal["session_created", "user_message", "message_queued", "turn_started", "model_turn",
                     "tool_call", "approval_requested", "approval_granted", "approval_denied",
                     "tool_result", "compaction", "turn_ended", "session_ended", "woke", "takeover",
                     "handback", "title_generated", "file_reference", "input_rejected", "deleted",
-                    "snapshot"]
+                    "snapshot", "forked"]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])

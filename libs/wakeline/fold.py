@@ -17,9 +17,9 @@ from typing import Iterable
 
 from wakeline.commands import result_input_id
 from wakeline.events import (
-    ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, FileReferenced,
+    ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, FileReferenced, ForkedPayload,
     HandsHandedBack, HandsTakenOver, InputRejected, MessageQueued, ModelResponded, SessionCreated,
-    SessionDeleted, SessionEnded, SnapshotTaken, TitleGenerated, ToolCallPayload, ToolCallRequested,
+    SessionDeleted, SessionEnded, SessionForked, SnapshotTaken, TitleGenerated, ToolCallPayload, ToolCallRequested,
     ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Usage, Woke,
 )
 from wakeline.state import (
@@ -69,7 +69,8 @@ class _Building:
         f = self.f
         if e.seq != f["last_seq"] + 1:
             raise FoldError(f"expected seq {f['last_seq'] + 1}, got {e.seq}")
-        if f["session_id"] and e.session_id != f["session_id"]:
+        # A fork's first event follows its parent's prefix: from there on the state is the fork's.
+        if f["session_id"] and e.session_id != f["session_id"] and not isinstance(e, SessionForked):
             raise FoldError(f"event of {e.session_id} folded into {f['session_id']}")
         self._applied(e)
         if e.causation_id and not _runner_result(e):
@@ -111,6 +112,8 @@ class _Building:
             case SessionCreated(payload=p):
                 f.update(session_id=e.session_id, tenant=e.tenant, owner=p.owner, config=p.config,
                          title=p.title, parent_session_id=p.parent_session_id, fork_seq=p.fork_seq)
+            case SessionForked(payload=p):
+                self._forked(e, p)
             case UserMessageReceived(payload=p):
                 self._messages().append(Message("user", (TextBlock(p.text),), e.seq))
                 if self.queued is None:
@@ -165,6 +168,14 @@ class _Building:
                 pass  # bookkeeping: in the log, nothing to the conversation
             case _:
                 raise FoldError(f"no fold for event type {e.type!r}")  # unreachable while Event is closed
+
+    def _forked(self, e: SessionForked, p: ForkedPayload) -> None:
+        """The conversation is the prefix's; what was in flight there (a turn, queued
+        messages, someone's hands, an end) belongs to the parent, not to the fork."""
+        self.f.update(session_id=e.session_id, tenant=e.tenant, owner=p.owner, config=p.config, title=p.title,
+                      parent_session_id=p.parent_session_id, fork_seq=p.fork_seq, in_turn=False,
+                      awaiting_model=False, ended_reason=None, hands=None, deleted_by=None)
+        self.queued, self.pending, self.approval = [], [], set()
 
     def _add_tool_use(self, block: ToolUseBlock, seq: int) -> None:
         """Into the model's last message, else a message of its own. Copies only the last

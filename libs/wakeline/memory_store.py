@@ -17,7 +17,7 @@ from typing import Any
 from wakeline.event_store import (
     EVENT_COLUMNS, READ_COLUMNS, Appended, EventQuery, Key, Scope, event_from_row, event_row, sort_out,
 )
-from wakeline.events import Event, SessionCreated
+from wakeline.events import Event, SessionCreated, SessionForked
 
 
 class MemoryEventStore:
@@ -32,7 +32,7 @@ class MemoryEventStore:
         for event in fresh:
             self._rows[event.session_id, event.seq] = dict(zip(EVENT_COLUMNS, event_row(event)))
             match event:
-                case SessionCreated(payload=p):
+                case SessionCreated(payload=p) | SessionForked(payload=p):
                     self._owners.setdefault(event.session_id, p.owner)
         return Appended(tuple((e.session_id, e.seq) for e in fresh), tuple(present), tuple(conflicts))
 

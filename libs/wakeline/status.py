@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Literal
 
 from wakeline.events import (
-    Event, SessionCreated, SessionDeleted, SessionEnded, TitleGenerated, TurnEnded, TurnStarted,
+    Event, SessionCreated, SessionDeleted, SessionEnded, SessionForked, TitleGenerated, TurnEnded, TurnStarted,
     UserMessageReceived,
 )
 
@@ -63,6 +63,8 @@ def advance(prev: SessionRow | None, event: Event) -> SessionRow:
     match event:
         case SessionCreated():
             return _opened(event)
+        case SessionForked():
+            return _forked(event)
     if prev is None:
         raise NoSessionRow(f"{event.type} at seq {event.seq} of {event.session_id} before session_created")
     # The row keeps no in-turn flag: it reads back as `running`. That is exact for every
@@ -95,6 +97,14 @@ def advance(prev: SessionRow | None, event: Event) -> SessionRow:
 
 
 def _opened(event: SessionCreated) -> SessionRow:
+    p = event.payload
+    return SessionRow(tenant=event.tenant, session_id=event.session_id, owner=p.owner, title=p.title,
+                      model=p.config.model, status="idle", last_seq=event.seq, last_hash=event.hash,
+                      created_at=event.ts, updated_at=event.ts, parent_session_id=p.parent_session_id,
+                      fork_seq=p.fork_seq)
+
+
+def _forked(event: SessionForked) -> SessionRow:
     p = event.payload
     return SessionRow(tenant=event.tenant, session_id=event.session_id, owner=p.owner, title=p.title,
                       model=p.config.model, status="idle", last_seq=event.seq, last_hash=event.hash,

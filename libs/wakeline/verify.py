@@ -8,6 +8,9 @@ dropped are accepted as retained out when retention_log's cut vouches for them
 (retention_cuts.py); the chain is then checked across the cut through their tombstones.
 A log with `snapshot` events is folded from its first event and each snapshot compared
 with the fold of its prefix: a correctly chained snapshot that lies is reported at its seq.
+A fork's own rows start at its parent's seq + 1 with a `forked` event: its chain is checked
+from the parent's hash there, and the inherited prefix is checked in the parent (and its
+parents), up to the fork point (`Report.prefix`); a prefix retention dropped is said so.
 Fixing anything is not done here: a bad report is evidence, kept as found.
 """
 
@@ -54,6 +57,18 @@ class Problem(Frozen):
     reason: str
 
 
+class PrefixReport(Frozen):
+    """A fork's inherited history, checked where it lives: in its parent, up to the fork point."""
+
+    parent_session_id: str
+    fork_seq: int
+    parent_hash: str
+    ok: bool
+    events: int  # the parent's own rows checked (its own prefix is in its own report)
+    retained_out: int  # of those seqs, dropped by retention: that part of the history is gone
+    parent: "Report"
+
+
 class Report(Frozen):
     session_id: str
     found: bool  # any trace at all: rows, registered keys or a checkpoint naming it
@@ -66,6 +81,10 @@ class Report(Frozen):
     problems: tuple[Problem, ...]
     checkpoint_id: uuid.UUID | None  # the checkpoint the chain was compared with
     signatures_checked: bool
+    prefix: PrefixReport | None = None  # a fork's inherited history
+
+
+PrefixReport.model_rebuild()  # its `parent` is a Report, defined after it
 
 
 class TenantReport(Frozen):
@@ -75,13 +94,15 @@ class TenantReport(Frozen):
     checkpoint_problems: tuple[Problem, ...]  # any checkpoint of the tenant, forged or missing
 
 
-def row_problems(rows: Sequence[Any], retained: frozenset[int] = frozenset()) -> list[Problem]:
+def row_problems(rows: Sequence[Any], retained: frozenset[int] = frozenset(),
+                 start: tuple[str, int] = (GENESIS_HASH, 1)) -> list[Problem]:
     """What is wrong with a session's rows (joined with event_keys), in seq order.
 
-    A seq in `retained` (dropped by retention) is absent from events by right.
+    A seq in `retained` (dropped by retention) is absent from events by right. `start` is
+    the hash the first row links to and its seq: a fork's are its parent's at the fork point.
     """
     problems: list[Problem] = []
-    prev_hash, expected = GENESIS_HASH, 1
+    prev_hash, expected = start
     for row in rows:
         seq = row["at_seq"]
         if row["seq"] is None and seq in retained:
@@ -216,9 +237,37 @@ def newest_per_session(genuine: Sequence[Checkpoint]) -> dict[str, Checkpoint]:
     return newest
 
 
+def fork_point(rows: Sequence[Any]) -> tuple[str, int, str] | None:
+    """(parent, fork_seq, parent_hash) when the first stored row is a `forked` event."""
+    first = next((r for r in rows if r["seq"] is not None), None)
+    if first is None or first["type"] != "forked":
+        return None
+    payload = json.loads(first["payload"]) if isinstance(first["payload"], str) else first["payload"]
+    try:
+        return str(payload["parent_session_id"]), int(payload["fork_seq"]), str(payload["parent_hash"])
+    except (KeyError, TypeError, ValueError):
+        return None  # not a valid event: row_problems reports it
+
+
+async def prefix_report(conn: asyncpg.Connection, fork: tuple[str, int, str], depth: int) -> PrefixReport:
+    """The parent's chain up to the fork point, and its hash there against the one the fork links to."""
+    parent, fork_seq, parent_hash = fork
+    report = await verify_session(conn, parent, vetted={}, upto=fork_seq, depth=depth + 1)
+    held = await conn.fetchval("SELECT hash FROM event_keys WHERE session_id = $1 AND seq = $2", parent, fork_seq)
+    problems = list(report.problems)
+    if held != parent_hash:
+        found = "no such seq" if held is None else f"hash {held[:16]}…"
+        problems.append(Problem(seq=fork_seq, reason=f"fork point: {parent} holds {found} at seq {fork_seq}, "
+                                                     f"the fork links to {parent_hash[:16]}…"))
+    report = report.model_copy(update={"ok": not problems, "problems": tuple(problems)})
+    return PrefixReport(parent_session_id=parent, fork_seq=fork_seq, parent_hash=parent_hash,
+                        ok=not problems, events=report.events, retained_out=report.retained_out, parent=report)
+
+
 async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: bytes | None = None,
                          anchored: Sequence[Checkpoint] = (), newest: int = RECENT_CHECKPOINTS,
-                         vetted: dict[str, Checkpoint] | None = None) -> Report:
+                         vetted: dict[str, Checkpoint] | None = None, upto: int | None = None,
+                         depth: int = 0) -> Report:
     """Verifies one session of the tenant set on `conn` (a TenantPool transaction).
 
     `key` checks checkpoint signatures (None: not checked, said in the report); `anchored`
@@ -234,6 +283,9 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
     else:
         recent, stored = [], [vetted[session_id]] if session_id in vetted else []
     rows = await conn.fetch(_ROWS, session_id)
+    if upto is not None:  # a parent checked for its fork: only the inherited part
+        rows = [r for r in rows if r["at_seq"] <= upto]
+    fork = fork_point(rows)
     # Cuts after rows: reading events took a lock that a drop's DETACH waits for until this
     # transaction ends, so no cut commits in between; the other way round one could.
     retained, cut_found = retained_out(rows, await session_cuts(conn, session_id))
@@ -245,7 +297,12 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
         found = head_problems(session_id, stored[0], hash_at) if stored else []
         checkpoint_id = stored[0].id if stored else None
     # By seq; problems of a checkpoint as a whole (no seq) last.
-    problems = sorted([*row_problems(rows, retained), *snapshot_problems(rows, retained),
+    start = (GENESIS_HASH, 1) if fork is None else (fork[2], fork[1] + 1)
+    prefix = await prefix_report(conn, fork, depth) if fork is not None and depth < 100 else None
+    inherited = [] if prefix is None or prefix.ok else [
+        Problem(seq=fork[1] if fork else None, reason=f"inherited prefix from {prefix.parent_session_id}: "
+                                                      f"{prefix.parent.reason}")]
+    problems = sorted([*row_problems(rows, retained, start), *snapshot_problems(rows, retained), *inherited,
                        *(Problem(seq=s, reason=r) for s, r in cut_found), *found],
                       key=lambda p: (p.seq is None, p.seq or 0))
     first = problems[0] if problems else None
@@ -253,7 +310,8 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
     return Report(session_id=session_id, found=bool(rows or stored or recent), ok=not problems,
                   events=len(seqs), retained_out=len(retained), last_seq=max([*seqs, *retained], default=None),
                   first_bad_seq=first.seq if first else None, reason=first.reason if first else None,
-                  problems=tuple(problems), checkpoint_id=checkpoint_id, signatures_checked=key is not None)
+                  problems=tuple(problems), checkpoint_id=checkpoint_id, signatures_checked=key is not None,
+                  prefix=prefix)
 
 
 async def session_ids(conn: asyncpg.Connection, anchored: Sequence[Checkpoint] = ()) -> list[str]:

@@ -3,8 +3,9 @@
 A `(session_id, seq)` already stored with the same hash is a redelivery and a no-op. The
 same key with a different hash means two histories claim one position in the log
 (`ConflictingEvent`). A new event must also link to the archive: seq 1 to the genesis
-hash, seq n to the stored (or same-batch) hash of seq n-1; anything else is a gap or a
-fork (`BrokenChain`). Nothing may be stored on top of either: the archiver parks the
+hash, seq n to the stored (or same-batch) hash of seq n-1, and a fork's `forked` event
+(at its parent's seq + 1) to the parent's archived hash at that seq; anything else is a
+gap or an unrecorded branch (`BrokenChain`). Nothing may be stored on top of either: the archiver parks the
 session from that event (`archiver.py`), loudly, and keeps archiving every other one.
 
 A month that retention dropped keeps its events only as event_keys tombstones: an old
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 
-from wakeline.events import GENESIS_HASH, Event
+from wakeline.events import GENESIS_HASH, Event, SessionForked
 
 Key = tuple[str, int]
 Month = tuple[int, int]  # (year, month) in UTC, as events is partitioned
@@ -66,7 +67,9 @@ def runs_to_look_up(events: Iterable[Event]) -> list[tuple[str, int, int]]:
     per session), each starting at its first event's predecessor. Reading a run is one index
     range, where reading the keys one by one was a probe per event."""
     runs: list[tuple[str, int, int]] = []
-    for session_id, seq in sorted({(e.session_id, e.seq) for e in events}):
+    wanted = {(e.session_id, e.seq) for e in events}
+    wanted |= {(e.payload.parent_session_id, e.payload.fork_seq) for e in events if isinstance(e, SessionForked)}
+    for session_id, seq in sorted(wanted):
         if runs and runs[-1][0] == session_id and runs[-1][2] == seq - 1:
             runs[-1] = (session_id, runs[-1][1], seq)
         else:
@@ -89,12 +92,20 @@ def select_new(events: Iterable[Event], stored: Mapping[Key, str]) -> list[Event
             if known != event.hash:
                 raise ConflictingEvent(event.session_id, event.seq, known, event.hash)
             continue
-        previous = GENESIS_HASH if event.seq == 1 else seen.get((event.session_id, event.seq - 1))
+        previous = _predecessor_hash(event, seen)
         if previous != event.prev_hash:
             raise BrokenChain(event.session_id, event.seq, previous, event.prev_hash)
         seen[key] = event.hash
         fresh.append(event)
     return fresh
+
+
+def _predecessor_hash(event: Event, seen: Mapping[Key, str]) -> str | None:
+    if isinstance(event, SessionForked):
+        if event.seq != event.payload.fork_seq + 1:
+            return None
+        return seen.get((event.payload.parent_session_id, event.payload.fork_seq))
+    return GENESIS_HASH if event.seq == 1 else seen.get((event.session_id, event.seq - 1))
 
 
 def check_skipped(skipped: Iterable[Event], stored: Mapping[Key, str]) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 import asyncpg
 
 from wakeline.event_store import insert_new_events, stored_hashes, stored_hashes_between
-from wakeline.events import Event, SessionCreated
+from wakeline.events import Event, SessionCreated, SessionForked
 from wakeline.pg import TenantPool
 from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
 from wakeline.status import SESSION_COLUMNS, SessionRow
@@ -120,8 +120,9 @@ async def _project_sessions(conn: asyncpg.Connection, events: list[Event]) -> No
     and writes the rows that moved: two statements for the tenant's whole share."""
     if not events:
         return
-    # A session_created inserted now means nothing of its session was archived before: no row to read.
-    opened = {e.session_id for e in events if isinstance(e, SessionCreated)}
+    # A session_created (or a fork's forked) inserted now means nothing of its session was
+    # archived before: no row to read.
+    opened = {e.session_id for e in events if isinstance(e, (SessionCreated, SessionForked))}
     known = sorted({e.session_id for e in events} - opened)
     current = {r["session_id"]: SessionRow(**r) for r in await conn.fetch(LOCK_SESSIONS, known)} if known else {}
     rows = sorted(project_sessions(current, events), key=lambda r: r.session_id)

@@ -26,16 +26,19 @@ from wakeline import events as e
 from wakeline import logs, metrics, tracing
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
-from wakeline.fold import apply
+from wakeline.fold import FoldError, apply, fold
+from wakeline.lineage import PrefixUnavailable
 from wakeline.limits import RecordTooLarge, check_record
 from wakeline.snapshots import resume, snapshot_payload
 from wakeline.state import SessionState
 from wakeline.topics import EVENTS, TOOL_CALLS, record_key
 from wakeline_brain.context import build_request, plan_compaction
+from wakeline_brain.forking import ForkRefused, fork_drafts
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.model import Model, ModelError, ModelReply
 from wakeline_brain.parking import park_drafts
 from wakeline_brain.steps import CALL_MODEL, failed_model_drafts, model_drafts, next_step
+from wakeline_brain.summary import just_compacted, model_compaction, summary_request, writes_summary
 from wakeline_brain.wake import is_transient
 from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
 
@@ -59,6 +62,8 @@ class ActorDeps:
     # the last: a wake then folds at most about this many, not the whole log.
     snapshot_every: int = 1000
     snapshot_on_evict_after: int = 100
+    # (parent, tenant, upto) -> the parent's history a fork inherits; None: this brain forks nothing.
+    load_prefix: Callable[[str, str, int], Awaitable[list[e.Event]]] | None = None
 
 
 class SessionUnwakeable(RuntimeError):
@@ -70,6 +75,16 @@ class _ModelDone:
     turn: int
     reply: ModelReply | None
     error: str | None = None
+
+
+@dataclass
+class _SummaryDone:
+    """The model's summary for a planned compaction (None: the call failed)."""
+
+    turn: int
+    seq: int
+    plan: Draft
+    reply: ModelReply | None
 
 
 @dataclass
@@ -177,6 +192,9 @@ class SessionActor:
 
     async def _park(self, item: Any, code: e.RejectionCode, reason: str) -> None:
         payload, token = item if isinstance(item, tuple) else (None, None)
+        if self.state.session_id and self.state.session_id != self.session_id:
+            self.state = SessionState()  # a fork whose first events failed: its parent's prefix is not its log
+
         if payload is not None and not isinstance(payload, MalformedInput):
             await self.deps.dead_letter(payload, f"{code}: {reason}")
         drafts = park_drafts(self.state, payload, code, reason)
@@ -200,6 +218,12 @@ class SessionActor:
 
     async def _handle(self, item: Any) -> tuple[list[Draft], Token | None]:
         """The drafts a mailbox item makes, and its input's token (held once they are written)."""
+        if isinstance(item, _SummaryDone):
+            self._model_task = None
+            if self.state.awaiting_model and self.state.turns == item.turn and self.state.last_seq == item.seq:
+                model = self.state.config.model
+                return [model_compaction(item.plan, item.reply, model) if item.reply else item.plan], None
+            return [], None
         if isinstance(item, _ModelDone):
             self._model_task = None
             if self.state.awaiting_model and self.state.turns == item.turn:
@@ -209,10 +233,44 @@ class SessionActor:
         payload, token = item
         if isinstance(payload, MalformedInput):
             return self._reject_malformed(payload), token
+        if self.state.status == "new" and isinstance(payload, c.CreateSession) and payload.fork_of is not None:
+            return await self._fork(payload), token
         if self.state.status == "new" and not isinstance(payload, (c.CreateSession, c.ToolResultReport)):
             await self.deps.dead_letter(payload, f"unknown_session: unknown session {self.session_id}")
             return [], token
         return handle_input(self.state, payload), token
+
+    async def _fork(self, cmd: c.CreateSession) -> list[Draft]:
+        """The fork's first events, sealed after its parent's prefix: `self.state` becomes the
+        prefix's fold, so the `forked` event takes seq N + 1 and links to the parent's hash
+        at N. A fork that cannot start is dead-lettered with its reason; nothing is sealed."""
+        assert cmd.fork_of is not None
+        origin = cmd.fork_of
+        try:
+            if self.deps.load_prefix is None:
+                raise ForkRefused("this brain was started without a prefix reader")
+            prefix = await self._retried(lambda: self.deps.load_prefix(origin.session_id, cmd.tenant, origin.seq))
+            state = fold(prefix)
+            drafts = fork_drafts(state, prefix, cmd)
+        except (PrefixUnavailable, FoldError, ForkRefused) as err:
+            log.warning("session %s: fork of %s at %d refused: %s", self.session_id, origin.session_id,
+                        origin.seq, err)
+            await self.deps.dead_letter(cmd, f"fork_refused: {err}")
+            return []
+        self.state, self.tenant = state, cmd.tenant
+        return drafts
+
+    async def _retried(self, read: Callable[[], Awaitable[Any]]) -> Any:
+        delay = 0.2
+        while True:
+            try:
+                return await read()
+            except Exception as err:
+                if not is_transient(err):
+                    raise
+                log.warning("session %s: %r; retrying in %.1f s", self.session_id, err, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
 
     def _reject_malformed(self, bad: "MalformedInput") -> list[Draft]:
         if self.state.status != "new" and not self.state.has_seen(bad.command_id):
@@ -228,16 +286,21 @@ class SessionActor:
         brain's Kafka requests, and its CPU, per tool round trip down (issue 10). The log is
         the same events in the same order; a crash loses the whole batch or nothing."""
         state, events = self._sealed(drafts, self.state)
-        calls_model = False
+        calls_model, summarize = False, None
         while True:
             step = next_step(state)
             if step is CALL_MODEL:
                 calls_model = self._model_task is None
-                if calls_model:  # a compaction comes before the request it shortens
+                # A compaction comes before the request it shortens; once recorded, that
+                # request is sent (never a second compaction in a row).
+                compaction = None
+                if calls_model and not just_compacted(state):
                     compaction = plan_compaction(state, build_request(state, self.deps.tools))
-                    if compaction is not None:
-                        state, more = self._sealed([compaction], state)
-                        events += more
+                if compaction is not None and writes_summary(state.config.model):
+                    summarize, calls_model = (state, compaction), False  # the model writes it first
+                elif compaction is not None:
+                    state, more = self._sealed([compaction], state)
+                    events += more
                 break
             if not step:
                 break
@@ -246,6 +309,8 @@ class SessionActor:
         await self._write(events, state)
         if calls_model:
             self._model_task = asyncio.create_task(self._call_model(self.state))
+        elif summarize is not None:
+            self._model_task = asyncio.create_task(self._summarize(*summarize))
 
     def _release_if_quiet(self) -> None:
         if self._quiet():
@@ -272,6 +337,16 @@ class SessionActor:
             log.exception("model call failed for %s", self.session_id)
             reply, error = None, f"{type(err).__name__}: {err}"
         await self.mailbox.put(_ModelDone(turn=state.turns, reply=reply, error=error))
+
+    async def _summarize(self, state: SessionState, plan: Draft) -> None:
+        """The model's summary of what `plan` covers, beside the loop like a model call; a
+        failed call falls back to the mechanical summary (the turn goes on either way)."""
+        try:
+            reply = await self.deps.model_for(state.config.model).complete(summary_request(state, plan))
+        except Exception:
+            log.exception("session %s: the summary call failed; compacting mechanically", self.session_id)
+            reply = None
+        await self.mailbox.put(_SummaryDone(turn=state.turns, seq=state.last_seq, plan=plan, reply=reply))
 
     async def _append(self, drafts: list[Draft], snapshot: bool = False) -> None:
         state, events = self._sealed(drafts, self.state)

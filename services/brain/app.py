@@ -51,7 +51,8 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         await open_txns.start()
         loader = SessionLoader(pool, tail, settings.archiver_group)
         brain = Brain(settings, loader.load, models.model_for, tool_schemas(),
-                      new_producer=partial(partition_producer, settings), open_before=open_txns)
+                      new_producer=partial(partition_producer, settings), open_before=open_txns,
+                      load_prefix=loader.prefix)
         # The assignor gives a brain the same partition numbers of every input topic, so
         # the owner of inbox p also owns tool-results p and writes events p, and keeps a
         # brain's partitions when another joins or dies. Only one assignor: aiokafka 0.14

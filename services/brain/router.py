@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 class Brain:
     def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]],
                  new_producer: Callable[[int], TransactionalProducer],
-                 open_before: Callable[[int], Awaitable[str | None]] | None = None):
+                 open_before: Callable[[int], Awaitable[str | None]] | None = None, load_prefix=None):
         self.settings = settings
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
@@ -48,7 +48,7 @@ class Brain:
             tools=tools, release=self._release, dead_letter=self._dead_letter_input,
             now=lambda: datetime.now(timezone.utc), new_id=lambda: str(uuid.uuid4()),
             max_record_bytes=settings.max_record_bytes, snapshot_every=settings.snapshot_every,
-            snapshot_on_evict_after=settings.snapshot_on_evict_after)
+            snapshot_on_evict_after=settings.snapshot_on_evict_after, load_prefix=load_prefix)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)

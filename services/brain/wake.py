@@ -24,7 +24,8 @@ from aiokafka.structs import TopicPartition
 
 from wakeline.archive_position import ARCHIVER_GROUP, archived_next_offset, parked_session
 from wakeline.event_store import events_from_snapshot, session_events
-from wakeline.events import Event, SnapshotTaken, parse_event
+from wakeline.events import Event, SessionForked, SnapshotTaken, parse_event
+from wakeline.lineage import prefix_events
 from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
@@ -89,7 +90,17 @@ class SessionLoader:
         tail = [e for e in await self._read_tail(session_id, partition, offset) if e.seq > last]
         if owner is None and tail:
             owner = tail[0].tenant
-        return [e for e in archived + tail if e.tenant == (owner or tenant)]
+        events = [e for e in archived + tail if e.tenant == (owner or tenant)]
+        if events and isinstance(events[0], SessionForked):  # a fork folds from its parent's prefix
+            forked = events[0].payload
+            events = await self.prefix(forked.parent_session_id, owner or tenant, forked.fork_seq) + events
+        return events
+
+    async def prefix(self, parent_id: str, tenant: str, upto: int) -> list[Event]:
+        """The parent's history 1..`upto` a fork inherits, from the archive (`wakeline.lineage`);
+        `PrefixUnavailable` when it is not all there, which parks the fork's wake."""
+        async with self._pool.transaction(tenant) as conn:
+            return await prefix_events(conn, parent_id, upto)
 
     async def _archived(self, session_id: str, tenant: str,
                         partition: int, whole: bool = False) -> tuple[str | None, list[Event], int]:

@@ -104,10 +104,11 @@ def sessions_sql(tenant: str, query: AuditQuery) -> tuple[str, list[Any]]:
     args.append(query.limit)
     return ("SELECT e.session_id, min(e.ts) AS first_ts, max(e.ts) AS last_ts, count(*) AS events, "
             "array_agg(DISTINCT e.type ORDER BY e.type) AS types, "
-            "array_agg(DISTINCT e.actor ORDER BY e.actor) AS actors, s.owner, s.title, s.deleted_at "
+            "array_agg(DISTINCT e.actor ORDER BY e.actor) AS actors, s.owner, s.title, s.deleted_at, "
+            "s.parent_session_id, s.fork_seq "
             f"FROM (SELECT session_id, ts, type, actor FROM events WHERE {' AND '.join(where)}) e "
             "LEFT JOIN sessions s ON s.session_id = e.session_id "
-            "GROUP BY e.session_id, s.owner, s.title, s.deleted_at "
+            "GROUP BY e.session_id, s.owner, s.title, s.deleted_at, s.parent_session_id, s.fork_seq "
             f"ORDER BY min(e.ts), e.session_id LIMIT ${len(args)}"), args
 
 
@@ -148,6 +149,19 @@ def _csv_line(cells: Any) -> str:
     return out.getvalue()
 
 
+# Model calls of the tenant in [since, until), summed per (session owner, model, UTC day)
+# and per token count the calls recorded (every integer field of `usage`: cache tokens too).
+COST_SQL = """
+SELECT s.owner AS actor, substr(e.actor, 7) AS model, (e.ts AT TIME ZONE 'UTC')::date AS day,
+       u.key AS token, sum(u.value::bigint) AS tokens, count(*) AS calls
+FROM events e JOIN sessions s ON s.session_id = e.session_id,
+     jsonb_each_text(coalesce(e.payload->'usage', '{}'::jsonb)) AS u
+WHERE e.type = 'model_turn' AND e.actor LIKE 'agent:%' AND e.ts >= $1 AND e.ts < $2
+  AND u.value ~ '^[0-9]+$'
+GROUP BY 1, 2, 3, 4 ORDER BY 3, 1, 2, 4
+"""
+
+
 class AuditStore:
     def __init__(self, pool: TenantPool):
         self._pool = pool
@@ -175,6 +189,18 @@ class AuditStore:
         sql, args = sessions_sql(tenant, query)
         async with self._pool.transaction(tenant) as conn:
             return await conn.fetch(sql, *args)
+
+    async def cost(self, tenant: str, since: datetime, until: datetime) -> list[dict[str, Any]]:
+        """Tokens and model calls per (owner, model, day) over [since, until)."""
+        async with self._pool.transaction(tenant) as conn:
+            rows = await conn.fetch(COST_SQL, since, until)
+        groups: dict[tuple[str, str, Any], dict[str, Any]] = {}
+        for r in rows:
+            group = groups.setdefault((r["actor"], r["model"], r["day"]), {
+                "actor": r["actor"], "model": r["model"], "day": r["day"], "calls": 0, "tokens": {}})
+            group["tokens"][r["token"]] = r["tokens"]
+            group["calls"] = max(group["calls"], r["calls"])
+        return list(groups.values())
 
     async def record_access(self, tenant: str, principal: str, role: str, key_id: str,
                             method: str, path: str, asked: dict[str, Any]) -> None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
@@ -80,10 +82,73 @@ def transcript(client: GatewayClient, args: argparse.Namespace) -> int:
 
 
 def replay(client: GatewayClient, args: argparse.Namespace) -> int:
+    if args.check:
+        return replay_check(client, args)
+    if args.session_id is None:
+        raise GatewayError("replay takes a session id (--all only with --check)")
     steps = client.json("GET", f"/v1/sessions/{args.session_id}/replay")["data"]
     for step in steps:
         print(terminal.safe(json.dumps(step, ensure_ascii=False)) if args.json else terminal.replay_line(step))
     return 0
+
+
+def fork(client: GatewayClient, args: argparse.Namespace) -> int:
+    """A new session with SID's history up to SEQ, continued with MESSAGE."""
+    body: dict[str, Any] = {"at_seq": args.seq, "message": args.message, "title": args.title}
+    headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
+    answer = client.json("POST", f"/v1/sessions/{args.session_id}/fork", json=body, headers=headers)
+    print(f"session {answer['session_id']}")
+    print(terminal.outcome_line(answer))
+    return 0
+
+
+def tree(client: GatewayClient, args: argparse.Namespace) -> int:
+    node = client.json("GET", f"/v1/sessions/{args.session_id}/tree")
+    if args.json:
+        print(terminal.safe(json.dumps(node, indent=2, ensure_ascii=False)))
+    else:
+        for line in terminal.tree_lines(node, steps=not args.forks_only):
+            print(line)
+    return 0
+
+
+def cost(client: GatewayClient, args: argparse.Namespace) -> int:
+    if args.session_id is None:
+        params = {k: when(v) for k, v in (("since", args.since), ("until", args.until)) if v}
+        report = client.json("GET", "/v1/audit/cost", params=params)
+    else:
+        report = client.json("GET", f"/v1/sessions/{args.session_id}/cost")
+    print(terminal.safe(json.dumps(report, indent=2, ensure_ascii=False)))
+    return 0
+
+
+def replay_check(client: GatewayClient, args: argparse.Namespace) -> int:
+    """Each history, read through the API with the caller's key, is judged by the brain's own
+    decision code (`python -m wakeline_brain.replay_check`): the gateway holds none of it."""
+    if args.all == (args.session_id is not None):
+        raise GatewayError("replay --check takes a session id or --all, not both or neither")
+    ids = [args.session_id] if args.session_id else list(_session_ids(client, when(args.since) if args.since else None))
+    diverged = 0
+    for session_id in ids:
+        history = "\n".join(client.lines("GET", f"/v1/sessions/{session_id}/export", params={"inherited": "true"}))
+        judged = subprocess.run([sys.executable, "-m", "wakeline_brain.replay_check", "--jsonl", "-"],
+                                input=history, capture_output=True, text=True, timeout=600)
+        print(terminal.safe(judged.stdout.strip() or judged.stderr.strip()))
+        diverged += judged.returncode != 0
+    print(f"{len(ids) - diverged} of {len(ids)} sessions replay cleanly", file=sys.stderr)
+    return 1 if diverged else 0
+
+
+def _session_ids(client: GatewayClient, since: str | None) -> Iterator[str]:
+    cursor = None
+    while True:
+        page = client.json("GET", "/v1/sessions", params={"limit": 200} | ({"cursor": cursor} if cursor else {}))
+        for session in page["data"]:
+            if since is None or session["created_at"] >= since[:19]:
+                yield session["session_id"]
+        cursor = page["next_cursor"]
+        if cursor is None or (since and page["data"] and page["data"][-1]["created_at"] < since[:19]):
+            return
 
 
 def verify(client: GatewayClient, args: argparse.Namespace) -> int:
@@ -102,6 +167,8 @@ def verify(client: GatewayClient, args: argparse.Namespace) -> int:
         if report["ok"]:
             print(f"ok: {report['session_id']}: {report['events']} events, hash chain intact"
                   + ("" if report["signatures_checked"] else " (checkpoint signatures not checked: no key)"))
+        if report.get("prefix"):
+            print(terminal.prefix_line(report["prefix"]))
         else:
             print(f"BROKEN: {report['session_id']}: first bad seq {report['first_bad_seq']}: "
                   f"{terminal.safe(report['reason'] or '')}")
@@ -193,8 +260,27 @@ def parser() -> argparse.ArgumentParser:
     p = _with_session(sub, "transcript", transcript, "the transcript (JSON unless told)")
     p.add_argument("--markdown", action="store_true")
     p.add_argument("--html", metavar="FILE")
-    p = _with_session(sub, "replay", replay, "the folded state after each event")
+    p = sub.add_parser("replay", help="the folded state after each event; --check: would today's code do the same?")
+    p.add_argument("session_id", nargs="?")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--check", action="store_true", help="replay against today's brain: the first divergence or "
+                                                       "'replays cleanly' (exit 1 if any diverges)")
+    p.add_argument("--all", action="store_true", help="with --check: every session the key sees")
+    p.add_argument("--since", help="with --check --all: sessions created since (ISO time or 7d, 12h, 30m)")
+    p.set_defaults(handler=replay)
+    p = _with_session(sub, "fork", fork, "a new session with the history up to SEQ, continued with MESSAGE")
+    p.add_argument("seq", type=int)
+    p.add_argument("message")
+    p.add_argument("--title")
+    p.add_argument("--idempotency-key")
+    p = _with_session(sub, "tree", tree, "the session's steps and the forks taken from it, as a tree")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--forks-only", action="store_true", help="sessions only, no steps")
+    p = sub.add_parser("cost", help="what a session cost; without SID, the tenant's by owner, model, day (auditor)")
+    p.add_argument("session_id", nargs="?")
+    p.add_argument("--since", help="ISO time or an age: 7d, 12h, 30m (tenant report)")
+    p.add_argument("--until")
+    p.set_defaults(handler=cost)
     p = sub.add_parser("verify", help="recompute hash chains: one session, or --all of the tenant")
     p.add_argument("session_id", nargs="?")
     p.add_argument("--all", action="store_true")

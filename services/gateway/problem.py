@@ -21,7 +21,9 @@ MEDIA_TYPE = "application/problem+json"
 # The gateway's own codes; the brain's rejection codes (wakeline.events) pass through as they are.
 GATEWAY_CODES = ("unauthorized", "forbidden", "not_found", "method_not_allowed", "invalid_request",
                  "idempotency_key_reused", "too_large", "not_implemented", "unavailable",
-                 "corrupt_event", "server_error")
+                 "corrupt_event", "server_error",
+                 # forks (routes/forks.py): a seq past the log, inside a tool call, a prefix gone
+                 "unknown_seq", "fork_inside_tool_call", "prefix_unavailable")
 ERROR_CODES: tuple[str, ...] = tuple(dict.fromkeys(GATEWAY_CODES + REJECTION_CODES))
 ErrorCode = Literal[ERROR_CODES]  # type: ignore[valid-type]
 # The code an error gets when whoever raised it named none.

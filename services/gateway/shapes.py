@@ -6,7 +6,7 @@ documents each event type exactly as it is stored.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -40,6 +40,13 @@ class SessionCreate(Body):
     message: str | None = Field(default=None, min_length=1, description="The task.")
     title: str | None = Field(default=None, max_length=500)
     wait: bool = Field(default=True, description="Wait (bounded) until the session exists.")
+
+
+class ForkCreate(Body):
+    at_seq: int = Field(ge=1, le=PG_BIGINT_MAX, description="The parent's seq the fork's history ends at.")
+    message: str = Field(min_length=1, description="The fork's first message, after the inherited history.")
+    title: str | None = Field(default=None, max_length=500)
+    wait: bool = Field(default=True, description="Wait (bounded) until the fork exists.")
 
 
 class MessageCreate(Body):
@@ -167,6 +174,10 @@ class AuditSessionPublic(BaseModel):
     owner: str | None
     title: str | None
     deleted_at: datetime | None
+    # A fork names its parent and the seq its own log continues after: its events here are
+    # its own; those before fork_seq + 1 are the parent's (and show under the parent).
+    parent_session_id: str | None = None
+    fork_seq: int | None = None
 
 
 class AuditSessionsPublic(BaseModel):
@@ -210,3 +221,19 @@ class RetentionPublic(BaseModel):
     history: list[RetentionChangePublic]
     note: str = ("Retention drops whole months, and only once every tenant with events in that month is "
                  "past its window; run by the operator as the maintenance role (`wakeline retention apply`).")
+
+
+class TenantCostRowPublic(BaseModel):
+    actor: str = Field(description="The owner of the sessions the model calls belong to.")
+    model: str
+    day: date
+    calls: int
+    tokens: dict[str, int]
+
+
+class TenantCostPublic(BaseModel):
+    since: datetime
+    until: datetime
+    data: list[TenantCostRowPublic]
+    calls: int
+    tokens: dict[str, int]

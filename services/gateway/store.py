@@ -17,6 +17,7 @@ from wakeline import keys, verify
 from wakeline.checkpoints import Checkpoint
 from wakeline.event_store import EventQuery, EventStore, Scope
 from wakeline.events import Event
+from wakeline.lineage import prefix_events
 from wakeline.pg import TenantPool
 
 SESSION_COLUMNS = ("session_id, owner, title, model, status, last_seq, created_at, updated_at, "
@@ -75,6 +76,18 @@ class SessionStore:
             if len(page) < PAGE:
                 return
             after = page[-1].seq
+
+    async def history(self, scope: Scope, session_id: str, upto: int) -> list[Event]:
+        """Events 1..`upto` of the session's history, a fork's inherited prefix included
+        (`wakeline.lineage`); raises `PrefixUnavailable` when some are not in the archive."""
+        async with self._pool.transaction(*scope) as conn:
+            return await prefix_events(conn, session_id, upto)
+
+    async def forks(self, scope: Scope, parent_ids: list[str]) -> list[asyncpg.Record]:
+        """The sessions forked from any of `parent_ids` that the caller may see, deleted ones too."""
+        async with self._pool.transaction(*scope) as conn:
+            return await conn.fetch(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_session_id = ANY($1::text[]) "
+                                    "ORDER BY fork_seq, created_at, session_id", parent_ids)
 
     async def outcome(self, tenant: str, session_id: str, command_id: str) -> Event | None:
         """The first event the command caused (a queued message causes a second one later)."""

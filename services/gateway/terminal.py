@@ -77,3 +77,32 @@ def outcome_line(answer: dict[str, Any]) -> str:
 
 def exit_code(reason: str | None) -> int:
     return EXIT_CODES.get(reason or "", 1)
+
+
+def tree_lines(node: dict[str, Any], steps: bool = True, indent: str = "") -> list[str]:
+    """A session, its steps and, at the seq each starts after, the forks taken from it."""
+    where = f" (fork of {node['parent_session_id']} at seq {node['fork_seq']})" if node.get("parent_session_id") else ""
+    # one_line collapses whitespace, so the indent goes on after it
+    lines = [indent + one_line(f"{node['session_id']} {node['status']} owner {node['owner']} "
+                               f"seq {node['last_seq']}{where}", 1000)]
+    forks = sorted(node.get("forks", []), key=lambda f: f["fork_seq"] or 0)
+    shown = 0
+    for step in node.get("steps", []) if steps else []:
+        while shown < len(forks) and (forks[shown]["fork_seq"] or 0) < step["seq"]:
+            lines += tree_lines(forks[shown], steps, indent + "  └─ ")
+            shown += 1
+        outcome = f" [{step['detail']['outcome']}]" if "outcome" in step["detail"] else ""
+        lines.append(f"{indent}  {step['seq']:>5} {one_line(step['kind'], 10):<10} "
+                     + one_line(f"{step['summary']}{outcome}", WIDTH - len(indent) - 18))
+    for fork in forks[shown:]:
+        lines += tree_lines(fork, steps, indent + "  └─ ")
+    return lines
+
+
+def prefix_line(prefix: dict[str, Any]) -> str:
+    """What verify found in a fork's inherited history."""
+    state = "ok" if prefix["ok"] else f"BROKEN: {prefix['parent'].get('reason')}"
+    gone = (f"; {prefix['retained_out']} of its seqs were dropped by retention: that part of the history is gone"
+            if prefix["retained_out"] else "")
+    return one_line(f"  inherited prefix: {prefix['parent_session_id']} seq 1..{prefix['fork_seq']}: {state}, "
+                    f"{prefix['events']} events checked there{gone}", 1000)

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Literal, Mapping
 
 from wakeline.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, HandsHandedBack,
-    HandsTakenOver, InputRejected, ModelResponded, SessionCreated, SessionDeleted, SessionEnded,
+    HandsTakenOver, InputRejected, ModelResponded, SessionCreated, SessionDeleted, SessionEnded, SessionForked,
     ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker,
 )
 
@@ -40,13 +40,18 @@ class Entry:
     tool_call_id: str | None = None
     is_error: bool = False
     reasoning: tuple[str, ...] = ()
+    # For a fork: the session this entry's event belongs to when it is the parent's (the
+    # inherited prefix, read from the parent), else None.
+    inherited_from: str | None = None
 
 
-def entries(events: Iterable[Event]) -> list[Entry]:
-    return [to_entry(event) for event in events if not is_marker(event)]
+def entries(events: Iterable[Event], own_session: str | None = None) -> list[Entry]:
+    """Entries of the events that are not markers; with `own_session` (a fork's id), the
+    events of any other session are its inherited prefix and marked so."""
+    return [to_entry(event, own_session) for event in events if not is_marker(event)]
 
 
-def to_entry(event: Event) -> Entry:
+def to_entry(event: Event, own_session: str | None = None) -> Entry:
     extra: dict[str, Any] = {}
     match event:
         case ToolCallRequested(payload=p):
@@ -55,6 +60,8 @@ def to_entry(event: Event) -> Entry:
             extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": p.is_error}
         case ModelResponded(payload=p):
             extra = {"reasoning": tuple(p.reasoning)}
+    if own_session is not None and event.session_id != own_session:
+        extra["inherited_from"] = event.session_id
     return Entry(seq=event.seq, type=event.type, role=_ROLES.get(event.type, "system"), actor=event.actor,
                  trust=event.trust, ts=event.ts.isoformat(), text=_text(event), **extra)
 
@@ -69,6 +76,8 @@ def _with(text: str, detail: str | None) -> str:
 
 def _text(event: Event) -> str:
     match event:
+        case SessionForked(payload=p):
+            return f"forked from {p.parent_session_id} at seq {p.fork_seq} (hash {p.parent_hash[:16]}…)"
         case SessionCreated(payload=p):
             c = p.config
             return (f"model {c.model}, up to {c.max_turns} turns, tools: {', '.join(c.tools) or 'none'}\n\n"
@@ -147,6 +156,8 @@ def render_markdown(session: Mapping[str, Any], items: Iterable[Entry]) -> str:
     out += [f"- {key}: {md_escape(_one_line(session[key]))}" for key in FACTS if session.get(key) is not None]
     for entry in items:
         head = f"#{entry.seq} · {label(entry)} · {entry.actor} · {entry.trust} · {entry.ts}"
+        if entry.inherited_from:
+            head += f" · inherited from {entry.inherited_from}"
         out += ["", f"### {md_escape(_one_line(head))}", ""]
         if entry.type in ("tool_call", "tool_result"):
             out.append(_fenced(entry.text, "json" if entry.type == "tool_call" else "text"))
@@ -173,6 +184,7 @@ article{border:1px solid #ddd;border-radius:6px;margin:.6rem 0;padding:.4rem .7r
 font:13px/1.4 ui-monospace,monospace}
 .user{background:#eef5ff}.assistant{background:#f6fff0}.tool{background:#fafafa}.system{background:#fffbea}
 .data pre{border-left:3px solid #999;padding-left:.5rem}.error{border-color:#c33}
+.inherited{opacity:.75;border-style:dashed}
 """
 
 
@@ -181,10 +193,12 @@ def _e(value: Any) -> str:
 
 
 def _html_entry(entry: Entry) -> str:
-    classes = " ".join(("entry", entry.role, entry.trust, "error" if entry.is_error else ""))
+    classes = " ".join(("entry", entry.role, entry.trust, "error" if entry.is_error else "",
+                        "inherited" if entry.inherited_from else ""))
+    marks = (("inherited", f"inherited from {entry.inherited_from}"),) if entry.inherited_from else ()
     meta = "".join(f'<span class="{_e(cls)}">{_e(value)}</span>' for cls, value in (
         ("seq", f"#{entry.seq}"), ("kind", label(entry)), ("actor", entry.actor),
-        ("trust", entry.trust), ("ts", entry.ts)))
+        ("trust", entry.trust), ("ts", entry.ts), *marks))
     reasoning = "".join(f"<details><summary>reasoning</summary><pre>{_e(block)}</pre></details>"
                         for block in entry.reasoning)
     return (f'<article class="{_e(classes.strip())}"><div class="meta">{meta}</div>'

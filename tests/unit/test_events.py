@@ -39,6 +39,8 @@ SAMPLE_PAYLOADS: dict[str, dict] = {
     "file_reference": {"path": "src/a.py", "tool_call_id": "tc-1"},
     "input_rejected": {"command_id": "cmd-4", "reason": "stale expected_seq", "expected_seq": 2},
     "deleted": {"by": "user:alice", "reason": "gdpr"},
+    "forked": {"parent_session_id": "sess-p", "fork_seq": 4, "parent_hash": "cd" * 32,
+               "config": {"model": "scripted:x"}, "owner": "user:alice", "title": "t"},
     "snapshot": {"state": {"last_seq": 6, "seen_inputs": ["cmd-1"], "messages": [{"role": "user", "seq": 2}]},
                  "state_hash": "ab" * 32, "format": "1.0123456789ab"},
 }

@@ -8,6 +8,7 @@ which key, what they asked, when) before it is answered; admins read that log at
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -22,7 +23,7 @@ from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.shapes import (
     AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditExportQuery, AuditSessionPublic,
-    AuditSessionsPublic, Principal,
+    AuditSessionsPublic, Principal, TenantCostPublic, TenantCostRowPublic,
 )
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"], responses=responses(401, 403, 422, 500, 503))
@@ -91,6 +92,21 @@ async def audit_sessions(request: Request, caller: Auditor, audit: AuditDep, que
     rows = await audit.sessions(caller.tenant, query)
     data = [AuditSessionPublic.model_validate(dict(row)) for row in rows]
     return AuditSessionsPublic(data=data, count=len(data), truncated=len(data) == query.limit)
+
+
+@router.get("/cost", response_model=TenantCostPublic)
+async def tenant_cost(request: Request, caller: Auditor, audit: AuditDep, since: Moment | None = None,
+                      until: Moment | None = None) -> TenantCostPublic:
+    """Model calls and tokens of every session of the tenant in [since, until), per session
+    owner (`actor`), model and UTC day; every token count the model recorded, cache included."""
+    start, end = since or datetime(1970, 1, 1, tzinfo=UTC), until or datetime(9999, 1, 1, tzinfo=UTC)
+    await record_audit_read(request, caller, audit, {"since": start.isoformat(), "until": end.isoformat()})
+    rows = [TenantCostRowPublic.model_validate(r) for r in await audit.cost(caller.tenant, start, end)]
+    totals: dict[str, int] = {}
+    for row in rows:
+        for name, value in row.tokens.items():
+            totals[name] = totals.get(name, 0) + value
+    return TenantCostPublic(since=start, until=end, data=rows, calls=sum(r.calls for r in rows), tokens=totals)
 
 
 @router.get("/verify", response_model=verify.TenantReport)

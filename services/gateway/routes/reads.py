@@ -14,12 +14,13 @@ from wakeline.checkpoints import load_key, read_anchor
 from wakeline.event_store import EventQuery, Scope
 from wakeline.events import Event
 from wakeline.fold import FoldError
+from wakeline.lineage import PrefixUnavailable
 from wakeline_gateway import transcript
 from wakeline_gateway.deps import Reader, SessionDep, SettingsDep, StoreDep
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.replay import replay_steps
-from wakeline_gateway.shapes import EventsPublic, EventsQuery, ReplayPublic
+from wakeline_gateway.shapes import EventsPublic, EventsQuery, ReplayPublic, SessionPublic
 from wakeline_gateway.store import SessionStore
 
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"],
@@ -29,8 +30,21 @@ HTML_HEADERS = {"Content-Security-Policy": transcript.CSP, "X-Content-Type-Optio
                 "Referrer-Policy": "no-referrer"}
 
 
-async def _all(store: SessionStore, scope: Scope, session_id: str) -> list[Event]:
+async def own_events(store: SessionStore, scope: Scope, session_id: str) -> list[Event]:
+    """The session's own log (a fork's starts with its `forked` event)."""
     return [event async for event in store.all_events(scope, session_id)]
+
+
+async def whole_history(store: SessionStore, scope: Scope, session: SessionPublic) -> list[Event]:
+    """The session's history: a fork's inherited prefix (read from its parents), then its own
+    log. A prefix retention dropped is 409 `prefix_unavailable`, saying so."""
+    own = await own_events(store, scope, session.session_id)
+    if session.parent_session_id is None or session.fork_seq is None:
+        return own
+    try:
+        return await store.history(scope, session.parent_session_id, session.fork_seq) + own
+    except PrefixUnavailable as err:
+        raise ApiError(409, f"the history this fork inherits is gone: {err}", code="prefix_unavailable") from err
 
 
 @router.get("/events", response_model=EventsPublic)
@@ -46,7 +60,8 @@ async def read_events(session: SessionDep, caller: Reader, store: StoreDep,
             responses={200: {"content": {"application/json": {}, "text/markdown": {}, "text/html": {}}}})
 async def read_transcript(session: SessionDep, caller: Reader, store: StoreDep,
                           fmt: TranscriptFormat = "json") -> Response:
-    items = transcript.entries(await _all(store, caller.scope, session.session_id))
+    history = await whole_history(store, caller.scope, session)
+    items = transcript.entries(history, own_session=session.session_id if session.parent_session_id else None)
     meta = session.model_dump(mode="json")
     if fmt == "html":
         return HTMLResponse(transcript.render_html(meta, items), headers=HTML_HEADERS)
@@ -57,8 +72,20 @@ async def read_transcript(session: SessionDep, caller: Reader, store: StoreDep,
 
 @router.get("/export", response_class=StreamingResponse,
             responses={200: {"content": {"application/x-ndjson": {}}, "description": "One event per line."}})
-async def export_events(session: SessionDep, caller: Reader, store: StoreDep) -> StreamingResponse:
+async def export_events(session: SessionDep, caller: Reader, store: StoreDep,
+                        inherited: bool = False) -> StreamingResponse:
+    """The session's own events, one JSON line each; `inherited=true` puts a fork's
+    inherited prefix (its parents' events, each naming its own session_id) first."""
+    prefix: list[Event] = []
+    if inherited and session.parent_session_id is not None and session.fork_seq is not None:
+        try:
+            prefix = await store.history(caller.scope, session.parent_session_id, session.fork_seq)
+        except PrefixUnavailable as err:
+            raise ApiError(409, f"the history this fork inherits is gone: {err}", code="prefix_unavailable") from err
+
     async def lines() -> AsyncIterator[str]:
+        for event in prefix:
+            yield event.model_dump_json() + "\n"
         async for event in store.all_events(caller.scope, session.session_id):
             yield event.model_dump_json() + "\n"
 
@@ -71,7 +98,7 @@ async def export_events(session: SessionDep, caller: Reader, store: StoreDep) ->
 async def replay_session(session: SessionDep, caller: Reader, store: StoreDep) -> ReplayPublic:
     """The state `wakeline.fold` derives after each event, in seq order."""
     try:
-        steps = replay_steps(await _all(store, caller.scope, session.session_id))
+        steps = replay_steps(await whole_history(store, caller.scope, session))
     except FoldError as err:
         raise ApiError(500, f"the log does not fold: {err}; GET .../verify reports the chain") from err
     return ReplayPublic(session_id=session.session_id, data=steps, count=len(steps))

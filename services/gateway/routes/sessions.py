@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 
 from wakeline.commands import CreateSession, DeleteSession
-from wakeline.events import Event, SessionConfig, SessionCreated
+from wakeline.events import Event, SessionConfig, SessionCreated, SessionForked
 from wakeline.status import advance
 from wakeline_gateway.deps import (
     Creator, DeletableSessionDep, Deleter, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep,
@@ -91,7 +91,7 @@ async def delete_session(session: DeletableSessionDep, caller: Deleter, dispatch
 
 def opened(outcome: Event) -> SessionPublic | None:
     """The session as its first event makes it, when the archiver has not stored it in time."""
-    if not isinstance(outcome, SessionCreated):
+    if not isinstance(outcome, (SessionCreated, SessionForked)):
         return None
     return SessionPublic.model_validate(asdict(advance(None, outcome)))
 

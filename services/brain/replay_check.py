@@ -1,0 +1,235 @@
+"""Replay against new code: would today's brain still do what a recorded session did?
+
+`first_divergence(events, tools)` walks a recorded history (a fork's with its inherited
+prefix) through the brain's pure decision code as it is now — `inputs.handle_input` for the
+inputs it can rebuild from the log, `steps.next_step` and `context.plan_compaction` for the
+steps the brain takes on its own, `steps.model_drafts` for each recorded model reply — and
+folds every recorded event with today's `fold`. It reports the first seq where the code
+would now record something else, or would take a step the log does not hold, as Temporal's
+replayer does for workflow histories. Pure: no model is called (the recorded replies are
+the model's answers) and no tool runs.
+
+What it takes as recorded, unchecked: markers (woke, snapshots, titles, file references),
+the session's creation or fork, commands it cannot rebuild from their events (cancel,
+delete, takeover, handback, a person's tool result), and a session ended by an error (a
+failed model call or a parked input: the failure is the recorded input).
+
+`python -m wakeline_brain.replay_check SID ... | --all [--since T] --tenant T` reads the
+histories from Postgres; `--jsonl -` reads one history (JSON lines) from stdin, which is
+how `wakeline replay SID --check` hands it the history it read through the API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from wakeline import commands as c
+from wakeline import events as e
+from wakeline.chain import Draft
+from wakeline.fold import FoldError, apply
+from wakeline.lineage import PrefixUnavailable, prefix_events
+from wakeline.pg import TenantPool
+from wakeline.state import SessionState
+from wakeline.tools import tool_schemas
+from wakeline_brain.context import build_request, plan_compaction
+from wakeline_brain.inputs import handle_input
+from wakeline_brain.model import ModelReply, ToolUse
+from wakeline_brain.settings import BrainSettings
+from wakeline_brain.steps import CALL_MODEL, SYSTEM, model_drafts, next_step
+from wakeline_brain.summary import model_compaction, writes_summary
+
+UNCHECKED = frozenset({"woke", "snapshot", "title_generated", "file_reference", "session_created", "forked"})
+OWN_STEPS = frozenset({"turn_started", "turn_ended", "session_ended", "compaction"})
+
+
+@dataclass(frozen=True)
+class Divergence:
+    seq: int
+    recorded: str  # what the log holds at seq
+    now: str  # what today's code would do there
+
+    def line(self, session_id: str) -> str:
+        return f"{session_id}: diverges at seq {self.seq}: the log holds {self.recorded}; the code now {self.now}"
+
+
+def first_divergence(events: Sequence[e.Event], tools: list[dict[str, Any]]) -> Divergence | None:
+    state, i = SessionState(), 0
+    while i < len(events):
+        event = events[i]
+        if isinstance(event, e.ModelResponded) and i + len(event.payload.tool_call_ids) >= len(events):
+            return None  # the log ends inside the reply's batch: a log still being written
+        expected = _expected(state, events, i, tools)
+        if isinstance(expected, Divergence):
+            return expected
+        recorded = list(events[i:i + len(expected)]) if expected else _batch(events, i)
+        for draft, got in zip(expected or [], recorded):
+            if not _same(draft, got):
+                return Divergence(got.seq, _describe(got), f"would record {_describe(draft)}")
+        if expected and len(recorded) < len(expected):
+            return Divergence(events[-1].seq + 1, "nothing more", f"would record {_describe(expected[len(recorded)])}")
+        try:
+            for got in recorded:
+                state = apply(state, got)
+        except FoldError as err:
+            return Divergence(recorded[0].seq, _describe(recorded[0]), f"cannot fold it: {err}")
+        i += len(recorded)
+    return None
+
+
+def _expected(state: SessionState, events: Sequence[e.Event], i: int,
+              tools: list[dict[str, Any]]) -> list[Draft] | Divergence | None:
+    """The drafts today's code makes where `events[i]` was recorded; None: take it as recorded."""
+    event = events[i]
+    if event.type in UNCHECKED:
+        return None
+    step = next_step(state) if state.status != "new" else None
+    if isinstance(event, e.ModelResponded):
+        if step is not CALL_MODEL:
+            return Divergence(event.seq, _describe(event), f"would not call the model here ({_step(step)})")
+        return model_drafts(state, _reply(events, i), event.actor)
+    if _own_step(event):
+        if step is CALL_MODEL:
+            compaction = plan_compaction(state, build_request(state, tools))
+            if compaction is None:
+                return Divergence(event.seq, _describe(event), "would call the model (no compaction)")
+            written = event.payload if isinstance(event, e.ContextCompacted) else None
+            if written is not None and written.summary_model and writes_summary(state.config.model):
+                # the model's summary is its recorded output, like a model turn's reply
+                reply = ModelReply(text=written.summary, usage=written.usage or e.Usage())
+                return [model_compaction(compaction, reply, written.summary_model)]
+            return [compaction]
+        if not step:
+            return Divergence(event.seq, _describe(event), "would wait for an input here")
+        return step
+    if isinstance(step, list) and step:  # an input, where the brain would already have stepped on its own
+        return Divergence(event.seq, _describe(event), f"would first record {_describe(step[0])}")
+    command = _command(state, event)
+    return handle_input(state, command) if command is not None else None
+
+
+def _batch(events: Sequence[e.Event], i: int) -> list[e.Event]:
+    """An event taken as recorded; a fork's opening comes with the message its command
+    carried, sealed in one go before the brain steps on its own."""
+    end = i + 1
+    if isinstance(events[i], e.SessionForked):
+        while end < len(events) and events[end].causation_id == events[i].causation_id:
+            end += 1
+    return list(events[i:end])
+
+
+def _own_step(event: e.Event) -> bool:
+    if isinstance(event, e.UserMessageReceived):
+        return event.payload.queued
+    if isinstance(event, e.ContextCompacted):
+        return True  # mechanical (system:brain) or written by the model (agent:<model>)
+    if isinstance(event, e.SessionEnded) and event.payload.reason not in ("completed", "max_turns"):
+        return False  # an error, a cancel: the recorded input is the cause
+    return event.actor == SYSTEM and event.type in OWN_STEPS and event.causation_id is None
+
+
+def _reply(events: Sequence[e.Event], i: int) -> ModelReply:
+    """The recorded model output: the model turn and the tool calls it names."""
+    turn = events[i].payload
+    assert isinstance(turn, e.ModelTurnPayload)
+    calls = {ev.payload.tool_call_id: ev.payload for ev in events[i + 1:i + 1 + len(turn.tool_call_ids)]
+             if isinstance(ev, e.ToolCallRequested)}
+    uses = [ToolUse(id=tid, name=calls[tid].name, input=calls[tid].input) for tid in turn.tool_call_ids if tid in calls]
+    return ModelReply(text=turn.text, reasoning=list(turn.reasoning), tool_uses=uses, usage=turn.usage,
+                      stop_reason=turn.stop_reason)
+
+
+def _command(state: SessionState, event: e.Event) -> c.CommandBase | c.ToolResultReport | None:
+    """The input that made `event`, where the event says all of it."""
+    ids = {"command_id": event.causation_id or "", "session_id": event.session_id, "tenant": event.tenant,
+           "actor": event.actor}
+    match event:
+        case e.ToolResultReceived(payload=p) if event.causation_id == c.result_input_id(p.tool_call_id):
+            return c.ToolResultReport(session_id=event.session_id, tenant=event.tenant, tool_call_id=p.tool_call_id,
+                                      name=p.name, output=p.output, is_error=p.is_error, error_kind=p.error_kind,
+                                      duration_ms=p.duration_ms or 0, runner=event.actor.removeprefix("runner:"))
+        case e.UserMessageReceived(payload=p) if event.causation_id and not p.queued and state.status != "new":
+            return c.PostMessage(**ids, text=p.text)
+        case e.MessageQueued(payload=p):
+            return c.PostMessage(**ids, text=p.text)
+        case e.ApprovalGranted(payload=p) if event.causation_id:
+            return c.ApproveToolCall(**ids, tool_call_id=p.tool_call_id)
+    return None
+
+
+def _same(draft: Draft, event: e.Event) -> bool:
+    return (draft.type, draft.actor, draft.trust, draft.causation_id, draft.payload.model_dump(mode="json")) == (
+        event.type, event.actor, event.trust, event.causation_id, event.payload.model_dump(mode="json"))
+
+
+def _describe(item: Draft | e.Event) -> str:
+    body = json.dumps(item.payload.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
+    return f"{item.type} by {item.actor} {body[:300]}"
+
+
+def _step(step: object) -> str:
+    if step is None:
+        return "it would wait for an input"
+    return f"it would record {_describe(step[0])}" if isinstance(step, list) and step else "nothing to do"
+
+
+def check_lines(histories: dict[str, Sequence[e.Event]], tools: list[dict[str, Any]]) -> tuple[list[str], int]:
+    """One line per session and how many diverge."""
+    lines, diverged = [], 0
+    for session_id, events in histories.items():
+        found = first_divergence(events, tools)
+        diverged += found is not None
+        lines.append(found.line(session_id) if found else f"{session_id}: replays cleanly ({len(events)} events)")
+    return lines, diverged
+
+
+async def _histories(args: argparse.Namespace) -> dict[str, list[e.Event]]:
+    settings = BrainSettings()
+    found: dict[str, list[e.Event]] = {}
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+        async with pool.transaction(args.tenant) as conn:
+            ids = args.session_id or [r["session_id"] for r in await conn.fetch(
+                "SELECT session_id FROM sessions WHERE created_at >= $1 ORDER BY created_at",
+                datetime.fromisoformat(args.since) if args.since else datetime.min)]
+            for session_id in ids:
+                row = await conn.fetchrow("SELECT last_seq FROM sessions WHERE session_id = $1", session_id)
+                try:
+                    found[session_id] = await prefix_events(conn, session_id, row["last_seq"]) if row else []
+                except PrefixUnavailable as err:
+                    print(f"{session_id}: not checked: {err}", file=sys.stderr)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Exit 0 when every session replays cleanly, 1 when one diverges, 2 when none could be read."""
+    parser = argparse.ArgumentParser(prog="python -m wakeline_brain.replay_check")
+    parser.add_argument("session_id", nargs="*")
+    parser.add_argument("--all", action="store_true")
+    parser.add_argument("--since", help="with --all: sessions created since this ISO time")
+    parser.add_argument("--tenant", default="default")
+    parser.add_argument("--jsonl", help="read one history from this file of JSON lines ('-': stdin)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.jsonl:
+        text = sys.stdin.read() if args.jsonl == "-" else open(args.jsonl, encoding="utf-8").read()
+        events = [e.parse_event(line) for line in text.splitlines() if line.strip()]
+        histories: dict[str, Sequence[e.Event]] = {events[-1].session_id if events else "?": events}
+    elif args.session_id or args.all:
+        histories = dict(asyncio.run(_histories(args)))
+    else:
+        parser.error("name sessions, --all, or --jsonl")
+    if not histories:
+        print("no sessions to check", file=sys.stderr)
+        return 2
+    lines, diverged = check_lines(histories, tool_schemas())
+    print("\n".join(lines))
+    return 1 if diverged else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

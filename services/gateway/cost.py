@@ -1,0 +1,103 @@
+"""What a session cost, from its own log: `session_cost(events)`. Pure.
+
+Tokens are the model's own counts as each `model_turn` recorded them (`usage`): every
+integer field of it, so cache tokens count once a model records them. Turns are
+`turn_started` events; model wall time runs from a turn's start (or the tool results it
+waited for) to the model's reply; tool wall time is what the runner measured
+(`duration_ms`), or the time from call to result when it did not. A fork's cost is its own
+log's: what its inherited prefix cost is its parent's (`GET` the parent's cost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from wakeline.events import (
+    ContextCompacted, Event, ModelResponded, SessionForked, ToolCallRequested, ToolResultReceived, TurnStarted,
+)
+
+
+class ModelCostPublic(BaseModel):
+    model: str
+    calls: int
+    tokens: dict[str, int]
+
+
+class CompactionCostPublic(BaseModel):
+    seq: int
+    covered_from_seq: int
+    covered_to_seq: int
+    tokens_before: int
+    tokens_after: int
+
+
+class CostPublic(BaseModel):
+    session_id: str
+    models: list[ModelCostPublic]
+    tokens: dict[str, int]  # the sum over models
+    turns: int
+    model_calls: int
+    tool_calls: int
+    tool_errors: int
+    compactions: list[CompactionCostPublic]
+    model_wall_s: float
+    tool_wall_s: float
+    inherited_from: str | None = None  # a fork: its prefix's cost is this session's, up to fork_seq
+    fork_seq: int | None = None
+
+
+def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
+    models: dict[str, ModelCostPublic] = {}
+    cost = CostPublic(session_id=session_id, models=[], tokens={}, turns=0, model_calls=0, tool_calls=0,
+                      tool_errors=0, compactions=[], model_wall_s=0.0, tool_wall_s=0.0)
+    waiting_since: datetime | None = None  # when the model was last asked
+    called: dict[str, datetime] = {}
+    for event in events:
+        match event:
+            case TurnStarted():
+                cost.turns += 1
+                waiting_since = event.ts
+            case ModelResponded(payload=p):
+                model = event.actor.removeprefix("agent:")
+                entry = models.setdefault(model, ModelCostPublic(model=model, calls=0, tokens={}))
+                entry.calls += 1
+                cost.model_calls += 1
+                for name, value in p.usage.model_dump().items():
+                    if isinstance(value, int):
+                        entry.tokens[name] = entry.tokens.get(name, 0) + value
+                        cost.tokens[name] = cost.tokens.get(name, 0) + value
+                if waiting_since is not None:
+                    cost.model_wall_s += (event.ts - waiting_since).total_seconds()
+                waiting_since = None
+            case ToolCallRequested(payload=p):
+                cost.tool_calls += 1
+                called[p.tool_call_id] = event.ts
+            case ToolResultReceived(payload=p):
+                cost.tool_errors += p.is_error
+                start = called.get(p.tool_call_id)
+                if p.duration_ms is not None:
+                    cost.tool_wall_s += p.duration_ms / 1000
+                elif start is not None:
+                    cost.tool_wall_s += (event.ts - start).total_seconds()
+                waiting_since = event.ts  # the next model call of the turn starts from here
+            case ContextCompacted(payload=p):
+                if p.summary_model and p.usage is not None:  # a summary the model wrote: a model call
+                    entry = models.setdefault(p.summary_model, ModelCostPublic(model=p.summary_model, calls=0,
+                                                                               tokens={}))
+                    entry.calls += 1
+                    cost.model_calls += 1
+                    for name, value in p.usage.model_dump().items():
+                        if isinstance(value, int):
+                            entry.tokens[name] = entry.tokens.get(name, 0) + value
+                            cost.tokens[name] = cost.tokens.get(name, 0) + value
+                cost.compactions.append(CompactionCostPublic(
+                    seq=event.seq, covered_from_seq=p.covered_from_seq, covered_to_seq=p.covered_to_seq,
+                    tokens_before=p.tokens_before, tokens_after=p.tokens_after))
+            case SessionForked(payload=p):
+                cost.inherited_from, cost.fork_seq = p.parent_session_id, p.fork_seq
+    cost.models = sorted(models.values(), key=lambda m: m.model)
+    cost.model_wall_s, cost.tool_wall_s = round(cost.model_wall_s, 3), round(cost.tool_wall_s, 3)
+    return cost

@@ -1,0 +1,83 @@
+"""A compaction written by the model, through the real `anthropic` SDK against the local
+Messages-API server: the summary request is one the server received, its usage is recorded
+in the compaction event, the recent exchanges and the system prompt reach the next request
+whole, and the replay check accepts the session."""
+
+from __future__ import annotations
+
+import uuid
+
+from tests.fakes.messages_api import FakeMessagesAPI, text_message, tool_use_message
+from actor_harness import INPUTS, Partition, eventually, run_until_idle
+from wakeline import commands as c
+from wakeline.chain import first_broken_seq
+from wakeline.tools import tool_schemas
+from wakeline.topics import TOOL_RESULTS
+from wakeline_brain.claude import ClaudeModel
+from wakeline_brain.replay_check import first_divergence
+from wakeline_brain.summary import SUMMARY_SYSTEM
+from wakeline_gateway.cost import session_cost
+
+MODEL = "claude-test-model"
+SYSTEM = "You are the compaction test's agent."
+TASK = "Remember the code word PELICAN. " + "Context to carry along. " * 180  # ~4.3k chars: over 3/4 of 1024 tokens
+
+
+async def answer(part: Partition, actor, sid: str, call_id: str, output: str) -> None:
+    part.deliver(actor, c.ToolResultReport(session_id=sid, tenant="t", tool_call_id=call_id, name="bash",
+                                           output=output, runner="r1"), TOOL_RESULTS)
+    await run_until_idle(actor)
+
+
+async def test_the_model_writes_the_summary_recorded_with_its_usage_and_the_recent_turns_stay_verbatim():
+    api = FakeMessagesAPI().start()
+    model = ClaudeModel(MODEL, "test-key-not-real", base_url=api.base_url, max_retries=0)
+    api.enqueue(tool_use_message("bash", {"command": "echo one"}, id="toolu_one", text="First."),
+                tool_use_message("bash", {"command": "echo two"}, id="toolu_two", text="Second."),
+                text_message("SUMMARY: the user asked to remember PELICAN; echo one printed one.",
+                             input_tokens=900, output_tokens=21),
+                text_message("PELICAN. Done.", input_tokens=300, output_tokens=4))
+    part, sid = Partition(), f"s-{uuid.uuid4().hex[:8]}"
+    await part.writer.start()
+    try:
+        actor = part.actor(sid, model)
+        create = c.CreateSession(command_id=f"create-{uuid.uuid4()}", session_id=sid, tenant="t", actor="user:ann",
+                                 message=TASK, config={"model": MODEL, "context_window": 1024,
+                                                       "system_prompt": SYSTEM})
+        part.deliver(actor, create)
+        await run_until_idle(actor)
+        await answer(part, actor, sid, "toolu_one", "one")
+        await answer(part, actor, sid, "toolu_two", "two")
+        await eventually(lambda: part.committed_offset(INPUTS[1]) == 2)
+    finally:
+        await part.writer.close()
+        await model.close()
+        api.stop()
+
+    events = part.events(sid)
+    assert first_broken_seq(events) is None and events[-1].type == "session_ended"
+    bodies = api.bodies()
+    assert len(bodies) == 4
+    summary_ask = bodies[2]
+    assert summary_ask["system"] == SUMMARY_SYSTEM and not summary_ask.get("tools")
+    asked = summary_ask["messages"][0]["content"][0]["text"]
+    assert "PELICAN" in asked and "toolu_one" not in asked  # the covered part: the task, not the recent turns
+
+    [compaction] = [e for e in events if e.type == "compaction"]
+    p = compaction.payload
+    assert p.summary == "SUMMARY: the user asked to remember PELICAN; echo one printed one."
+    assert (p.summary_model, p.usage.input_tokens, p.usage.output_tokens) == (MODEL, 900, 21)
+    assert compaction.actor == f"agent:{MODEL}" and p.tokens_before > p.tokens_after
+    # The next request: the system prompt whole, the summary first, the recent exchange verbatim.
+    last = bodies[3]
+    assert last["system"].startswith(SYSTEM)
+    assert last["messages"][0]["content"][0]["text"].startswith("[Summary of earlier conversation]\nSUMMARY:")
+    kept = {block.get("id") for m in last["messages"] for block in m["content"]}
+    assert {"toolu_one", "toolu_two"} <= kept
+    assert TASK not in str(last["messages"])
+    assert first_divergence(events, tool_schemas()) is None
+    cost = session_cost(sid, events)  # the summary call counts as a model call, with its usage
+    turns = [e.payload.usage for e in events if e.type == "model_turn"]
+    assert cost.model_calls == len(turns) + 1
+    assert cost.tokens["input_tokens"] == sum(u.input_tokens for u in turns) + 900
+    assert [(c.tokens_before, c.tokens_after) for c in cost.compactions] == [(p.tokens_before, p.tokens_after)]
