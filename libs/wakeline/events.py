@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 GENESIS_HASH = "0" * 64
 
@@ -53,11 +53,36 @@ class SessionConfig(Frozen):
     context_window: int = Field(default=200_000, ge=1024, le=100_000_000)
     tool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     require_approval: tuple[str, ...] = ()
+    # Extended thinking (Claude): the model may think this many tokens before it answers;
+    # None is off. Left out of the dump when None so configs sealed before it keep their
+    # canonical JSON (and hash). The API wants 1024 <= budget < max_tokens.
+    thinking_budget: int | None = Field(default=None, ge=1024, le=1_000_000, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _budget_below_max_tokens(self) -> "SessionConfig":
+        if self.thinking_budget is not None and self.thinking_budget >= self.max_tokens:
+            raise ValueError(f"thinking_budget ({self.thinking_budget}) must be below max_tokens ({self.max_tokens})")
+        return self
+
+
+def _zero(value: int) -> bool:
+    return value == 0
 
 
 class Usage(Frozen):
     input_tokens: int = 0
     output_tokens: int = 0
+    # Prompt caching (Claude): tokens written to and read from the prefix cache, besides
+    # `input_tokens` (which counts only what was neither). Left out of the dump when 0 so
+    # usage sealed before they existed keeps its canonical JSON (and hash).
+    cache_creation_input_tokens: int = Field(default=0, exclude_if=_zero)
+    cache_read_input_tokens: int = Field(default=0, exclude_if=_zero)
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(input_tokens=self.input_tokens + other.input_tokens,
+                     output_tokens=self.output_tokens + other.output_tokens,
+                     cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+                     cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens)
 
 
 class SessionCreatedPayload(Frozen):
@@ -90,6 +115,11 @@ class ModelTurnPayload(Frozen):
     usage: Usage = Usage()
     stop_reason: str = "end_turn"
     tool_call_ids: tuple[str, ...] = ()
+    # Every content block of the reply exactly as the API returned it (thinking with its
+    # signature, redacted_thinking, text, tool_use), in order: the next request must send
+    # them back unchanged. Empty on turns recorded before it existed (and for models that
+    # return none): the fold then rebuilds the message from `text` and the tool calls.
+    blocks: tuple[dict[str, Any], ...] = Field(default=(), exclude_if=lambda v: not v)
 
 
 class ToolCallPayload(Frozen):
@@ -133,6 +163,19 @@ class CompactionPayload(Frozen):
     covered_to_seq: int
     tokens_before: int
     tokens_after: int
+    # The summary replaces the prefix the model's prompt cache holds: the next request
+    # pays a cold prefill. False (and left out of the dump) on compactions recorded before.
+    resets_prompt_cache: bool = Field(default=False, exclude_if=lambda v: not v)
+
+
+class ModelUnavailablePayload(Frozen):
+    """The model call failed after the adapter's retries (overload, rate limit, a cut
+    connection): the turn is parked `waiting_model`, not ended. The brain calls again after
+    `retry_in_s`, on a wake, or when the session is woken by a new input."""
+
+    error: str
+    attempt: int = Field(ge=1)  # consecutive failures of this turn's model call
+    retry_in_s: float = Field(ge=0)
 
 
 class TurnEndedPayload(Frozen):
@@ -266,6 +309,11 @@ class ContextCompacted(EventBase):
     payload: CompactionPayload
 
 
+class ModelUnavailable(EventBase):
+    type: Literal["model_unavailable"] = "model_unavailable"
+    payload: ModelUnavailablePayload
+
+
 class TurnEnded(EventBase):
     type: Literal["turn_ended"] = "turn_ended"
     payload: TurnEndedPayload
@@ -322,19 +370,20 @@ Event = Annotated[
     Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded,
           ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived,
           ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack,
-          TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken],
+          TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, ModelUnavailable],
     Field(discriminator="type"),
 ]
 Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload, TurnStartedPayload,
                 ModelTurnPayload, ToolCallPayload, ApprovalRequestedPayload, ApprovalGrantedPayload,
                 ApprovalDeniedPayload, ToolResultPayload, CompactionPayload, TurnEndedPayload,
                 SessionEndedPayload, WokePayload, TakeoverPayload, HandbackPayload, TitlePayload,
-                FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload]
+                FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload,
+                ModelUnavailablePayload]
 EventType = Literal["session_created", "user_message", "message_queued", "turn_started", "model_turn",
                     "tool_call", "approval_requested", "approval_granted", "approval_denied",
                     "tool_result", "compaction", "turn_ended", "session_ended", "woke", "takeover",
                     "handback", "title_generated", "file_reference", "input_rejected", "deleted",
-                    "snapshot"]
+                    "snapshot", "model_unavailable"]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])
