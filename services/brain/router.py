@@ -48,7 +48,9 @@ class Brain:
             tools=tools, release=self._release, dead_letter=self._dead_letter_input,
             now=lambda: datetime.now(timezone.utc), new_id=lambda: str(uuid.uuid4()),
             max_record_bytes=settings.max_record_bytes, snapshot_every=settings.snapshot_every,
-            snapshot_on_evict_after=settings.snapshot_on_evict_after)
+            snapshot_on_evict_after=settings.snapshot_on_evict_after,
+            model_slots=asyncio.Semaphore(settings.model_concurrency), model_retry_s=settings.model_retry_s,
+            model_retry_max_s=settings.model_retry_max_s)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)
