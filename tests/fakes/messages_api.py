@@ -30,6 +30,7 @@ The server is uvicorn on 127.0.0.1 with a random free port, in a background thre
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import socket
@@ -56,6 +57,7 @@ class Canned:
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
     cut_after: int | None = None  # streamed: drop the connection after this many events
+    pace_s: float = 0.0  # streamed: wait this long before each event (a slow model)
 
 
 @dataclass(frozen=True)
@@ -95,14 +97,14 @@ def redacted_thinking_block(data: str = REDACTED_DATA) -> dict[str, Any]:
 
 def message(content: list[dict[str, Any]], stop_reason: str = "end_turn", *, input_tokens: int = 10,
             output_tokens: int = 5, model: str = "claude-test", cache_creation_input_tokens: int = 0,
-            cache_read_input_tokens: int = 0, cut_after: int | None = None) -> Canned:
+            cache_read_input_tokens: int = 0, cut_after: int | None = None, pace_s: float = 0.0) -> Canned:
     return Canned(200, {
         "id": _next_id("msg"), "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": stop_reason, "stop_sequence": None,
         "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
                   "cache_creation_input_tokens": cache_creation_input_tokens,
                   "cache_read_input_tokens": cache_read_input_tokens},
-    }, cut_after=cut_after)
+    }, cut_after=cut_after, pace_s=pace_s)
 
 
 def sse_events(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -269,6 +271,8 @@ class FakeMessagesAPI:
     @staticmethod
     async def _stream(canned: Canned) -> AsyncIterator[bytes]:
         for n, (name, data) in enumerate(sse_events(canned.body)):
+            if canned.pace_s:
+                await asyncio.sleep(canned.pace_s)
             if canned.cut_after is not None and n >= canned.cut_after:
                 raise ConnectionAbortedError("fake: the stream is cut")  # uvicorn drops the connection
             yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
