@@ -26,6 +26,7 @@ from wakeline import commands as c
 from wakeline import events as e
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
+from wakeline.deltas import DeltaKind, ModelDelta
 from wakeline.fold import apply
 from wakeline.limits import RecordTooLarge, check_record
 from wakeline.snapshots import resume, snapshot_payload
@@ -67,8 +68,8 @@ class ActorDeps:
     # `model_retry_s * 2**(attempt-1)`, at most `model_retry_max_s`, then calls again.
     model_retry_s: float = 2.0
     model_retry_max_s: float = 60.0
-    # Live text of replies being written (session, turn, kind, text): to viewers, never the log.
-    publish_delta: Callable[[str, int, str, str], Awaitable[None]] | None = None
+    # Live text of replies being written: to viewers (the model-deltas topic), never the log.
+    publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None
 
 
 class SessionUnwakeable(RuntimeError):
@@ -311,12 +312,21 @@ class SessionActor:
         publish = self.deps.publish_delta
         if publish is None:
             return await model.complete(request)
+        call, index = self.deps.new_id(), 0
 
-        async def on_delta(kind: str, text: str) -> None:
+        async def send(kind: DeltaKind, text: str = "") -> None:
+            nonlocal index
+            delta = ModelDelta(session_id=self.session_id, tenant=self.tenant, turn=turn, call=call, index=index,
+                               kind=kind, text=text)
+            index += 1
             try:
-                await publish(self.session_id, turn, kind, text)
+                await publish(delta)
             except Exception:  # viewers are a courtesy: the turn goes on without them
                 log.debug("session %s: a delta was not published", self.session_id, exc_info=True)
+
+        async def on_delta(kind: str, text: str) -> None:
+            await send("thinking" if kind == "thinking" else "text", text)
+        await send("start")  # a redone call starts over: viewers drop what they hold
         return await model.complete(request, on_delta)
 
     async def _counted_compaction(self, model: Model, state: SessionState, request: ModelRequest) -> Draft | None:

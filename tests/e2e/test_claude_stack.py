@@ -189,3 +189,62 @@ def test_a_brain_killed_mid_stream_redoes_the_turn_on_wake(stack, client, api, s
     assert [e.type for e in events].count("model_turn") == 2
     assert "model_unavailable" not in [e.type for e in events]  # lost with the brain, redone by the next
     assert len([b for b in requests_of(api, tag) if not tool_results(b)]) == 2
+
+
+class Viewer:
+    """A live viewer on the gateway's SSE stream with `deltas=true`, reading in a thread."""
+
+    def __init__(self, stack, sid: str) -> None:
+        self.frames: list[tuple[str, dict[str, Any]]] = []
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._read, args=(stack, sid), daemon=True)
+        self._thread.start()
+
+    def _read(self, stack, sid: str) -> None:
+        import json
+        try:
+            with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=httpx.Timeout(5, read=120)) as http:
+                with http.stream("GET", f"/v1/sessions/{sid}/stream",
+                                 params={"deltas": "true", "until_end": "true"}) as response:
+                    assert response.status_code == 200, response.read()
+                    kind = None
+                    for line in response.iter_lines():
+                        if line.startswith("event: "):
+                            kind = line[len("event: "):]
+                        elif line.startswith("data: ") and kind:
+                            self.frames.append((kind, json.loads(line[len("data: "):])))
+        except BaseException as err:  # noqa: BLE001 - reported by the test
+            self.error = err
+
+    def deltas(self) -> list[dict[str, Any]]:
+        return [data for kind, data in self.frames if kind == "delta"]
+
+    def join(self) -> None:
+        self._thread.join(timeout=60)
+        assert not self._thread.is_alive() and self.error is None, self.error
+
+
+def test_viewers_see_the_text_as_it_streams_and_the_turn_restart_after_a_kill_9(stack, client, api, script):
+    tag = "viewer-kill"
+    script.first[tag] = first_reply(tag, pace_s=0.4)  # the first attempt streams slowly
+    sid = create(client, tag)
+    wait_for(lambda: client.get(f"/v1/sessions/{sid}").status_code == 200, 30, "the session row", stack)
+    viewer = Viewer(stack, sid)
+    wait_for(lambda: any(d["kind"] == "thinking" for d in viewer.deltas()), 60, "thinking deltas", stack)
+    stack.services["brain"].kill9()
+    stack.start("brain", "brain", WAKELINE_HOST="brain-claude-4", **brain_env(api))
+
+    assert_completed(wait_ended(client, stack, sid, timeout=120), sid)
+    viewer.join()
+    calls = list(dict.fromkeys(d["call"] for d in viewer.deltas() if d["turn"] == 1))
+    assert len(calls) == 2, calls  # the killed call, then the redone one
+    first, redone = ([(d["kind"], d["text"]) for d in viewer.deltas() if d["call"] == c] for c in calls)
+    assert redone[0] == ("start", "")  # the restart is visible (the viewer may have joined the first late)
+    partial, whole = ("".join(t for _, t in deltas) for deltas in (first, redone))
+    assert partial and partial in whole and len(partial) < len(whole)  # the cut one was partial
+    assert "".join(t for k, t in redone if k == "text") == "Running it."
+    events = assert_log_whole(sid)
+    assert "delta" not in {e.type for e in events}  # deltas never reach the log
+    turns = [e for e in events if e.type == "model_turn"]
+    assert len(turns) == 2 and turns[0].payload.text == "Running it."
+    assert [kind for kind, _ in viewer.frames if kind == "model_turn"] == ["model_turn", "model_turn"]

@@ -13,6 +13,7 @@ import uuid
 
 from tests.unit.actor_partition import Partition, create, run_until_idle
 from wakeline import commands as c
+from wakeline.deltas import ModelDelta
 from wakeline.fold import fold
 from wakeline_brain.model import ModelError, ModelReply, ModelRequest
 
@@ -108,10 +109,10 @@ async def test_model_calls_are_bounded_across_sessions_and_deltas_stay_out_of_th
     await part.writer.start()
     slots = asyncio.Semaphore(2)
     model = FlakyModel(failures=0, delay_s=0.05)
-    deltas: list[tuple[str, int, str, str]] = []
+    deltas: list[ModelDelta] = []
 
-    async def publish(session_id: str, turn: int, kind: str, text: str) -> None:
-        deltas.append((session_id, turn, kind, text))
+    async def publish(delta: ModelDelta) -> None:
+        deltas.append(delta)
     try:
         actors = [with_deps(part.actor(f"s{i}", model), model_slots=slots, publish_delta=publish)
                   for i in range(6)]
@@ -121,7 +122,10 @@ async def test_model_calls_are_bounded_across_sessions_and_deltas_stay_out_of_th
     finally:
         await part.writer.close()
     assert model.calls == 6 and model.most_in_flight == 2
-    assert sorted(deltas) == sorted((f"s{i}", 1, "text", piece) for i in range(6) for piece in ("do", "ne"))
+    seen = sorted((d.session_id, d.turn, d.index, d.kind, d.text) for d in deltas)
+    assert seen == sorted((f"s{i}", 1, n, kind, text) for i in range(6)
+                          for n, (kind, text) in enumerate([("start", ""), ("text", "do"), ("text", "ne")]))
+    assert len({d.call for d in deltas}) == 6
     for i in range(6):
         events = part.events(f"s{i}")
         assert events[-1].payload.reason == "completed"
