@@ -14,6 +14,7 @@ import uuid
 from tests.unit.actor_partition import Partition, create, run_until_idle
 from wakeline import commands as c
 from wakeline.deltas import ModelDelta
+from wakeline_brain.context import estimate_tokens
 from wakeline.fold import fold
 from wakeline_brain.model import ModelError, ModelReply, ModelRequest
 
@@ -130,3 +131,62 @@ async def test_model_calls_are_bounded_across_sessions_and_deltas_stay_out_of_th
         events = part.events(f"s{i}")
         assert events[-1].payload.reason == "completed"
         assert "done" not in [getattr(ev.payload, "text", None) for ev in events if ev.type != "model_turn"]
+
+
+class CountingModel(FlakyModel):
+    """A model with the API's token count (as `ClaudeModel.count_tokens`)."""
+
+    def __init__(self, counted: int | None):
+        super().__init__(failures=0)
+        self.counted, self.counts = counted, 0
+
+    async def count_tokens(self, request: ModelRequest) -> int:
+        self.counts += 1
+        if self.counted is None:
+            raise ModelError("APIConnectionError: gone", retryable=True)
+        return self.counted
+
+
+def long_session(window: int = 2048):
+    """A session whose local estimate is past half its window but short of the 3/4 that compacts."""
+    from tests.unit.folded_log import Log
+    from wakeline.tools import tool_schemas
+    from wakeline_brain.context import build_request
+    from wakeline_brain.inputs import handle_input
+    from wakeline_brain.steps import model_drafts, next_step
+    from wakeline_brain.model import ToolUse
+    log = Log()
+    log.append(handle_input(log.state, c.CreateSession(
+        command_id="create-1", session_id="s1", tenant="t", actor="user:ann", message="go",
+        config={"model": "fake", "context_window": window})), "s1")
+    log.append(next_step(log.state), "s1")
+    for i in range(6):
+        log.append(model_drafts(log.state, ModelReply(text="x" * 100, tool_uses=[
+            ToolUse(id=f"tc-{i}", name="list_files", input={})]), "agent:fake"), "s1")
+        log.append(handle_input(log.state, c.ToolResultReport(
+            session_id="s1", tenant="t", tool_call_id=f"tc-{i}", name="list_files", output="y" * 300,
+            runner="r")), "s1")
+    request = build_request(log.state, tool_schemas())
+    assert estimate_tokens(request) < window * 3 // 4  # the estimate alone would not compact
+    return log.state, request
+
+
+async def test_the_api_token_count_decides_compaction_and_the_estimate_stands_without_it() -> None:
+    part = Partition()
+    state, request = long_session()
+    assert estimate_tokens(request) >= 2048 // 2  # near enough the threshold for a count
+    over = CountingModel(counted=5000)
+    compaction = await part.actor("s1", over)._counted_compaction(over, state, request)
+    assert compaction is not None and compaction.payload.tokens_before == 5000  # the API's figure
+    assert compaction.payload.resets_prompt_cache
+
+    under = CountingModel(counted=100)
+    assert await part.actor("s1", under)._counted_compaction(under, state, request) is None
+    down = CountingModel(counted=None)
+    assert await part.actor("s1", down)._counted_compaction(down, state, request) is None  # the estimate stands
+    assert (over.counts, under.counts, down.counts) == (1, 1, 1)
+
+    small_state, small_request = long_session(window=8192)  # far from the window: no count is asked
+    idle = CountingModel(counted=10**6)
+    assert await part.actor("s1", idle)._counted_compaction(idle, small_state, small_request) is None
+    assert idle.counts == 0
