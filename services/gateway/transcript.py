@@ -17,7 +17,7 @@ from typing import Any, Iterable, Literal, Mapping
 
 from wakeline.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, HandsHandedBack,
-    HandsTakenOver, InputRejected, ModelResponded, SessionCreated, SessionDeleted, SessionEnded,
+    HandsTakenOver, InputRejected, ModelResponded, ModelUnavailable, SessionCreated, SessionDeleted, SessionEnded,
     ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker,
 )
 
@@ -98,6 +98,8 @@ def _text(event: Event) -> str:
             return f"rejected command {p.command_id}: {p.reason}"
         case SessionDeleted(payload=p):
             return _with(f"deleted by {p.by}", p.reason)
+        case ModelUnavailable(payload=p):
+            return f"the model is unavailable (attempt {p.attempt}); calling again in {p.retry_in_s:g} s: {p.error}"
     return json.dumps(event.payload.model_dump(mode="json"), sort_keys=True)
 
 
