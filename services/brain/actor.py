@@ -310,8 +310,8 @@ class SessionActor:
 
     async def _complete(self, model: Model, request: ModelRequest, turn: int) -> ModelReply:
         publish = self.deps.publish_delta
-        if publish is None:
-            return await model.complete(request)
+        if publish is None or not getattr(model, "streams", False):
+            return await model.complete(request)  # no viewer, or a model with nothing to stream
         call, index = self.deps.new_id(), 0
 
         async def send(kind: DeltaKind, text: str = "") -> None:

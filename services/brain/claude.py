@@ -35,6 +35,8 @@ _UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 
 
 class ClaudeModel:
+    streams = True  # its text reaches live viewers as it is written (the actor's deltas)
+
     def __init__(self, model: str, api_key: str, base_url: str | None = None, max_retries: int = 4,
                  timeout_s: float = 120.0, prompt_cache: bool = True):
         self.name = model

@@ -64,6 +64,9 @@ DeltaSink = Callable[[str, str], Awaitable[None]]
 
 
 class Model(Protocol):
+    """`streams` (optional, False when absent): `complete` calls `on_delta` as the reply is
+    written, so the actor publishes deltas for live viewers."""
+
     name: str
 
     async def complete(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelReply: ...

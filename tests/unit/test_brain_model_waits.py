@@ -23,6 +23,7 @@ class FlakyModel:
     """Fails `failures` times with a passing cause, then answers; counts calls in flight."""
 
     name = "fake"
+    streams = True
 
     def __init__(self, failures: int, delay_s: float = 0.0, retryable: bool = True):
         self.failures, self.delay_s, self.retryable = failures, delay_s, retryable
@@ -190,3 +191,22 @@ async def test_the_api_token_count_decides_compaction_and_the_estimate_stands_wi
     idle = CountingModel(counted=10**6)
     assert await part.actor("s1", idle)._counted_compaction(idle, small_state, small_request) is None
     assert idle.counts == 0
+
+
+async def test_a_model_that_does_not_stream_publishes_no_deltas() -> None:
+    part = Partition()
+    await part.writer.start()
+    model = FlakyModel(failures=0)
+    model.streams = False  # as the scripted model: nothing to show while it "writes"
+    deltas: list[ModelDelta] = []
+
+    async def publish(delta: ModelDelta) -> None:
+        deltas.append(delta)
+    try:
+        actor = with_deps(part.actor("s1", model), publish_delta=publish)
+        part.deliver(actor, create("s1"))
+        await run_until_idle(actor)
+    finally:
+        await part.writer.close()
+    assert model.calls == 1 and deltas == []
+    assert part.events("s1")[-1].payload.reason == "completed"
