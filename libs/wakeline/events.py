@@ -122,6 +122,15 @@ class ModelTurnPayload(Frozen):
     blocks: tuple[dict[str, Any], ...] = Field(default=(), exclude_if=lambda v: not v)
 
 
+def reasoning_of(turn: ModelTurnPayload) -> tuple[str, ...]:
+    """A turn's reasoning for people to read: from its thinking blocks where it has them
+    (redacted thinking as a marker; signatures are for the API only), else `reasoning`."""
+    if not turn.blocks:
+        return turn.reasoning
+    return tuple(str(b.get("thinking", "")) if b.get("type") == "thinking" else "[redacted thinking]"
+                 for b in turn.blocks if b.get("type") in ("thinking", "redacted_thinking"))
+
+
 class ToolCallPayload(Frozen):
     tool_call_id: str
     name: str

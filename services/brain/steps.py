@@ -72,8 +72,10 @@ def model_drafts(state: SessionState, reply: ModelReply, actor: str) -> list[Dra
     may be cut short): the model gets an error `tool_result` saying so and the turn goes
     on, so it can ask again. Nothing the model sends ends the session by itself."""
     tool_ids = tuple(use.id for use in reply.tool_uses)
-    turn = e.ModelTurnPayload(text=reply.text, reasoning=tuple(reply.reasoning), usage=reply.usage,
-                              stop_reason=reply.stop_reason, tool_call_ids=tool_ids,
+    # With blocks, the thinking is in them: `reasoning` would hold it a second time in a
+    # record bounded by max_record_bytes (readers take it from the blocks: `reasoning_of`).
+    turn = e.ModelTurnPayload(text=reply.text, reasoning=() if reply.blocks else tuple(reply.reasoning),
+                              usage=reply.usage, stop_reason=reply.stop_reason, tool_call_ids=tool_ids,
                               blocks=tuple(reply.blocks))
     drafts = [Draft(payload=turn, actor=actor, trust="instruction")]
     for use in reply.tool_uses:

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Literal, Mapping
 from wakeline.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, HandsHandedBack,
     HandsTakenOver, InputRejected, ModelResponded, ModelUnavailable, SessionCreated, SessionDeleted, SessionEnded,
-    ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker,
+    ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker, reasoning_of,
 )
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -54,7 +54,7 @@ def to_entry(event: Event) -> Entry:
         case ToolResultReceived(payload=p):
             extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": p.is_error}
         case ModelResponded(payload=p):
-            extra = {"reasoning": tuple(p.reasoning)}
+            extra = {"reasoning": reasoning_of(p)}
     return Entry(seq=event.seq, type=event.type, role=_ROLES.get(event.type, "system"), actor=event.actor,
                  trust=event.trust, ts=event.ts.isoformat(), text=_text(event), **extra)
 

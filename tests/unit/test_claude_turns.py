@@ -65,6 +65,9 @@ def test_thinking_blocks_go_back_exactly_as_returned_before_the_tool_results() -
     assert [m["role"] for m in request.messages] == ["user", "assistant", "user"]
     assert request.messages[1]["content"] == blocks  # same blocks, same order, tool_use once
     assert request.messages[2]["content"][0]["tool_use_id"] == "toolu_1"
+    [turn] = [ev.payload for ev in log.events if ev.type == "model_turn"]
+    assert turn.reasoning == ()  # the thinking is kept once, in the blocks
+    assert e.reasoning_of(turn) == ("The user wants a listing.", "[redacted thinking]")
 
 
 def test_the_rebuilt_request_is_the_same_after_a_wake_from_the_log_or_a_snapshot() -> None:

@@ -151,7 +151,7 @@ def test_a_claude_turn_shows_its_reasoning_collapsed_and_a_parked_turn_says_why(
         draft("session_created", "cmd-1", config={"model": "claude-x"}, owner="user:ann"),
         draft("turn_started", turn=1),
         draft("model_unavailable", error="OverloadedError: 529", attempt=1, retry_in_s=2.0),
-        draft("model_turn", text="Answer.", reasoning=["secret plan <b>", "[redacted thinking]"],
+        draft("model_turn", text="Answer.",
               blocks=[{"type": "thinking", "thinking": "secret plan <b>", "signature": "EqQBsig-77"},
                       {"type": "redacted_thinking", "data": "opaque"}, {"type": "text", "text": "Answer."}]),
     ], new_session_id())
@@ -160,4 +160,5 @@ def test_a_claude_turn_shows_its_reasoning_collapsed_and_a_parked_turn_says_why(
     assert items[1].text == "the model is unavailable (attempt 1); calling again in 2 s: OverloadedError: 529"
     page = render_html({"session_id": "s"}, items)
     assert "<details><summary>reasoning</summary><pre>secret plan &lt;b&gt;</pre></details>" in page
+    assert items[2].reasoning == ("secret plan <b>", "[redacted thinking]")  # from the blocks
     assert "opaque" not in page and "EqQBsig-77" not in page  # what only the API reads stays out
