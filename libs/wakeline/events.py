@@ -8,7 +8,7 @@ sealed: `seq`, `prev_hash` and `hash` are assigned by the brain, the only writer
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -77,6 +77,22 @@ class Usage(Frozen):
     # usage sealed before they existed keeps its canonical JSON (and hash).
     cache_creation_input_tokens: int = Field(default=0, exclude_if=_zero)
     cache_read_input_tokens: int = Field(default=0, exclude_if=_zero)
+
+    # What the API bills for cached input, as a share of the base input price: a cache
+    # read costs a tenth, a cache write (5-minute) a quarter more.
+    CACHE_READ_PRICE: ClassVar[float] = 0.1
+    CACHE_WRITE_PRICE: ClassVar[float] = 1.25
+
+    def cache_hit_rate(self) -> float:
+        """The share of all input tokens that were read from the prefix cache (for /cost)."""
+        total = self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+        return self.cache_read_input_tokens / total if total else 0.0
+
+    def cache_saved_input_tokens(self) -> float:
+        """What caching saved, in input tokens at the base price: reads at a tenth instead of
+        full price, less the extra quarter paid on writes (negative when writes were not read)."""
+        return (self.cache_read_input_tokens * (1 - self.CACHE_READ_PRICE)
+                - self.cache_creation_input_tokens * (self.CACHE_WRITE_PRICE - 1))
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(input_tokens=self.input_tokens + other.input_tokens,

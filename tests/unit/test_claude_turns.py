@@ -223,3 +223,11 @@ def test_model_unavailable_parks_the_session_waiting_model_until_the_model_answe
         statuses.append(row.status)
     assert "waiting_model" in statuses and statuses[-1] == "running"
     assert statuses[[ev.type for ev in log.events].index("model_unavailable")] == "waiting_model"
+
+
+def test_usage_reports_the_cache_hit_rate_and_what_caching_saved() -> None:
+    usage = e.Usage(input_tokens=100, cache_creation_input_tokens=1000, cache_read_input_tokens=9000)
+    assert usage.cache_hit_rate() == pytest.approx(9000 / 10100)
+    assert usage.cache_saved_input_tokens() == pytest.approx(9000 * 0.9 - 1000 * 0.25)
+    assert e.Usage().cache_hit_rate() == 0.0
+    assert e.Usage(cache_creation_input_tokens=400).cache_saved_input_tokens() == -100  # written, never read
