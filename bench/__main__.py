@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from bench import (
-    archiver_throughput, audit_query, fold_speed, http_commands, scale, tool_roundtrip, wake_time,
+    archiver_throughput, audit_query, fold_speed, http_commands, prompt_cache, scale, tool_roundtrip, wake_time,
 )
 from tests.e2e.stack import Stack
 
@@ -30,6 +30,7 @@ def main() -> None:
     # first, before the services start: they need only Postgres (or nothing), and nothing competes for the cores
     emit(asyncio.run(audit_query.run()))
     emit(fold_speed.run(repeats=3))
+    emit(asyncio.run(prompt_cache.run()))  # no services: the local Messages API server only
     stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-")))
     for name in ("archiver", "runner", "brain"):
         stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES))

@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = CommonSettings()
     created = asyncio.run(ensure_topics(settings, fix=argv[1:] == ["--fix"]))
     print(f"topics {PREFIX}.*: {settings.partitions} partitions, replication {settings.replication_factor}, "
-          f"min.insync.replicas {settings.min_insync_replicas}, retention.ms {settings.events_retention_ms}; "
+          f"min.insync.replicas {settings.min_insync_replicas}, retention.ms {settings.events_retention_ms} "
+          f"({settings.deltas_retention_ms} for the model deltas); "
           f"created {created or 'none (all present)'}")
     return 0
 

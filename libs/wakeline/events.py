@@ -8,9 +8,9 @@ sealed: `seq`, `prev_hash` and `hash` are assigned by the brain, the only writer
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 GENESIS_HASH = "0" * 64
 
@@ -53,11 +53,52 @@ class SessionConfig(Frozen):
     context_window: int = Field(default=200_000, ge=1024, le=100_000_000)
     tool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     require_approval: tuple[str, ...] = ()
+    # Extended thinking (Claude): the model may think this many tokens before it answers;
+    # None is off. Left out of the dump when None so configs sealed before it keep their
+    # canonical JSON (and hash). The API wants 1024 <= budget < max_tokens.
+    thinking_budget: int | None = Field(default=None, ge=1024, le=1_000_000, exclude_if=lambda v: v is None)
+
+    @model_validator(mode="after")
+    def _budget_below_max_tokens(self) -> "SessionConfig":
+        if self.thinking_budget is not None and self.thinking_budget >= self.max_tokens:
+            raise ValueError(f"thinking_budget ({self.thinking_budget}) must be below max_tokens ({self.max_tokens})")
+        return self
+
+
+def _zero(value: int) -> bool:
+    return value == 0
 
 
 class Usage(Frozen):
     input_tokens: int = 0
     output_tokens: int = 0
+    # Prompt caching (Claude): tokens written to and read from the prefix cache, besides
+    # `input_tokens` (which counts only what was neither). Left out of the dump when 0 so
+    # usage sealed before they existed keeps its canonical JSON (and hash).
+    cache_creation_input_tokens: int = Field(default=0, exclude_if=_zero)
+    cache_read_input_tokens: int = Field(default=0, exclude_if=_zero)
+
+    # What the API bills for cached input, as a share of the base input price: a cache
+    # read costs a tenth, a cache write (5-minute) a quarter more.
+    CACHE_READ_PRICE: ClassVar[float] = 0.1
+    CACHE_WRITE_PRICE: ClassVar[float] = 1.25
+
+    def cache_hit_rate(self) -> float:
+        """The share of all input tokens that were read from the prefix cache (for /cost)."""
+        total = self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+        return self.cache_read_input_tokens / total if total else 0.0
+
+    def cache_saved_input_tokens(self) -> float:
+        """What caching saved, in input tokens at the base price: reads at a tenth instead of
+        full price, less the extra quarter paid on writes (negative when writes were not read)."""
+        return (self.cache_read_input_tokens * (1 - self.CACHE_READ_PRICE)
+                - self.cache_creation_input_tokens * (self.CACHE_WRITE_PRICE - 1))
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(input_tokens=self.input_tokens + other.input_tokens,
+                     output_tokens=self.output_tokens + other.output_tokens,
+                     cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+                     cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens)
 
 
 class SessionCreatedPayload(Frozen):
@@ -103,6 +144,20 @@ class ModelTurnPayload(Frozen):
     usage: Usage = Usage()
     stop_reason: str = "end_turn"
     tool_call_ids: tuple[str, ...] = ()
+    # Every content block of the reply exactly as the API returned it (thinking with its
+    # signature, redacted_thinking, text, tool_use), in order: the next request must send
+    # them back unchanged. Empty on turns recorded before it existed (and for models that
+    # return none): the fold then rebuilds the message from `text` and the tool calls.
+    blocks: tuple[dict[str, Any], ...] = Field(default=(), exclude_if=lambda v: not v)
+
+
+def reasoning_of(turn: ModelTurnPayload) -> tuple[str, ...]:
+    """A turn's reasoning for people to read: from its thinking blocks where it has them
+    (redacted thinking as a marker; signatures are for the API only), else `reasoning`."""
+    if not turn.blocks:
+        return turn.reasoning
+    return tuple(str(b.get("thinking", "")) if b.get("type") == "thinking" else "[redacted thinking]"
+                 for b in turn.blocks if b.get("type") in ("thinking", "redacted_thinking"))
 
 
 class ToolCallPayload(Frozen):
@@ -151,6 +206,19 @@ class CompactionPayload(Frozen):
     # those keep the canonical JSON (and hash) they were sealed with.
     summary_model: str | None = Field(default=None, exclude_if=lambda v: v is None)
     usage: Usage | None = Field(default=None, exclude_if=lambda v: v is None)
+    # The summary replaces the prefix the model's prompt cache holds: the next request
+    # pays a cold prefill. False (and left out of the dump) on compactions recorded before.
+    resets_prompt_cache: bool = Field(default=False, exclude_if=lambda v: not v)
+
+
+class ModelUnavailablePayload(Frozen):
+    """The model call failed after the adapter's retries (overload, rate limit, a cut
+    connection): the turn is parked `waiting_model`, not ended. The brain calls again after
+    `retry_in_s`, on a wake, or when the session is woken by a new input."""
+
+    error: str
+    attempt: int = Field(ge=1)  # consecutive failures of this turn's model call
+    retry_in_s: float = Field(ge=0)
 
 
 class TurnEndedPayload(Frozen):
@@ -289,6 +357,11 @@ class ContextCompacted(EventBase):
     payload: CompactionPayload
 
 
+class ModelUnavailable(EventBase):
+    type: Literal["model_unavailable"] = "model_unavailable"
+    payload: ModelUnavailablePayload
+
+
 class TurnEnded(EventBase):
     type: Literal["turn_ended"] = "turn_ended"
     payload: TurnEndedPayload
@@ -345,19 +418,21 @@ Event = Annotated[
     Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded,
           ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived,
           ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack,
-          TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked],
+          TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked,
+          ModelUnavailable],
     Field(discriminator="type"),
 ]
 Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload, TurnStartedPayload,
                 ModelTurnPayload, ToolCallPayload, ApprovalRequestedPayload, ApprovalGrantedPayload,
                 ApprovalDeniedPayload, ToolResultPayload, CompactionPayload, TurnEndedPayload,
                 SessionEndedPayload, WokePayload, TakeoverPayload, HandbackPayload, TitlePayload,
-                FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload, ForkedPayload]
+                FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload, ForkedPayload,
+                ModelUnavailablePayload]
 EventType = Literal["session_created", "user_message", "message_queued", "turn_started", "model_turn",
                     "tool_call", "approval_requested", "approval_granted", "approval_denied",
                     "tool_result", "compaction", "turn_ended", "session_ended", "woke", "takeover",
                     "handback", "title_generated", "file_reference", "input_rejected", "deleted",
-                    "snapshot", "forked"]
+                    "snapshot", "forked", "model_unavailable"]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])

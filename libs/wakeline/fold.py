@@ -13,17 +13,18 @@ quadratic. `apply` is the same code for one event.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable
 
 from wakeline.commands import result_input_id
 from wakeline.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, FileReferenced, ForkedPayload,
-    HandsHandedBack, HandsTakenOver, InputRejected, MessageQueued, ModelResponded, SessionCreated,
+    HandsHandedBack, HandsTakenOver, InputRejected, MessageQueued, ModelResponded, ModelUnavailable, SessionCreated,
     SessionDeleted, SessionEnded, SessionForked, SnapshotTaken, TitleGenerated, ToolCallPayload, ToolCallRequested,
-    ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Usage, Woke,
+    ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Woke,
 )
 from wakeline.state import (
-    Message, QueuedMessage, SessionState, TextBlock, ToolResultBlock, ToolUseBlock, command_digest, evolve,
+    Block, Message, OtherBlock, QueuedMessage, RedactedThinkingBlock, SessionState, TextBlock, ThinkingBlock,
+    ToolResultBlock, ToolUseBlock, command_digest, evolve,
 )
 from wakeline.status import session_status
 
@@ -88,7 +89,8 @@ class _Building:
         if self.seen:
             f["seen_commands"] = f["seen_commands"].with_added(self.seen)
         f["status"] = session_status(deleted=f["deleted_by"] is not None, ended=f["ended_reason"] is not None,
-                                     in_turn=f["in_turn"], created=bool(f["session_id"]))
+                                     in_turn=f["in_turn"], created=bool(f["session_id"]),
+                                     waiting_model=f["model_failures"] > 0)
         return evolve(self.start, **f)
 
     def _messages(self) -> list[Message]:
@@ -127,12 +129,15 @@ class _Building:
                     self.queued = list(self.start.queued)
                 self.queued.append(QueuedMessage(p.command_id, p.text, e.actor))
             case ModelResponded(payload=p):
-                blocks = (TextBlock(p.text),) if p.text else ()
-                usage = f["usage"]
-                f["usage"] = Usage(input_tokens=usage.input_tokens + p.usage.input_tokens,
-                                   output_tokens=usage.output_tokens + p.usage.output_tokens)
+                # A turn recorded with its blocks is sent back exactly as it came (thinking
+                # and its signature first); one recorded before blocks existed, as its text.
+                blocks = _blocks(p.blocks) if p.blocks else ((TextBlock(p.text),) if p.text else ())
+                f["usage"] = f["usage"] + p.usage
                 self._messages().append(Message("assistant", blocks, e.seq))
-                f["awaiting_model"] = False
+                # `pause_turn`: the API stopped a long turn to be resumed by sending it back.
+                f.update(awaiting_model=p.stop_reason == "pause_turn", model_failures=0, stop_reason=p.stop_reason)
+            case ModelUnavailable(payload=p):
+                f["model_failures"] = p.attempt
             case ToolCallRequested(payload=p):
                 self._add_tool_use(ToolUseBlock(p.tool_call_id, p.name, p.input), e.seq)
                 self._pending().append(p)
@@ -143,15 +148,15 @@ class _Building:
                 self.messages = [summary] + [m for m in self._messages() if m.seq > p.covered_to_seq]
                 f["compactions"] += 1
             case TurnStarted():
-                f.update(turns=f["turns"] + 1, in_turn=True, awaiting_model=True)
+                f.update(turns=f["turns"] + 1, in_turn=True, awaiting_model=True, model_failures=0)
             case TurnEnded():
-                f.update(in_turn=False, awaiting_model=False)
+                f.update(in_turn=False, awaiting_model=False, model_failures=0)
             case ApprovalRequested(payload=p):
                 self._approval().add(p.tool_call_id)
             case ApprovalGranted(payload=p) | ApprovalDenied(payload=p):
                 self._approval().discard(p.tool_call_id)
             case SessionEnded(payload=p):
-                f.update(ended_reason=p.reason, in_turn=False, awaiting_model=False)
+                f.update(ended_reason=p.reason, in_turn=False, awaiting_model=False, model_failures=0)
             case HandsTakenOver(payload=p):
                 f["hands"] = p.by
             case HandsHandedBack():
@@ -163,7 +168,7 @@ class _Building:
                     self.files = list(self.start.files)
                 self.files.append(p.path)
             case SessionDeleted(payload=p):
-                f.update(deleted_by=p.by, in_turn=False, awaiting_model=False)
+                f.update(deleted_by=p.by, in_turn=False, awaiting_model=False, model_failures=0)
             case Woke() | InputRejected() | SnapshotTaken():
                 pass  # bookkeeping: in the log, nothing to the conversation
             case _:
@@ -183,6 +188,8 @@ class _Building:
         messages = self._messages()
         if messages and messages[-1].role == "assistant":
             last = messages[-1]
+            if any(isinstance(b, ToolUseBlock) and b.id == block.id for b in last.blocks):
+                return  # the model turn's own blocks already hold it, where the model put it
             messages[-1] = Message(last.role, last.blocks + (block,), last.seq)
         else:
             messages.append(Message("assistant", (block,), seq))
@@ -199,3 +206,22 @@ class _Building:
             messages.append(Message("user", (block,), seq))
         if call_id in self.start.awaiting_approval or self.approval:
             self._approval().discard(call_id)
+
+
+def _blocks(raw: tuple[dict[str, Any], ...]) -> tuple[Block, ...]:
+    """A model turn's blocks as state blocks; one of a kind the brain does not act on is
+    kept whole (`OtherBlock`), to go back as it came."""
+    out: list[Block] = []
+    for b in raw:
+        kind = b.get("type")
+        if kind == "text":
+            out.append(TextBlock(b.get("text", "")))
+        elif kind == "thinking":
+            out.append(ThinkingBlock(b.get("thinking", ""), b.get("signature", "")))
+        elif kind == "redacted_thinking":
+            out.append(RedactedThinkingBlock(b.get("data", "")))
+        elif kind == "tool_use":
+            out.append(ToolUseBlock(b["id"], b["name"], b.get("input", {})))
+        else:
+            out.append(OtherBlock(dict(b)))
+    return tuple(out)

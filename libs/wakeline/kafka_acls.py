@@ -65,7 +65,8 @@ def grants(n: Names) -> tuple[Grant, ...]:
     """Every principal's grants on the topics, groups and transactional ids of `n`'s prefix."""
     return (
         *_topics("brain", Operation.READ, n.inbox, n.tool_results, n.events),
-        *_topics("brain", Operation.WRITE, n.events, n.tool_calls, n.dead_letter, n.inbox, n.tool_results),
+        *_topics("brain", Operation.WRITE, n.events, n.tool_calls, n.dead_letter, n.inbox, n.tool_results,
+                 n.deltas),
         *_group("brain", n.group("brain")),
         Grant("brain", Operation.WRITE, Resource.TRANSACTIONAL_ID, n.group("brain"), prefixed=True),
         *_topics("runner", Operation.READ, n.tool_calls),
@@ -75,7 +76,7 @@ def grants(n: Names) -> tuple[Grant, ...]:
         *_topics("archiver", Operation.WRITE, n.dead_letter),
         *_group("archiver", n.group("archiver")),
         *_topics("gateway", Operation.WRITE, n.inbox),
-        *_topics("gateway", Operation.READ, n.events),
+        *_topics("gateway", Operation.READ, n.events, n.deltas),
     )
 
 

@@ -24,7 +24,7 @@ from wakeline import tracing
 from wakeline.codec import encode
 from wakeline.limits import producer_max_request_size, topic_max_message_bytes
 from wakeline.settings import CommonSettings
-from wakeline.topics import ALL_TOPICS, partition_for, record_key
+from wakeline.topics import ALL_TOPICS, is_live_only, partition_for, record_key
 
 log = logging.getLogger(__name__)
 _DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source: set on the topic itself
@@ -63,15 +63,18 @@ def make_consumer(settings: CommonSettings, *topics: str, group_id: str | None, 
     return AIOKafkaConsumer(*topics, **options)
 
 
-def topic_settings(settings: CommonSettings) -> dict[str, str]:
-    """The configuration every wakeline topic is created with.
+def topic_settings(settings: CommonSettings, topic: str | None = None) -> dict[str, str]:
+    """The configuration a wakeline topic is created with.
 
-    All five topics share one retention: events and tool topics are the log until the
+    Five topics share one retention: events and tool topics are the log until the
     archiver has stored them, and the dead-letter topic is the only copy of a rejected
-    record and its reason until the archiver has projected it.
+    record and its reason until the archiver has projected it. The model-deltas topic
+    (live viewers only, never archived) keeps `deltas_retention_ms`.
     """
+    retention = settings.deltas_retention_ms if topic is not None and is_live_only(topic) \
+        else settings.events_retention_ms
     return {"min.insync.replicas": str(settings.min_insync_replicas),
-            "retention.ms": str(settings.events_retention_ms),
+            "retention.ms": str(retention),
             "max.message.bytes": str(topic_max_message_bytes(settings.max_record_bytes))}
 
 
@@ -97,7 +100,7 @@ class TopicMismatch:
 
 def topic_mismatches(topic: FoundTopic, settings: CommonSettings) -> list[TopicMismatch]:
     """How an existing topic contradicts the settings (partition count aside: that is fatal)."""
-    wanted = topic_settings(settings)
+    wanted = topic_settings(settings, topic.name)
     found = {"replication.factor": str(topic.replication), **topic.configs}
     out = [TopicMismatch(topic.name, "replication.factor", found["replication.factor"],
                          str(settings.replication_factor))] if topic.replication != settings.replication_factor else []
@@ -142,7 +145,7 @@ async def ensure_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_
         if missing:
             try:
                 response = await admin.create_topics([NewTopic(t, settings.partitions, settings.replication_factor,
-                                                               topic_configs=topic_settings(settings))
+                                                               topic_configs=topic_settings(settings, t))
                                                       for t in missing])
             except TopicAlreadyExistsError:
                 response = None  # another process created them between our look and our create
@@ -175,12 +178,12 @@ async def check_topics(settings: CommonSettings, topics: tuple[str, ...] = ALL_T
 
 async def _reconcile(admin: AIOKafkaAdminClient, settings: CommonSettings, found: list[FoundTopic],
                      fix: bool) -> None:
-    wanted = topic_settings(settings)
     alterable = {"max.message.bytes"} | ({"retention.ms", "min.insync.replicas"} if fix else set())
     for topic in found:
         mismatches = topic_mismatches(topic, settings)
         for m in mismatches:
             log.warning("%s; %s", m, _REMEDY[m.key] if m.key not in alterable else "setting it")
+        wanted = topic_settings(settings, topic.name)
         changes = {m.key: wanted[m.key] for m in mismatches if m.key in alterable}
         if changes:
             # Legacy AlterConfigs replaces a topic's whole dynamic config: keep what is set.

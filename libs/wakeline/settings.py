@@ -99,6 +99,9 @@ class CommonSettings(BaseSettings):
     # wakeline.events and the tool topics are the log until archived: kept forever by
     # default (-1). A finite value must exceed the archiver's worst lag.
     events_retention_ms: int = -1
+    # The model-deltas topic (streamed text for live viewers) is not the log: a viewer
+    # needs the last few seconds; ten minutes leaves room for a slow consumer.
+    deltas_retention_ms: int = Field(default=600_000, ge=1000)
     # The service role: INSERT and SELECT on events, never the owner.
     postgres_dsn: str = "postgresql://wakeline_service@127.0.0.1:15432/wakeline"
     # Each process's Prometheus endpoint (wakeline.metrics.serve_metrics): `metrics_port` when

@@ -48,7 +48,34 @@ class ToolResultBlock:
     type: Literal["tool_result"] = "tool_result"
 
 
-Block = Union[TextBlock, ToolUseBlock, ToolResultBlock]
+@dataclass(frozen=True)
+class ThinkingBlock:
+    """Extended thinking as the model returned it; `signature` lets the API check that it
+    comes back unchanged, which it must before that turn's tool results."""
+
+    thinking: str
+    signature: str
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True)
+class RedactedThinkingBlock:
+    """Thinking the API returned encrypted: kept and sent back as it came."""
+
+    data: str
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+
+
+@dataclass(frozen=True)
+class OtherBlock:
+    """A block of a kind the brain does not act on (a server tool's use or result, say),
+    kept as the API returned it so the next request sends it back whole."""
+
+    raw: dict[str, Any]
+    type: Literal["other"] = "other"
+
+
+Block = Union[TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock, ToolResultBlock, OtherBlock]
 
 
 @dataclass(frozen=True)
@@ -80,6 +107,10 @@ class SessionState:
     turns: int = 0
     in_turn: bool = False
     awaiting_model: bool = False  # a turn started and its model call has not been recorded yet
+    # The turn's model call failed after the adapter's retries (`model_unavailable`): the
+    # session is parked `waiting_model`, and this many calls of the turn have failed.
+    model_failures: int = 0
+    stop_reason: str | None = None  # the newest model turn's (end_turn, tool_use, max_tokens, refusal, ...)
     messages: tuple[Message, ...] = ()
     pending_tool_calls: tuple[ToolCallPayload, ...] = ()
     awaiting_approval: frozenset[str] = frozenset()

@@ -13,20 +13,22 @@ from datetime import datetime
 from typing import Literal
 
 from wakeline.events import (
-    Event, SessionCreated, SessionDeleted, SessionEnded, SessionForked, TitleGenerated, TurnEnded, TurnStarted,
-    UserMessageReceived,
+    Event, ModelResponded, ModelUnavailable, SessionCreated, SessionDeleted, SessionEnded, SessionForked,
+    TitleGenerated, TurnEnded, TurnStarted, UserMessageReceived,
 )
 
-Status = Literal["new", "idle", "running", "ended", "deleted"]
+Status = Literal["new", "idle", "running", "waiting_model", "ended", "deleted"]
 
 
-def session_status(*, deleted: bool, ended: bool, in_turn: bool, created: bool = True) -> Status:
+def session_status(*, deleted: bool, ended: bool, in_turn: bool, created: bool = True,
+                   waiting_model: bool = False) -> Status:
     if deleted:
         return "deleted"
     if ended:
         return "ended"
     if in_turn:
-        return "running"
+        # Parked by an unavailable model (`model_unavailable`): the turn goes on once it answers.
+        return "waiting_model" if waiting_model else "running"
     return "idle" if created else "new"
 
 
@@ -69,24 +71,30 @@ def advance(prev: SessionRow | None, event: Event) -> SessionRow:
         raise NoSessionRow(f"{event.type} at seq {event.seq} of {event.session_id} before session_created")
     # The row keeps no in-turn flag: it reads back as `running`. That is exact for every
     # log the brain writes, which starts no turn in an ended or deleted session.
-    in_turn, ended_reason, title = prev.status == "running", prev.ended_reason, prev.title
+    in_turn, ended_reason, title = prev.status in ("running", "waiting_model"), prev.ended_reason, prev.title
+    waiting = prev.status == "waiting_model"
     deleted_by, deleted_at = prev.deleted_by, prev.deleted_at
     match event:
         case TurnStarted():
-            in_turn = True
+            in_turn, waiting = True, False
         case TurnEnded():
-            in_turn = False
+            in_turn, waiting = False, False
+        case ModelUnavailable():
+            waiting = True
+        case ModelResponded():
+            waiting = False
         case SessionEnded(payload=p):
-            in_turn, ended_reason = False, p.reason
+            in_turn, ended_reason, waiting = False, p.reason, False
         case UserMessageReceived():
             ended_reason = None  # a message to a finished session continues it
         case TitleGenerated(payload=p):
             title = p.title
         case SessionDeleted(payload=p):
-            in_turn = False
+            in_turn, waiting = False, False
             if deleted_by is None:  # the first deletion is the one recorded
                 deleted_by, deleted_at = p.by, event.ts
-    status = session_status(deleted=deleted_by is not None, ended=ended_reason is not None, in_turn=in_turn)
+    status = session_status(deleted=deleted_by is not None, ended=ended_reason is not None, in_turn=in_turn,
+                            waiting_model=waiting)
     # Built field by field, not with dataclasses.replace: the archiver calls this once per
     # event, and replace's introspection was most of its cost (issue 10).
     return SessionRow(tenant=prev.tenant, session_id=prev.session_id, owner=prev.owner, title=title,

@@ -1,7 +1,7 @@
 """Topic names, consumer groups, record keys and partitioning: the one place that knows them.
 
 Every name one deployment's processes share comes from one prefix, `WAKELINE_TOPIC_PREFIX`
-(default `wakeline`): the five topics `<prefix>.inbox`, `<prefix>.events`, ..., and the
+(default `wakeline`): the six topics `<prefix>.inbox`, `<prefix>.events`, ..., and the
 services' consumer groups `<prefix>-brain`, `<prefix>-runner`, `<prefix>-archiver`, which
 the brain's transactional ids extend (`<prefix>-brain-p<p>`). The prefix is read once, at
 import, so the module constants below (`EVENTS`, `BRAIN_GROUP`, ...) are what every
@@ -31,10 +31,13 @@ class Names:
     tool_calls: str
     tool_results: str
     dead_letter: str
+    # The model's text as it streams, for live viewers only: never archived, never the
+    # log, kept briefly (`deltas_retention_ms`). Partitioned by session like the rest.
+    deltas: str
 
     @property
     def all_topics(self) -> tuple[str, ...]:
-        return (self.inbox, self.events, self.tool_calls, self.tool_results, self.dead_letter)
+        return (self.inbox, self.events, self.tool_calls, self.tool_results, self.dead_letter, self.deltas)
 
     def group(self, service: str) -> str:
         """A service's consumer group (and, for the brain, the start of its transactional ids)."""
@@ -43,7 +46,15 @@ class Names:
 
 def names(prefix: str) -> Names:
     return Names(prefix, f"{prefix}.inbox", f"{prefix}.events", f"{prefix}.tool-calls", f"{prefix}.tool-results",
-                 f"{prefix}.dead-letter")
+                 f"{prefix}.dead-letter", f"{prefix}.{DELTAS_SUFFIX}")
+
+
+DELTAS_SUFFIX = "model-deltas"
+
+
+def is_live_only(topic: str) -> bool:
+    """A topic whose records only live viewers need (the deltas): short retention."""
+    return topic.endswith(f".{DELTAS_SUFFIX}")
 
 
 DEFAULT_PREFIX = DEFAULT_TOPIC_PREFIX
@@ -54,6 +65,7 @@ EVENTS = NAMES.events
 TOOL_CALLS = NAMES.tool_calls
 TOOL_RESULTS = NAMES.tool_results
 DEAD_LETTER = NAMES.dead_letter
+DELTAS = NAMES.deltas
 ALL_TOPICS = NAMES.all_topics
 BRAIN_GROUP = NAMES.group("brain")
 RUNNER_GROUP = NAMES.group("runner")

@@ -17,6 +17,7 @@ database or broker that is restarting is waited out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
@@ -26,16 +27,17 @@ from wakeline import events as e
 from wakeline import logs, metrics, tracing
 from wakeline.chain import Draft, seal
 from wakeline.codec import encode
+from wakeline.deltas import DeltaKind, ModelDelta
 from wakeline.fold import FoldError, apply, fold
 from wakeline.lineage import PrefixUnavailable
 from wakeline.limits import RecordTooLarge, check_record
 from wakeline.snapshots import resume, snapshot_payload
 from wakeline.state import SessionState
 from wakeline.topics import EVENTS, TOOL_CALLS, record_key
-from wakeline_brain.context import build_request, plan_compaction
+from wakeline_brain.context import build_request, estimate_tokens, plan_compaction
 from wakeline_brain.forking import ForkRefused, fork_drafts
 from wakeline_brain.inputs import handle_input
-from wakeline_brain.model import Model, ModelError, ModelReply
+from wakeline_brain.model import Model, ModelError, ModelReply, ModelRequest
 from wakeline_brain.parking import park_drafts
 from wakeline_brain.steps import CALL_MODEL, failed_model_drafts, model_drafts, next_step
 from wakeline_brain.summary import just_compacted, model_compaction, summary_request, writes_summary
@@ -43,6 +45,7 @@ from wakeline_brain.wake import is_transient
 from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
 
 log = logging.getLogger(__name__)
+_NO_LIMIT = contextlib.nullcontext()
 Token = Any  # opaque to the actor: handed back to `release` when the input is settled
 
 
@@ -64,6 +67,15 @@ class ActorDeps:
     snapshot_on_evict_after: int = 100
     # (parent, tenant, upto) -> the parent's history a fork inherits; None: this brain forks nothing.
     load_prefix: Callable[[str, str, int], Awaitable[list[e.Event]]] | None = None
+    # At most this many model calls at once across the brain's sessions (None: no bound):
+    # a burst of sessions queues here instead of piling onto an overloaded API.
+    model_slots: asyncio.Semaphore | None = None
+    # A turn whose model call failed with a passing cause (overload, rate limit) waits
+    # `model_retry_s * 2**(attempt-1)`, at most `model_retry_max_s`, then calls again.
+    model_retry_s: float = 2.0
+    model_retry_max_s: float = 60.0
+    # Live text of replies being written: to viewers (the model-deltas topic), never the log.
+    publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None
 
 
 class SessionUnwakeable(RuntimeError):
@@ -75,6 +87,13 @@ class _ModelDone:
     turn: int
     reply: ModelReply | None
     error: str | None = None
+    retryable: bool = False  # the cause passes: park the turn `waiting_model`, do not end it
+    compaction: Draft | None = None  # the model's token count says: compact first, then call
+
+
+@dataclass(frozen=True)
+class _RetryModel:
+    """The backoff after a `model_unavailable` is over: call the model again."""
 
 
 @dataclass
@@ -101,6 +120,10 @@ class SessionActor:
     _model_task: asyncio.Task | None = None
     _snapshot_seq: int = 0  # the newest snapshot's seq, or where one was too large to write
     _snapshot_refused: bool = False
+    # While a parked turn waits out its backoff no model call starts (a wake starts over
+    # without one: a new owner calls at once).
+    _retry_task: asyncio.Task | None = None
+    _compacted_seq: int = -1  # the newest compaction's seq: none is planned right after one
 
     async def run(self, why: str) -> None:
         logs.bind(session_id=self.session_id)  # this task's lines, and its model calls'
@@ -129,6 +152,8 @@ class SessionActor:
         finally:
             if self._model_task:
                 self._model_task.cancel()
+            if self._retry_task:
+                self._retry_task.cancel()
 
     async def _wake(self, why: str) -> None:
         events = await self._load()
@@ -226,11 +251,22 @@ class SessionActor:
             return [], None
         if isinstance(item, _ModelDone):
             self._model_task = None
-            if self.state.awaiting_model and self.state.turns == item.turn:
-                return (model_drafts(self.state, item.reply, f"agent:{self.state.config.model}")
-                        if item.reply else failed_model_drafts(item.error or "model failed")), None
-            return [], None
+            if not (self.state.awaiting_model and self.state.turns == item.turn):
+                return [], None
+            if item.compaction is not None:
+                return [item.compaction], None
+            if item.reply:
+                return model_drafts(self.state, item.reply, f"agent:{self.state.config.model}"), None
+            if item.retryable:
+                return [self._model_unavailable(item.error or "model unavailable")], None
+            return failed_model_drafts(item.error or "model failed"), None
+        if isinstance(item, _RetryModel):
+            self._retry_task = None
+            return [], None  # `_advance` then finds the call due and makes it
         payload, token = item
+        if isinstance(payload, c.WakeSession) and self._retry_task is not None:
+            self._retry_task.cancel()  # a wake asks for the model now, not after the backoff
+            self._retry_task = None
         if isinstance(payload, MalformedInput):
             return self._reject_malformed(payload), token
         if self.state.status == "new" and isinstance(payload, c.CreateSession) and payload.fork_of is not None:
@@ -272,6 +308,20 @@ class SessionActor:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
+    def _model_unavailable(self, error: str) -> Draft:
+        """Parks the turn `waiting_model` and starts the backoff after which it calls again."""
+        attempt = self.state.model_failures + 1
+        wait = min(self.deps.model_retry_s * 2 ** min(attempt - 1, 20), self.deps.model_retry_max_s)
+        log.warning("session %s: the model is unavailable (attempt %d), calling again in %.1f s: %s",
+                    self.session_id, attempt, wait, error)
+
+        async def later() -> None:
+            await asyncio.sleep(wait)
+            await self.mailbox.put(_RetryModel())
+        self._retry_task = asyncio.create_task(later())
+        payload = e.ModelUnavailablePayload(error=error[:2000], attempt=attempt, retry_in_s=wait)
+        return Draft(payload=payload, actor="system:brain", trust="instruction")
+
     def _reject_malformed(self, bad: "MalformedInput") -> list[Draft]:
         if self.state.status != "new" and not self.state.has_seen(bad.command_id):
             rejected = e.InputRejectedPayload(command_id=bad.command_id, code=bad.code, reason=bad.reason)
@@ -290,7 +340,7 @@ class SessionActor:
         while True:
             step = next_step(state)
             if step is CALL_MODEL:
-                calls_model = self._model_task is None
+                calls_model = self._model_task is None and self._retry_task is None
                 # A compaction comes before the request it shortens; once recorded, that
                 # request is sent (never a second compaction in a row).
                 compaction = None
@@ -328,15 +378,57 @@ class SessionActor:
     async def _call_model(self, state: SessionState) -> None:
         """Runs beside the actor's loop; its answer comes back through the mailbox so that
         only the loop ever appends."""
+        done = _ModelDone(turn=state.turns, reply=None)
         try:
             model = self.deps.model_for(state.config.model)
-            reply, error = await model.complete(build_request(state, self.deps.tools)), None
+            request = build_request(state, self.deps.tools)
+            async with self.deps.model_slots or _NO_LIMIT:
+                done.compaction = await self._counted_compaction(model, state, request)
+                if done.compaction is None:
+                    done.reply = await self._complete(model, request, state.turns)
         except ModelError as err:
-            reply, error = None, str(err)
+            done.error, done.retryable = str(err), err.retryable
         except Exception as err:  # a bug in an adapter must end the turn, not hang the session
             log.exception("model call failed for %s", self.session_id)
-            reply, error = None, f"{type(err).__name__}: {err}"
-        await self.mailbox.put(_ModelDone(turn=state.turns, reply=reply, error=error))
+            done.error = f"{type(err).__name__}: {err}"
+        await self.mailbox.put(done)
+
+    async def _complete(self, model: Model, request: ModelRequest, turn: int) -> ModelReply:
+        publish = self.deps.publish_delta
+        if publish is None or not getattr(model, "streams", False):
+            return await model.complete(request)  # no viewer, or a model with nothing to stream
+        call, index = self.deps.new_id(), 0
+
+        async def send(kind: DeltaKind, text: str = "") -> None:
+            nonlocal index
+            delta = ModelDelta(session_id=self.session_id, tenant=self.tenant, turn=turn, call=call, index=index,
+                               kind=kind, text=text)
+            index += 1
+            try:
+                await publish(delta)
+            except Exception:  # viewers are a courtesy: the turn goes on without them
+                log.debug("session %s: a delta was not published", self.session_id, exc_info=True)
+
+        async def on_delta(kind: str, text: str) -> None:
+            await send("thinking" if kind == "thinking" else "text", text)
+        await send("start")  # a redone call starts over: viewers drop what they hold
+        return await model.complete(request, on_delta)
+
+    async def _counted_compaction(self, model: Model, state: SessionState, request: ModelRequest) -> Draft | None:
+        """A compaction the model's own token count asks for (Claude's count_tokens), where
+        the local estimate (which `_advance` already acted on) is near enough the threshold
+        to be in doubt; None when the count says it fits, or there is no count."""
+        count = getattr(model, "count_tokens", None)
+        if count is None or estimate_tokens(request) < state.config.context_window // 2:
+            return None
+        if self._compacted_seq == state.last_seq:
+            return None  # compacted just now: call with what is left rather than compact again
+        try:
+            counted = await count(request)
+        except ModelError as err:
+            log.warning("session %s: count_tokens failed, the local estimate stands: %s", self.session_id, err)
+            return None
+        return plan_compaction(state, request, counted=counted)
 
     async def _summarize(self, state: SessionState, plan: Draft) -> None:
         """The model's summary of what `plan` covers, beside the loop like a model call; a
@@ -359,6 +451,8 @@ class SessionActor:
             event = self._seal(draft, state)
             state = apply(state, event)
             events.append(event)
+            if isinstance(event, e.ContextCompacted):
+                self._compacted_seq = event.seq
         return state, events
 
     async def _write(self, events: list[e.Event], state: SessionState, snapshot: bool = False) -> None:

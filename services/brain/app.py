@@ -16,6 +16,7 @@ from wakeline.pg import TenantPool
 from wakeline.tools import tool_schemas
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
 from wakeline_brain.metrics import TimedProducer, start_samplers
+from wakeline_brain.deltas import DeltaPublisher
 from wakeline_brain.models import ModelRegistry
 from wakeline_brain.partitions import INPUT_TOPICS
 from wakeline_brain.router import Brain
@@ -42,17 +43,28 @@ def partition_producer(settings: BrainSettings, partition: int) -> TimedProducer
         max_request_size=producer_max_request_size(settings.max_record_bytes)))
 
 
+def deltas_producer(settings: BrainSettings) -> AIOKafkaProducer:
+    """The model-deltas producer: live text for viewers, not the log, so no transaction and
+    one acknowledgement; a small linger batches a fast stream's pieces."""
+    return AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), acks=1,
+                            enable_idempotence=False, linger_ms=5,
+                            max_request_size=producer_max_request_size(settings.max_record_bytes))
+
+
 async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
     models = ModelRegistry(settings)
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=4) as pool:
         tail = tail_consumer(settings)
         await tail.start()
+        deltas = deltas_producer(settings)
+        await deltas.start()
         open_txns = OpenTransactions(settings)
         await open_txns.start()
         loader = SessionLoader(pool, tail, settings.archiver_group)
         brain = Brain(settings, loader.load, models.model_for, tool_schemas(),
                       new_producer=partial(partition_producer, settings), open_before=open_txns,
-                      load_prefix=loader.prefix)
+                      load_prefix=loader.prefix,
+                      publish_delta=DeltaPublisher(deltas, settings.partitions).publish)
         # The assignor gives a brain the same partition numbers of every input topic, so
         # the owner of inbox p also owns tool-results p and writes events p, and keeps a
         # brain's partitions when another joins or dies. Only one assignor: aiokafka 0.14
@@ -86,4 +98,5 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
             await brain.close()
             await open_txns.stop()
             await tail.stop()
+            await deltas.stop()
             await models.close()

@@ -26,7 +26,7 @@ class ModelRegistry:
         if not self._settings.anthropic_api_key:
             raise ModelError(f"model {name!r} needs ANTHROPIC_API_KEY; set it or use a scripted:<policy> model")
         return ClaudeModel(name, self._settings.anthropic_api_key, self._settings.anthropic_base_url,
-                           self._settings.anthropic_max_retries)
+                           self._settings.anthropic_max_retries, prompt_cache=self._settings.anthropic_prompt_cache)
 
     async def close(self) -> None:
         for model in self._models.values():

@@ -22,6 +22,7 @@ from aiokafka.structs import ConsumerRecord, TopicPartition
 from wakeline import topics, tracing
 from wakeline.codec import MalformedRecord, decode, dead_letter_for, encode
 from wakeline.commands import ToolResultReport, parse_command
+from wakeline.deltas import ModelDelta
 from wakeline.events import RejectionCode
 from wakeline.offsets import OffsetTracker
 from wakeline_brain.actor import ActorDeps, MalformedInput, SessionActor
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 class Brain:
     def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]],
                  new_producer: Callable[[int], TransactionalProducer],
-                 open_before: Callable[[int], Awaitable[str | None]] | None = None, load_prefix=None):
+                 open_before: Callable[[int], Awaitable[str | None]] | None = None, load_prefix=None,
+                 publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None):
         self.settings = settings
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
@@ -48,7 +50,9 @@ class Brain:
             tools=tools, release=self._release, dead_letter=self._dead_letter_input,
             now=lambda: datetime.now(timezone.utc), new_id=lambda: str(uuid.uuid4()),
             max_record_bytes=settings.max_record_bytes, snapshot_every=settings.snapshot_every,
-            snapshot_on_evict_after=settings.snapshot_on_evict_after, load_prefix=load_prefix)
+            snapshot_on_evict_after=settings.snapshot_on_evict_after, load_prefix=load_prefix,
+            model_slots=asyncio.Semaphore(settings.model_concurrency), model_retry_s=settings.model_retry_s,
+            model_retry_max_s=settings.model_retry_max_s, publish_delta=publish_delta)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)

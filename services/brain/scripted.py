@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from wakeline.events import Usage
-from wakeline_brain.model import ModelError, ModelReply, ModelRequest, ToolUse
+from wakeline_brain.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
 
 
 class PolicyToolCall(BaseModel):
@@ -58,7 +58,7 @@ class ScriptedModel:
         self.policy = policy
         self.name = f"scripted:{policy.name}"
 
-    async def complete(self, request: ModelRequest) -> ModelReply:
+    async def complete(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelReply:
         index = _replies_since_user_text(request.messages)
         if index >= len(self.policy.steps):
             return _reply(request, PolicyStep(text=_fill(self.policy.final, request.messages)))

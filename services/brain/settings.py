@@ -57,4 +57,14 @@ class BrainSettings(CommonSettings):
     anthropic_api_key: str | None = Field(
         default=None, validation_alias=AliasChoices("WAKELINE_ANTHROPIC_API_KEY", "ANTHROPIC_API_KEY"))
     anthropic_base_url: str | None = None
-    anthropic_max_retries: int = 4
+    # The SDK's own retries of one call (429, 529, 5xx; `retry-after` honoured) before the
+    # turn is parked `waiting_model`.
+    anthropic_max_retries: int = Field(default=4, ge=0, le=20)
+    # cache_control breakpoints on Claude requests (claude.cache_breakpoints); off only to
+    # measure what they save (bench/prompt_cache.py).
+    anthropic_prompt_cache: bool = True
+    # At most this many model calls at once in this brain, across its sessions.
+    model_concurrency: int = Field(default=32, ge=1, le=10_000)
+    # A parked turn calls again after model_retry_s * 2**(attempt-1), at most model_retry_max_s.
+    model_retry_s: float = Field(default=2.0, gt=0, le=3600)
+    model_retry_max_s: float = Field(default=60.0, gt=0, le=3600)

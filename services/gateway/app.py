@@ -1,7 +1,7 @@
 """The composition root: `create_app(settings)` builds the FastAPI app; nothing at import.
 
-The lifespan opens the tenant-scoped Postgres pool, the Kafka producer and the events feed
-(unless `events_feed` is off) and closes them on shutdown; routes reach them only through
+The lifespan opens the tenant-scoped Postgres pool, the Kafka producer and the events and
+model-deltas feeds (unless `events_feed` is off) and closes them on shutdown; routes reach them only through
 `deps.py`.
 """
 
@@ -19,7 +19,7 @@ from wakeline.topics import INBOX
 from wakeline_gateway.bodylimit import BodyLimit, body_cap
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.openapi import problem_openapi
-from wakeline_gateway.feed import EventsFeed, FeedState, feed_consumer
+from wakeline_gateway.feed import DeltasFeed, EventsFeed, FeedState, feed_consumer
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.metrics import HttpMetrics
@@ -54,8 +54,9 @@ async def events_feed(settings: GatewaySettings) -> AsyncIterator[FeedState]:
     if not settings.events_feed:
         yield FeedState(listeners)
         return
-    async with EventsFeed(feed_consumer(settings), settings.partitions, listeners) as feed:
-        yield FeedState(listeners, feed)
+    async with EventsFeed(feed_consumer(settings), settings.partitions, listeners) as feed, \
+            DeltasFeed(feed_consumer(settings), settings.partitions, listeners) as deltas:
+        yield FeedState(listeners, feed, deltas)
 
 
 DESCRIPTION = (f"Commands go to {INBOX}; reads come from Postgres. Every error is an RFC 9457 "

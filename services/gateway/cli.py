@@ -48,10 +48,31 @@ def run(client: GatewayClient, args: argparse.Namespace) -> int:
     if created["status"] == "pending":
         print("waiting for the brain to create it (is the brain running?)", file=sys.stderr)
     last: dict[str, Any] = {}
-    for last in client.follow(created["session_id"]):
+    writing = False  # a live line of the model's text is open
+    for item in client.follow(created["session_id"], deltas=args.live):
+        if item["type"] == "delta":
+            writing = _show_delta(item, writing)
+            continue
+        if writing:
+            print(flush=True)
+            writing = False
+        last = item
         print(terminal.event_line(last), flush=True)
     ended = last.get("type") == "session_ended"
     return terminal.exit_code(last["payload"]["reason"] if ended else last.get("type"))
+
+
+def _show_delta(delta: dict[str, Any], writing: bool) -> bool:
+    """The model's text as it streams, on one live line; reasoning in brackets. Never kept:
+    the finished `model_turn` line follows."""
+    if delta.get("kind") == "start":
+        prefix = "\n" if writing else ""
+        print(f"{prefix}      (model writing, turn {delta.get('turn')}{', restarted' if writing else ''}) ",
+              end="", flush=True)
+        return True
+    text = terminal.safe(str(delta.get("text", "")))
+    print(f"[{text}]" if delta.get("kind") == "thinking" else text, end="", flush=True)
+    return True
 
 
 def sessions(client: GatewayClient, args: argparse.Namespace) -> int:
@@ -249,6 +270,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--model")
     p.add_argument("--max-turns", type=int)
     p.add_argument("--title")
+    p.add_argument("--live", action="store_true", help="also show the model's text as it is written")
     p.set_defaults(handler=run)
     p = sub.add_parser("sessions", help="list sessions, newest first")
     p.add_argument("--limit", type=int, default=50)

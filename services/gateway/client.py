@@ -79,12 +79,17 @@ class GatewayClient:
         except httpx.TransportError as err:
             raise GatewayError(f"gateway unreachable at {self.base_url}: {type(err).__name__}: {err}") from err
 
-    def follow(self, session_id: str, after: int = 0, appear_within_s: float = 30.0) -> Iterator[dict[str, Any]]:
-        """Yields events until the session ends (or is deleted), reconnecting as needed."""
+    def follow(self, session_id: str, after: int = 0, appear_within_s: float = 30.0,
+               deltas: bool = False) -> Iterator[dict[str, Any]]:
+        """Yields events until the session ends (or is deleted), reconnecting as needed; with
+        `deltas`, also the model's text as it streams, as `{"type": "delta", ...}` (no seq)."""
         deadline = time.monotonic() + appear_within_s
         while True:
             try:
-                for event in self._stream_once(session_id, after):
+                for event in self._stream_once(session_id, after, deltas):
+                    if event["type"] == "delta":
+                        yield event
+                        continue
                     after = event["seq"]
                     yield event
                     if event["type"] in ("session_ended", "deleted"):
@@ -97,16 +102,18 @@ class GatewayClient:
             except httpx.TransportError:
                 time.sleep(self.retry_s)  # dropped: resume from the last seq we printed
 
-    def _stream_once(self, session_id: str, after: int) -> Iterator[dict[str, Any]]:
+    def _stream_once(self, session_id: str, after: int, deltas: bool = False) -> Iterator[dict[str, Any]]:
         path = f"/v1/sessions/{session_id}/stream"
         params, headers = {"until_end": "true"}, {"Last-Event-ID": str(after)}
+        if deltas:
+            params["deltas"] = "true"
         timeout = httpx.Timeout(30.0, read=120.0)  # the server sends a heartbeat well within this
         with self._http.stream("GET", path, params=params, headers=headers, timeout=timeout) as response:
             if response.status_code >= 400:
                 response.read()
                 raise GatewayError(f"{response.status_code}: {_detail(response)}", response.status_code)
-            for _, _, data in parse_sse(response.iter_lines()):
-                yield json.loads(data)
+            for _, kind, data in parse_sse(response.iter_lines()):
+                yield {"type": "delta", **json.loads(data)} if kind == "delta" else json.loads(data)
 
 
 def _detail(response: httpx.Response) -> str:

@@ -21,7 +21,8 @@ from wakeline.codec import MalformedRecord, decode
 from wakeline.events import parse_event
 from wakeline.kafka_io import make_consumer
 from wakeline.settings import CommonSettings
-from wakeline.topics import EVENTS
+from wakeline.deltas import ModelDelta
+from wakeline.topics import DELTAS, EVENTS
 from wakeline_gateway.listeners import Listeners
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ class FeedState:
 
     listeners: Listeners
     feed: EventsFeed | None = None
+    deltas: DeltasFeed | None = None
 
     def running(self) -> bool:
         return self.feed is not None and self.feed.running
@@ -48,6 +50,8 @@ def feed_consumer(settings: CommonSettings) -> AIOKafkaConsumer:
 class EventsFeed:
     """`async with EventsFeed(...)`: positioned at the end of every partition before it returns."""
 
+    topic = EVENTS
+
     def __init__(self, consumer: AIOKafkaConsumer, partitions: int, listeners: Listeners):
         self._consumer, self._partitions, self.listeners = consumer, partitions, listeners
         self._task: asyncio.Task[None] | None = None
@@ -60,7 +64,7 @@ class EventsFeed:
 
     async def __aenter__(self) -> EventsFeed:
         await self._consumer.start()
-        parts = [TopicPartition(EVENTS, p) for p in range(self._partitions)]
+        parts = [TopicPartition(self.topic, p) for p in range(self._partitions)]
         self._consumer.assign(parts)
         await self._consumer.seek_to_end(*parts)
         for tp in parts:  # resolve the lazy seek now, so nothing committed after start is missed
@@ -87,7 +91,7 @@ class EventsFeed:
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - the fallback covers the gap; say so and try again
-                log.exception("events feed: failed; answers fall back to Postgres until it recovers")
+                log.exception("%s feed: failed; answers fall back to Postgres until it recovers", self.topic)
                 self._healthy = False
                 await asyncio.sleep(RESTART_S)
 
@@ -100,3 +104,19 @@ class EventsFeed:
                         err.reason)
             return
         self.listeners.deliver(event)
+
+
+class DeltasFeed(EventsFeed):
+    """The model-deltas topic's feed: the text of replies being written, for live streams
+    that asked for it. Nothing falls back to it and nothing is lost without it: the
+    `model_turn` event carries the whole reply."""
+
+    topic = DELTAS
+
+    def _deliver(self, value: bytes | None, partition: int, offset: int) -> None:
+        try:
+            delta = decode(value, ModelDelta.model_validate_json)
+        except MalformedRecord as err:
+            log.warning("deltas feed: %s[%d]@%d is not a delta (%s); skipped", DELTAS, partition, offset, err.reason)
+            return
+        self.listeners.deliver_delta(delta)

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from wakeline.deltas import ModelDelta
 from wakeline.events import Event
 
 WaiterKey = tuple[str, str, str]  # tenant, session_id, causation_id
@@ -32,6 +33,17 @@ class Subscription:
     session_id: str
     queue: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
     cut_off: bool = False
+    # The model's text as it streams (`ModelDelta`), for a stream that asked for it; None
+    # when it did not. Best effort: a full queue drops deltas, never cuts the stream off.
+    deltas: asyncio.Queue[ModelDelta] | None = None
+
+    def offer_delta(self, delta: ModelDelta) -> None:
+        if self.deltas is None or delta.tenant != self.tenant or delta.session_id != self.session_id:
+            return
+        try:
+            self.deltas.put_nowait(delta)
+        except asyncio.QueueFull:
+            pass  # the finished reply comes as its model_turn event all the same
 
     def offer(self, event: Event) -> bool:
         """False once the queue is full: the subscriber is too slow and is cut off."""
@@ -64,9 +76,10 @@ class Listeners:
             heard.cancel()
 
     @contextmanager
-    def subscription(self, tenant: str, session_id: str) -> Iterator[Subscription]:
+    def subscription(self, tenant: str, session_id: str, deltas: bool = False) -> Iterator[Subscription]:
         key = (tenant, session_id)
-        subscriber = Subscription(tenant, session_id, asyncio.Queue(self._queue_size))
+        subscriber = Subscription(tenant, session_id, asyncio.Queue(self._queue_size),
+                                  deltas=asyncio.Queue(self._queue_size) if deltas else None)
         self._subscribers.setdefault(key, []).append(subscriber)
         try:
             yield subscriber
@@ -81,6 +94,10 @@ class Listeners:
         for subscriber in list(self._subscribers.get((event.tenant, event.session_id), ())):
             if not subscriber.offer(event):
                 _discard(self._subscribers, (event.tenant, event.session_id), subscriber)
+
+    def deliver_delta(self, delta: ModelDelta) -> None:
+        for subscriber in self._subscribers.get((delta.tenant, delta.session_id), ()):
+            subscriber.offer_delta(delta)
 
     def counts(self) -> tuple[int, int]:
         """(waiters, subscribers) registered now: what bounded memory is checked against."""

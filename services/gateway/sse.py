@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from wakeline.deltas import ModelDelta
 from wakeline.events import Event
 from wakeline_gateway.listeners import Listeners, Subscription
 from wakeline_gateway.store import EventQuery, Scope, SessionStore
@@ -30,6 +31,11 @@ TURNING_POINTS = ("session_ended", "deleted", "user_message")
 def frame(event: Event) -> str:
     # model_dump_json never emits a raw newline, so the data fits on one `data:` line.
     return f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n"
+
+
+def delta_frame(delta: ModelDelta) -> str:
+    """No `id:`: a delta is not a position in the log, so `Last-Event-ID` stays the last event's."""
+    return f"event: delta\ndata: {delta.model_dump_json()}\n\n"
 
 
 def ends_stream(turning_point: str | None, until_end: bool) -> bool:
@@ -48,6 +54,7 @@ class Cursor:
     seq: int
     turning_point: str | None
     held: list[Event] = field(default_factory=list)
+    deltas: list[ModelDelta] = field(default_factory=list)  # to send at once, in arrival order
 
     def take(self, event: Event) -> None:
         self.seq = event.seq
@@ -71,18 +78,21 @@ class Tail:
     listeners: Listeners = field(default_factory=Listeners)
     feed_running: Callable[[], bool] = lambda: False
     recheck_s: float = 1.0
+    deltas: bool = False  # also send the model's text as it streams (`event: delta` frames)
 
     async def frames(self, after: int, until_end: bool) -> AsyncIterator[str]:
         yield ": wakeline stream\n\n"
         # Subscribed before the first read: whatever commits after it is either in
         # Postgres by then or on its way here.
-        with self.listeners.subscription(self.scope.tenant, self.session_id) as live:
+        with self.listeners.subscription(self.scope.tenant, self.session_id, deltas=self.deltas) as live:
             cursor = Cursor(after, await self._turning_point_until(after))
             quiet_s, read_store, gap_reads = 0.0, True, 0
             while True:
                 while (event := cursor.ready()) is not None:
                     yield frame(event)
                     cursor.take(event)
+                while cursor.deltas:
+                    yield delta_frame(cursor.deltas.pop(0))
                 if cursor.held:  # a gap: events the feed passed before this stream subscribed
                     if gap_reads and not await self._gap_pause(live, cursor):
                         return  # the archiver lags so far that the client is better off resuming
@@ -117,6 +127,8 @@ class Tail:
         """(whether to read Postgres next, how long was waited): the feed's next event, or
         a quiet interval after which Postgres is asked."""
         timeout = self.recheck_s if self.feed_running() else self.poll_s
+        if live.deltas is not None:
+            return await self._wait_with_deltas(live, live.deltas, cursor, timeout)
         try:
             event = await asyncio.wait_for(live.queue.get(), timeout)
         except TimeoutError:
@@ -124,6 +136,24 @@ class Tail:
         cursor.held.append(event)
         self._hold(live, cursor)  # a cut-off stream still sends what it holds, then ends
         return False, 0.0
+
+    async def _wait_with_deltas(self, live: Subscription, deltas: asyncio.Queue[ModelDelta], cursor: Cursor,
+                                timeout: float) -> tuple[bool, float]:
+        """`_wait`, woken by a delta too. A get cancelled before it ran leaves its item queued."""
+        gets = (asyncio.ensure_future(live.queue.get()), asyncio.ensure_future(deltas.get()))
+        done, _ = await asyncio.wait(gets, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        for get in gets:
+            get.cancel()
+        await asyncio.gather(*gets, return_exceptions=True)
+        event_get, delta_get = gets
+        if delta_get.done() and not delta_get.cancelled():
+            cursor.deltas.append(delta_get.result())
+            while not deltas.empty():
+                cursor.deltas.append(deltas.get_nowait())
+        if event_get.done() and not event_get.cancelled():
+            cursor.held.append(event_get.result())
+            self._hold(live, cursor)
+        return (True, timeout) if not done else (False, 0.0)
 
     async def _gap_pause(self, live: Subscription, cursor: Cursor) -> bool:
         """Gives the archiver `poll_s` to store the gap, holding what the feed brings meanwhile."""

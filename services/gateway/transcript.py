@@ -17,8 +17,8 @@ from typing import Any, Iterable, Literal, Mapping
 
 from wakeline.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, HandsHandedBack,
-    HandsTakenOver, InputRejected, ModelResponded, SessionCreated, SessionDeleted, SessionEnded, SessionForked,
-    ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker,
+    HandsTakenOver, InputRejected, ModelResponded, ModelUnavailable, SessionCreated, SessionDeleted, SessionEnded,
+    SessionForked, ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker, reasoning_of,
 )
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -59,7 +59,7 @@ def to_entry(event: Event, own_session: str | None = None) -> Entry:
         case ToolResultReceived(payload=p):
             extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": p.is_error}
         case ModelResponded(payload=p):
-            extra = {"reasoning": tuple(p.reasoning)}
+            extra = {"reasoning": reasoning_of(p)}
     if own_session is not None and event.session_id != own_session:
         extra["inherited_from"] = event.session_id
     return Entry(seq=event.seq, type=event.type, role=_ROLES.get(event.type, "system"), actor=event.actor,
@@ -107,6 +107,8 @@ def _text(event: Event) -> str:
             return f"rejected command {p.command_id}: {p.reason}"
         case SessionDeleted(payload=p):
             return _with(f"deleted by {p.by}", p.reason)
+        case ModelUnavailable(payload=p):
+            return f"the model is unavailable (attempt {p.attempt}); calling again in {p.retry_in_s:g} s: {p.error}"
     return json.dumps(event.payload.model_dump(mode="json"), sort_keys=True)
 
 

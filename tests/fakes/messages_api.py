@@ -9,7 +9,16 @@ Tests drive the real `anthropic` SDK against it, so the external model is never 
         assert len(api.requests) == 2
 
 Each test enqueues canned responses; each POST /v1/messages pops the next one and the server
-records what it received (headers and JSON body). The server checks what the real API requires
+records what it received (headers and JSON body). With the queue empty, a `responder` set by
+`respond_with` answers instead (for many concurrent sessions, where no order is known).
+
+A request with `"stream": true` gets the canned message as the API streams it: server-sent
+events `message_start`, `content_block_start` / `content_block_delta` (text_delta,
+thinking_delta, signature_delta, input_json_delta) / `content_block_stop` per block, `ping`,
+`message_delta` (stop reason, output usage) and `message_stop`. A `Canned` with `cut_after`
+drops the connection after that many events, as a lost stream does.
+`POST /v1/messages/count_tokens` answers `{"input_tokens": n}`, n a deterministic count of
+the body (its JSON length / 4). The server checks what the real API requires
 (an API key in `x-api-key` or `Authorization: Bearer`, an `anthropic-version` header, and
 `model`, `max_tokens`, `messages` in the body) and answers like the real API when something
 is missing, so a client that forgets them fails the test. An exhausted queue answers 500 with
@@ -21,6 +30,7 @@ The server is uvicorn on 127.0.0.1 with a random free port, in a background thre
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import socket
@@ -28,12 +38,12 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AsyncIterator, Callable
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 _ids = itertools.count(1)
@@ -46,6 +56,8 @@ class Canned:
     status: int
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    cut_after: int | None = None  # streamed: drop the connection after this many events
+    pace_s: float = 0.0  # streamed: wait this long before each event (a slow model)
 
 
 @dataclass(frozen=True)
@@ -76,13 +88,63 @@ def thinking_block(thinking: str, signature: str = "sig-fake") -> dict[str, Any]
     return {"type": "thinking", "thinking": thinking, "signature": signature}
 
 
+REDACTED_DATA = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"  # opaque, as the API sends it
+
+
+def redacted_thinking_block(data: str = REDACTED_DATA) -> dict[str, Any]:
+    return {"type": "redacted_thinking", "data": data}
+
+
 def message(content: list[dict[str, Any]], stop_reason: str = "end_turn", *, input_tokens: int = 10,
-            output_tokens: int = 5, model: str = "claude-test") -> Canned:
+            output_tokens: int = 5, model: str = "claude-test", cache_creation_input_tokens: int = 0,
+            cache_read_input_tokens: int = 0, cut_after: int | None = None, pace_s: float = 0.0) -> Canned:
     return Canned(200, {
         "id": _next_id("msg"), "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": stop_reason, "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-    })
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                  "cache_creation_input_tokens": cache_creation_input_tokens,
+                  "cache_read_input_tokens": cache_read_input_tokens},
+    }, cut_after=cut_after, pace_s=pace_s)
+
+
+def sse_events(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A message as the API streams it: (event name, data) in wire order. Text and thinking
+    come in two deltas each, a tool's input as two pieces of its JSON, so a client that
+    keeps only the last delta fails."""
+    usage = body["usage"]
+    start = {**body, "content": [], "stop_reason": None, "stop_sequence": None,
+             "usage": {**usage, "output_tokens": 1}}
+    out: list[tuple[str, dict[str, Any]]] = [("message_start", {"type": "message_start", "message": start})]
+    for i, block in enumerate(body["content"]):
+        kind = block["type"]
+        if kind == "text":
+            first = {"type": "text", "text": ""}
+            deltas = [{"type": "text_delta", "text": piece} for piece in _halves(block["text"])]
+        elif kind == "thinking":
+            first = {"type": "thinking", "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": piece} for piece in _halves(block["thinking"])]
+            deltas.append({"type": "signature_delta", "signature": block["signature"]})
+        elif kind == "tool_use":
+            first = {**block, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": piece}
+                      for piece in _halves(json.dumps(block["input"]))]
+        else:  # redacted_thinking and anything else: whole in its start
+            first, deltas = block, []
+        out.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": first}))
+        if i == 0:
+            out.append(("ping", {"type": "ping"}))
+        out += [("content_block_delta", {"type": "content_block_delta", "index": i, "delta": d}) for d in deltas]
+        out.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    out.append(("message_delta", {"type": "message_delta",
+                                  "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+                                  "usage": {"output_tokens": usage["output_tokens"]}}))
+    out.append(("message_stop", {"type": "message_stop"}))
+    return out
+
+
+def _halves(text: str) -> list[str]:
+    cut = len(text) // 2
+    return [piece for piece in (text[:cut], text[cut:]) if piece]
 
 
 def text_message(text: str, **kwargs: Any) -> Canned:
@@ -130,7 +192,9 @@ def credential(headers: dict[str, str]) -> str | None:
 class FakeMessagesAPI:
     def __init__(self, startup_timeout_s: float = 5.0):
         self.requests: list[Received] = []
+        self.received_at: list[float] = []  # time.monotonic() of each request, in order
         self._queue: deque[Canned] = deque()
+        self._responder: Callable[[Any], Canned] | None = None
         self._lock = threading.Lock()
         self._startup_timeout_s = startup_timeout_s
         self._server: uvicorn.Server | None = None
@@ -143,11 +207,19 @@ class FakeMessagesAPI:
         with self._lock:
             self._queue.extend(responses)
 
+    def respond_with(self, responder: Callable[[Any], Canned] | None) -> None:
+        """What answers a messages request (its JSON body) once the queue is empty; called
+        under the server's lock, so it may keep counts."""
+        with self._lock:
+            self._responder = responder
+
     def reset(self) -> None:
         """Forget the script and the recorded requests (to reuse one server across tests)."""
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.received_at.clear()
+            self._responder = None
 
     @property
     def pending(self) -> int:
@@ -160,10 +232,22 @@ class FakeMessagesAPI:
         return f"http://127.0.0.1:{self.port}"
 
     def bodies(self) -> list[Any]:
-        return [r.body for r in self.requests]
+        return [r.body for r in self.requests if r.path == "/v1/messages"]
 
     # the ASGI app
-    async def _messages(self, request: Request) -> JSONResponse:
+    async def _count_tokens(self, request: Request) -> JSONResponse:
+        raw = await request.body()
+        body: Any = json.loads(raw) if raw else None
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        with self._lock:
+            self.requests.append(Received(request.method, request.url.path, headers, body))
+            self.received_at.append(time.monotonic())
+        canned = self._check(headers, body, ("model", "messages"))
+        if canned is not None:
+            return JSONResponse(canned.body, status_code=canned.status, headers=canned.headers)
+        return JSONResponse({"input_tokens": len(json.dumps(body, sort_keys=True)) // 4})
+
+    async def _messages(self, request: Request) -> Response:
         raw = await request.body()
         try:
             body: Any = json.loads(raw) if raw else None
@@ -172,14 +256,30 @@ class FakeMessagesAPI:
         headers = {k.lower(): v for k, v in request.headers.items()}
         with self._lock:
             self.requests.append(Received(request.method, request.url.path, headers, body))
+            self.received_at.append(time.monotonic())
             canned = self._check(headers, body) or (self._queue.popleft() if self._queue else None)
+            if canned is None and self._responder is not None:
+                canned = self._responder(body)
         if canned is None:
             canned = error(500, "api_error", "fake: no canned response left", retry_after=None,
                            headers={"x-should-retry": "false"})
+        if canned.status == 200 and isinstance(body, dict) and body.get("stream"):
+            return StreamingResponse(self._stream(canned), media_type="text/event-stream",
+                                     headers={"cache-control": "no-cache", **canned.headers})
         return JSONResponse(canned.body, status_code=canned.status, headers=canned.headers)
 
     @staticmethod
-    def _check(headers: dict[str, str], body: Any) -> Canned | None:
+    async def _stream(canned: Canned) -> AsyncIterator[bytes]:
+        for n, (name, data) in enumerate(sse_events(canned.body)):
+            if canned.pace_s:
+                await asyncio.sleep(canned.pace_s)
+            if canned.cut_after is not None and n >= canned.cut_after:
+                raise ConnectionAbortedError("fake: the stream is cut")  # uvicorn drops the connection
+            yield f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+    @staticmethod
+    def _check(headers: dict[str, str], body: Any,
+               required: tuple[str, ...] = ("model", "max_tokens", "messages")) -> Canned | None:
         """Reject what the real API would reject, without consuming a scripted answer."""
         no_retry = {"x-should-retry": "false"}
         if not credential(headers):
@@ -191,7 +291,7 @@ class FakeMessagesAPI:
         if not isinstance(body, dict):
             return error(400, "invalid_request_error", "body must be a JSON object",
                          retry_after=None, headers=no_retry)
-        for key in ("model", "max_tokens", "messages"):
+        for key in required:
             if key not in body:
                 return error(400, "invalid_request_error", f"{key}: Field required",
                              retry_after=None, headers=no_retry)
@@ -201,6 +301,7 @@ class FakeMessagesAPI:
         with self._lock:
             self.requests.append(Received(request.method, request.url.path,
                                           {k.lower(): v for k, v in request.headers.items()}, None))
+            self.received_at.append(time.monotonic())
         canned = error(404, "not_found_error", f"fake: no route {request.method} {request.url.path}",
                        retry_after=None, headers={"x-should-retry": "false"})
         return JSONResponse(canned.body, status_code=canned.status, headers=canned.headers)
@@ -208,6 +309,7 @@ class FakeMessagesAPI:
     def _app(self) -> Starlette:
         return Starlette(routes=[
             Route("/v1/messages", self._messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
             Route("/{path:path}", self._not_found, methods=["GET", "POST", "PUT", "DELETE", "PATCH"]),
         ])
 

@@ -23,6 +23,7 @@ from tests.fakes.messages_api import (
     credential,
     error,
     message,
+    redacted_thinking_block,
     text_block,
     text_message,
     thinking_block,
@@ -89,7 +90,8 @@ async def test_text_reply_maps_text_usage_and_stop_reason(api, model) -> None:
     reply = await model.complete(request())
 
     assert reply == ModelReply(text="The README describes an event log.", reasoning=[], tool_uses=[],
-                               usage=Usage(input_tokens=321, output_tokens=45), stop_reason="end_turn")
+                               usage=Usage(input_tokens=321, output_tokens=45), stop_reason="end_turn",
+                               blocks=[text_block("The README describes an event log.")])
     assert len(api.requests) == 1
 
 
@@ -107,10 +109,14 @@ async def test_tool_use_reply_maps_to_tool_uses(api, model) -> None:
     assert reply.usage == Usage(input_tokens=50, output_tokens=20)
 
 
-async def test_request_carries_system_messages_tools_and_max_tokens(api, model) -> None:
+async def test_request_carries_system_messages_tools_and_max_tokens(api) -> None:
+    """With caching off the request is the brain's as it is; the caching tests check the marks."""
     api.enqueue(text_message("ok"))
-
-    await model.complete(request(max_tokens=1234))
+    model = ClaudeModel(MODEL, API_KEY, base_url=api.base_url, max_retries=0, prompt_cache=False)
+    try:
+        await model.complete(request(max_tokens=1234))
+    finally:
+        await model.close()
 
     [received] = api.requests
     assert (received.method, received.path) == ("POST", "/v1/messages")
@@ -127,7 +133,8 @@ async def test_request_carries_system_messages_tools_and_max_tokens(api, model) 
                              "content": "# Wakeline\nan event log"}]
     assert body["tools"] == TOOLS
     assert body["max_tokens"] == 1234
-    assert not body.get("stream")
+    assert body["stream"] is True  # the adapter always streams (deltas for live viewers)
+    assert "thinking" not in body
 
 
 async def test_429_then_200_succeeds_after_one_retry(api, model) -> None:
@@ -215,3 +222,123 @@ async def test_fake_rejects_requests_without_the_required_headers(api) -> None:
     assert (no_key.status_code, no_key.json()["error"]["type"]) == (401, "authentication_error")
     assert (no_version.status_code, no_version.json()["error"]["type"]) == (400, "invalid_request_error")
     assert complete.status_code == 200 and complete.json()["content"] == [text_block("only for a complete request")]
+
+
+# --- thinking, caching, streaming, counting (issue 15) -----------------------------------------
+
+THINKING_REPLY = [thinking_block("List first, then read.", "EqQBCkgIARABGAIiQL-sig"), redacted_thinking_block(),
+                  text_block("Looking."), {"type": "tool_use", "id": "toolu_9", "name": "run", "input": {"cmd": "ls"}}]
+
+
+async def test_thinking_and_redacted_thinking_come_back_as_blocks_with_their_signature(api, model) -> None:
+    api.enqueue(message(THINKING_REPLY, "tool_use"))
+
+    reply = await model.complete(ModelRequest(model=MODEL, system=SYSTEM, messages=MESSAGES, tools=TOOLS,
+                                              max_tokens=4096, thinking_budget=2048, session_id="s", seq=1))
+
+    assert reply.blocks == THINKING_REPLY  # streamed, reassembled, exactly as sent
+    assert reply.reasoning == ["List first, then read.", "[redacted thinking]"]
+    assert api.requests[0].body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+async def test_deltas_reach_the_sink_in_order_and_make_the_text(api, model) -> None:
+    api.enqueue(message([thinking_block("Short."), text_block("The README describes an event log.")]))
+    deltas: list[tuple[str, str]] = []
+
+    async def sink(kind: str, text: str) -> None:
+        deltas.append((kind, text))
+    reply = await model.complete(request(), sink)
+
+    assert "".join(t for k, t in deltas if k == "text") == reply.text == "The README describes an event log."
+    assert "".join(t for k, t in deltas if k == "thinking") == "Short."
+    assert len([d for d in deltas if d[0] == "text"]) == 2  # it streamed in pieces, not one at the end
+
+
+async def test_a_stream_cut_part_way_is_a_retryable_error_and_no_partial_reply(api, model) -> None:
+    api.enqueue(message([text_block("this will be cut off half way")], cut_after=4))
+    seen: list[str] = []
+
+    async def sink(kind: str, text: str) -> None:
+        seen.append(text)
+    with pytest.raises(ModelError) as caught:
+        await model.complete(request(), sink)
+    assert caught.value.retryable
+    assert seen == ["this will be c"]  # the viewer saw the partial text; the caller got no reply
+
+
+async def test_usage_carries_the_cache_figures(api, model) -> None:
+    api.enqueue(message([text_block("ok")], input_tokens=12, output_tokens=3, cache_creation_input_tokens=900,
+                        cache_read_input_tokens=4000))
+    reply = await model.complete(request())
+    assert reply.usage == Usage(input_tokens=12, output_tokens=3, cache_creation_input_tokens=900,
+                                cache_read_input_tokens=4000)
+
+
+def marks(body: dict) -> list[str]:
+    """Where a request's breakpoints are: tool names, "system", or "m<i>.<j>" blocks."""
+    out = [f"tool:{t['name']}" for t in body.get("tools", []) if "cache_control" in t]
+    out += ["system" for b in body["system"] if "cache_control" in b] if isinstance(body["system"], list) else []
+    for i, m in enumerate(body["messages"]):
+        if isinstance(m["content"], list):
+            out += [f"m{i}.{j}" for j, b in enumerate(m["content"]) if "cache_control" in b]
+    return out
+
+
+async def test_breakpoints_on_tools_system_and_the_newest_prefix_stay_where_they_were(api, model) -> None:
+    conversation = [{"role": "user", "content": [{"type": "text", "text": "go"}]}]
+    for turn in range(4):
+        api.enqueue(message([text_block("ok")]))
+        await model.complete(request(messages=[dict(m) for m in conversation]))
+        conversation += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{turn}", "name": "run",
+                                                            "input": {"cmd": "ls"}}]},
+                         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{turn}",
+                                                       "content": "a"}]}]
+    bodies = api.bodies()
+    assert marks(bodies[0]) == ["tool:run", "system", "m0.0"]
+    for n, body in enumerate(bodies[1:], start=1):
+        last = len(body["messages"]) - 1
+        assert marks(body) == ["tool:run", "system", f"m{last - 2}.0", f"m{last}.0"]  # 4: the API's limit
+        # the previous request's newest breakpoint is one of this one's, over the same prefix
+        previous = bodies[n - 1]["messages"]
+        assert [m["role"] for m in body["messages"][: len(previous)]] == [m["role"] for m in previous]
+        assert body["messages"][len(previous) - 1] == previous[-1]
+    assert "cache_control" not in str(conversation)  # the brain's request is not changed
+
+
+async def test_thinking_blocks_get_no_breakpoint(api, model) -> None:
+    api.enqueue(message([text_block("ok")]))
+    paused = [{"role": "user", "content": [{"type": "text", "text": "go"}]},
+              {"role": "assistant", "content": [thinking_block("hm"), text_block("so")]}]
+    await model.complete(request(messages=paused))
+    assert marks(api.bodies()[0])[-1] == "m1.1"
+
+
+async def test_retry_after_is_honoured(api, model) -> None:
+    api.enqueue(error(529, "overloaded_error", "Overloaded", retry_after="0.6"), text_message("after the wait"))
+    reply = await model.complete(request())
+    assert reply.text == "after the wait"
+    assert len(api.requests) == 2
+    # the SDK waited what the server asked, not its own 0.5 s * 2**n backoff (jittered below 0.5)
+    assert api.received_at[1] - api.received_at[0] >= 0.55
+
+
+async def test_exhausted_overload_is_retryable_and_a_bad_request_is_not(api) -> None:
+    claude = make_model(api, max_retries=1)
+    try:
+        api.enqueue(error(529, "overloaded_error", "Overloaded"), error(529, "overloaded_error", "Overloaded"))
+        with pytest.raises(ModelError) as overloaded:
+            await claude.complete(request())
+        api.enqueue(error(400, "invalid_request_error", "bad", retry_after=None))
+        with pytest.raises(ModelError) as refused:
+            await claude.complete(request())
+    finally:
+        await claude.close()
+    assert overloaded.value.retryable and not refused.value.retryable
+
+
+async def test_count_tokens_asks_the_api(api, model) -> None:
+    counted = await model.count_tokens(request())
+    [received] = api.requests
+    assert received.path == "/v1/messages/count_tokens"
+    assert "max_tokens" not in received.body and received.body["messages"][0]["content"][-1]["cache_control"]
+    assert counted == len(__import__("json").dumps(received.body, sort_keys=True)) // 4

@@ -460,8 +460,8 @@ def topic_problems(docs: list[Doc]) -> list[str]:
     topics = {d.body["spec"].get("topicName", d.name): d for d in of_kind(docs, "KafkaTopic")}
     out = [f"topic {t} (wakeline.topics) has no KafkaTopic" for t in wanted.all_topics if t not in topics]
     out += [f"{d}: topic {t} is not one of wakeline.topics" for t, d in topics.items() if t not in wanted.all_topics]
-    config = topic_settings(settings)
     for topic, d in topics.items():
+        config = topic_settings(settings, topic)
         spec = d.body["spec"]
         if d.body["metadata"].get("labels", {}).get("strimzi.io/cluster") not in clusters:
             out.append(f"{d}: strimzi.io/cluster names no Kafka here")

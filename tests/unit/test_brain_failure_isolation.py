@@ -198,7 +198,8 @@ def test_park_drafts_answers_a_pending_call_with_an_error_result():
     log = Log()
     log.append(handle_input(log.state, create()), "s1")
     log.append(next_step(log.state), "s1")
-    log.append(model_drafts(log.state, ModelReply(tool_uses=[ToolUse(id="tc-1", name="bash", input={})]),
+    call = ToolUse(id="tc-1", name="bash", input={"command": "true"})
+    log.append(model_drafts(log.state, ModelReply(tool_uses=[call]),
                             "agent:fake"), "s1")
     report = c.ToolResultReport(session_id="s1", tenant="t", tool_call_id="tc-1", name="bash",
                                 output="y" * 100, runner="r1")

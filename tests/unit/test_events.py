@@ -43,6 +43,7 @@ SAMPLE_PAYLOADS: dict[str, dict] = {
                "config": {"model": "scripted:x"}, "owner": "user:alice", "title": "t"},
     "snapshot": {"state": {"last_seq": 6, "seen_inputs": ["cmd-1"], "messages": [{"role": "user", "seq": 2}]},
                  "state_hash": "ab" * 32, "format": "1.0123456789ab"},
+    "model_unavailable": {"error": "OverloadedError: 529", "attempt": 2, "retry_in_s": 4.0},
 }
 
 

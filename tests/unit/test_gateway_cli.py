@@ -206,3 +206,25 @@ def test_verify_of_a_fork_says_when_its_prefix_was_dropped_by_retention(capsys):
     code, out, _ = run(["verify", "f1"], {("GET", "/v1/sessions/f1/verify"): [httpx.Response(200, json=report)]},
                        capsys)
     assert code == 0 and "inherited prefix: p seq 1..8: ok" in out and "history is gone" in out
+
+
+def test_run_live_shows_the_model_text_as_it_streams_and_a_restart(capsys) -> None:
+    def delta(call: str, index: int, kind: str, text: str = "") -> str:
+        body = {"session_id": "s-1", "tenant": "t", "turn": 1, "call": call, "index": index, "kind": kind,
+                "text": text}
+        return f"event: delta\ndata: {json.dumps(body)}\n\n"
+    stream = (sse(event(1, "session_created", config={"model": "m"}, owner="user:local"))
+              + delta("a", 0, "start") + delta("a", 1, "thinking", "hm") + delta("a", 2, "text", "Hel")
+              + delta("b", 0, "start") + delta("b", 1, "text", "Hel") + delta("b", 2, "text", f"lo{ESCAPE}")
+              + sse(event(2, "model_turn", text="Hello"), event(3, "session_ended", reason="completed"))[19:])
+    gateway = FakeGateway({
+        ("POST", "/v1/sessions"): [httpx.Response(201, json={"session_id": "s-1", "command_id": "c-1",
+                                                             "status": "done"})],
+        ("GET", "/v1/sessions/s-1/stream"): [httpx.Response(200, text=stream)],
+    })
+    assert run_cli(["run", "say hello", "--live"], gateway) == 0
+    assert gateway.requests[1].url.params["deltas"] == "true"
+    out = capsys.readouterr().out
+    assert "(model writing, turn 1) [hm]Hel\n" in out
+    assert "(model writing, turn 1, restarted) Hello?[2J?]0;pwned?\n" in out
+    assert out.index("restarted") < out.index("model_turn") < out.index("session_ended")

@@ -144,3 +144,21 @@ def test_markdown_fences_tool_output_longer_than_any_backtick_run_in_it() -> Non
 
 def test_md_escape_keeps_text_readable() -> None:
     assert transcript.md_escape("a <b> & [c](d)") == r"a \<b\> \& \[c\](d)"
+
+
+def test_a_claude_turn_shows_its_reasoning_collapsed_and_a_parked_turn_says_why() -> None:
+    log = sealed([
+        draft("session_created", "cmd-1", config={"model": "claude-x"}, owner="user:ann"),
+        draft("turn_started", turn=1),
+        draft("model_unavailable", error="OverloadedError: 529", attempt=1, retry_in_s=2.0),
+        draft("model_turn", text="Answer.",
+              blocks=[{"type": "thinking", "thinking": "secret plan <b>", "signature": "EqQBsig-77"},
+                      {"type": "redacted_thinking", "data": "opaque"}, {"type": "text", "text": "Answer."}]),
+    ], new_session_id())
+    items = entries(log)
+    assert [i.type for i in items] == ["session_created", "model_unavailable", "model_turn"]
+    assert items[1].text == "the model is unavailable (attempt 1); calling again in 2 s: OverloadedError: 529"
+    page = render_html({"session_id": "s"}, items)
+    assert "<details><summary>reasoning</summary><pre>secret plan &lt;b&gt;</pre></details>" in page
+    assert items[2].reasoning == ("secret plan <b>", "[redacted thinking]")  # from the blocks
+    assert "opaque" not in page and "EqQBsig-77" not in page  # what only the API reads stays out

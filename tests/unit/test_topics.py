@@ -54,5 +54,6 @@ def test_topic_names_are_distinct_and_namespaced_by_the_prefix_in_force():
 
 def test_every_topic_and_group_is_named_from_one_prefix():
     blue = names("blue")
-    assert blue.all_topics == ("blue.inbox", "blue.events", "blue.tool-calls", "blue.tool-results", "blue.dead-letter")
+    assert blue.all_topics == ("blue.inbox", "blue.events", "blue.tool-calls", "blue.tool-results", "blue.dead-letter",
+                               "blue.model-deltas")
     assert [blue.group(s) for s in ("brain", "runner", "archiver")] == ["blue-brain", "blue-runner", "blue-archiver"]

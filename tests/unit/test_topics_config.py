@@ -40,3 +40,13 @@ def test_a_larger_max_message_size_than_needed_is_no_contradiction():
 def test_a_finite_retention_is_reported_against_forever():
     assert topic_mismatches(found(**{"retention.ms": "86400000"}), CLUSTER) == [
         TopicMismatch("wakeline.events", "retention.ms", "86400000", "-1")]
+
+
+def test_the_model_deltas_topic_keeps_its_short_retention_and_every_other_topic_the_log_s():
+    from wakeline.topics import ALL_TOPICS, DELTAS
+    assert topic_settings(CLUSTER, DELTAS)["retention.ms"] == str(CLUSTER.deltas_retention_ms) == "600000"
+    assert {topic_settings(CLUSTER, t)["retention.ms"] for t in ALL_TOPICS if t != DELTAS} == {"-1"}
+    limit = str(topic_max_message_bytes(CLUSTER.max_record_bytes))
+    configs = {"min.insync.replicas": "2", "retention.ms": "-1", "max.message.bytes": limit}
+    deltas = FoundTopic(DELTAS, 6, 3, configs, {})
+    assert [(m.key, m.wanted) for m in topic_mismatches(deltas, CLUSTER)] == [("retention.ms", "600000")]

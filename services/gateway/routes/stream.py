@@ -30,13 +30,15 @@ def resume_after(last_event_id: str | None, after: int | None) -> int:
 
 @router.get("/stream", response_class=StreamingResponse,
             responses={200: {"content": {"text/event-stream": {}},
-                             "description": "`id: <seq>`, `event: <type>`, `data: <event json>` frames."}})
+                             "description": "`id: <seq>`, `event: <type>`, `data: <event json>` frames; with "
+                                            "`deltas=true` also `event: delta` frames (no id) of the model's "
+                                            "text as it streams, never stored."}})
 async def stream_events(session: SessionDep, caller: Reader, store: StoreDep, settings: SettingsDep, feed: FeedDep,
                         after: Annotated[int | None, Query(ge=0, le=PG_BIGINT_MAX)] = None,
-                        until_end: bool = False,
+                        until_end: bool = False, deltas: bool = False,
                         last_event_id: Annotated[str | None, Header(max_length=50)] = None) -> StreamingResponse:
     tail = Tail(store, caller.scope, session.session_id, settings.stream_poll_s, settings.stream_heartbeat_s,
-                feed.listeners, feed.running, settings.stream_recheck_s)
+                feed.listeners, feed.running, settings.stream_recheck_s, deltas=deltas)
     return StreamingResponse(tail.frames(resume_after(last_event_id, after), until_end),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

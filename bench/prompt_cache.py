@@ -1,0 +1,139 @@
+"""Prompt cache: how much of each Claude request the prefix cache can serve, caching on vs off.
+
+A 30-request session (a tool loop: 29 tool-use turns, then the answer) runs through the
+brain's own code (fold, `build_request`, `model_drafts`, `next_step`, tool results as the
+runner reports them) and the real `anthropic` SDK (`ClaudeModel`) against the local
+Messages API server (`tests.fakes.messages_api`), which records every request body. No
+Kafka or Postgres: what is measured is what the requests carry, not time.
+
+For each request after the first, the figure is the share of its input (JSON characters
+of its tools, system blocks and message blocks, in the API's prefix order, cache marks
+left out) that sits before a breakpoint whose whole prefix is identical to a prefix the
+previous request marked with a breakpoint: what that request wrote to the cache and this
+one can read. With caching off there are no breakpoints, so the share is 0 and every
+request pays the whole prefix again; on, it should be nearly all of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from tests.fakes.messages_api import Canned, FakeMessagesAPI, message, text_block, tool_use_block
+from wakeline import commands as c
+from wakeline.chain import Draft, seal
+from wakeline.fold import apply
+from wakeline.state import SessionState
+from wakeline.tools import tool_schemas
+from wakeline_brain.claude import ClaudeModel
+from wakeline_brain.context import build_request
+from wakeline_brain.inputs import handle_input
+from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
+
+T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+OUTPUT = "".join(f"file_{i:03d}.py  {i * 37 % 5000:>6} bytes\n" for i in range(60))  # ~1.7 kB a result
+
+
+def responder(turns: int):  # type: ignore[no-untyped-def]
+    count = 0
+
+    def answer(body: dict[str, Any]) -> Canned:
+        nonlocal count
+        count += 1
+        if count < turns:
+            return message([text_block(f"Step {count}: listing again."),
+                            tool_use_block("list_files", {"path": f"dir{count}"}, id=f"toolu_{count:03d}")],
+                           "tool_use")
+        return message([text_block("All listed.")], "end_turn")
+    return answer
+
+
+class Session:
+    """One session's log, sealed and folded as the brain does, without Kafka."""
+
+    def __init__(self) -> None:
+        self.state = SessionState()
+
+    def append(self, drafts: list[Draft]) -> None:
+        for draft in drafts:
+            event = seal(draft, session_id="bench-cache", tenant="bench", seq=self.state.last_seq + 1,
+                         prev_hash=self.state.last_hash, ts=T0 + timedelta(seconds=self.state.last_seq),
+                         event_id=str(uuid.uuid4()))
+            self.state = apply(self.state, event)
+
+
+async def session_requests(turns: int = 30, cache: bool = True) -> list[dict[str, Any]]:
+    """The request bodies the server received for one session of `turns` model calls."""
+    with FakeMessagesAPI() as api:
+        api.respond_with(responder(turns))
+        model = ClaudeModel("claude-bench", "bench-key", base_url=api.base_url, max_retries=0, prompt_cache=cache)
+        session = Session()
+        session.append(handle_input(session.state, c.CreateSession(
+            command_id="create", session_id="bench-cache", tenant="bench", actor="user:bench",
+            message="List every directory, one call each.", config={"model": "claude-bench", "max_turns": turns + 5})))
+        try:
+            while (step := next_step(session.state)) is not None:
+                if step is not CALL_MODEL:
+                    session.append(step)  # type: ignore[arg-type]
+                    continue
+                reply = await model.complete(build_request(session.state, tool_schemas()))
+                session.append(model_drafts(session.state, reply, "agent:claude-bench"))
+                for call in session.state.pending_tool_calls:
+                    session.append(handle_input(session.state, c.ToolResultReport(
+                        session_id="bench-cache", tenant="bench", tool_call_id=call.tool_call_id, name=call.name,
+                        output=OUTPUT, runner="bench")))
+        finally:
+            await model.close()
+        return api.bodies()
+
+
+def pieces(body: dict[str, Any]) -> list[tuple[str, bool]]:
+    """The request in the cache's prefix order (tools, system, messages), one entry a block:
+    its JSON without the cache mark, and whether it carries one."""
+    out = []
+    blocks = list(body.get("tools", []))
+    system = body.get("system", "")
+    blocks += system if isinstance(system, list) else [{"type": "text", "text": system}]
+    for m in body["messages"]:
+        content = m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]
+        blocks += [{**b, "role": m["role"]} for b in content]
+    for block in blocks:
+        bare = {k: v for k, v in block.items() if k != "cache_control"}
+        out.append((json.dumps(bare, sort_keys=True), "cache_control" in block))
+    return out
+
+
+def cacheable_share(previous: dict[str, Any], current: dict[str, Any]) -> float:
+    """The share of `current`'s input before its last breakpoint whose prefix the previous
+    request also ended a breakpoint on (so it wrote that prefix to the cache)."""
+    before, now = pieces(previous), pieces(current)
+    written = {i for i, (_, marked) in enumerate(before) if marked}
+    served = 0
+    for i, (_, marked) in enumerate(now):
+        if marked and i in written and [p for p, _ in now[: i + 1]] == [p for p, _ in before[: i + 1]]:
+            served = i + 1
+    total = sum(len(p) for p, _ in now)
+    return sum(len(p) for p, _ in now[:served]) / total if total else 0.0
+
+
+async def run(turns: int = 30) -> list[dict[str, Any]]:
+    lines = []
+    for cache in (True, False):
+        bodies = await session_requests(turns, cache)
+        shares = [cacheable_share(a, b) for a, b in zip(bodies, bodies[1:])]
+        marks = max(sum(marked for _, marked in pieces(b)) for b in bodies)
+        lines.append({"bench": "prompt_cache", "cache": "on" if cache else "off", "requests": len(bodies),
+                      "max_breakpoints": marks, "cacheable_share_mean": round(statistics.fmean(shares), 4),
+                      "cacheable_share_min": round(min(shares), 4),
+                      "cacheable_share_last": round(shares[-1], 4),
+                      "input_chars_last": sum(len(p) for p, _ in pieces(bodies[-1]))})
+    return lines
+
+
+if __name__ == "__main__":
+    for line in asyncio.run(run()):
+        print(json.dumps(line))
