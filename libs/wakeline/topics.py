@@ -31,6 +31,9 @@ class Names:
     tool_calls: str
     tool_results: str
     dead_letter: str
+    # Signed checkpoints (witnesses.py): one partition, kept forever, never compacted; not
+    # one of `all_topics`, which share the session partitioning.
+    checkpoints: str
 
     @property
     def all_topics(self) -> tuple[str, ...]:
@@ -43,7 +46,7 @@ class Names:
 
 def names(prefix: str) -> Names:
     return Names(prefix, f"{prefix}.inbox", f"{prefix}.events", f"{prefix}.tool-calls", f"{prefix}.tool-results",
-                 f"{prefix}.dead-letter")
+                 f"{prefix}.dead-letter", f"{prefix}.checkpoints")
 
 
 DEFAULT_PREFIX = DEFAULT_TOPIC_PREFIX
@@ -54,6 +57,7 @@ EVENTS = NAMES.events
 TOOL_CALLS = NAMES.tool_calls
 TOOL_RESULTS = NAMES.tool_results
 DEAD_LETTER = NAMES.dead_letter
+CHECKPOINTS = NAMES.checkpoints
 ALL_TOPICS = NAMES.all_topics
 BRAIN_GROUP = NAMES.group("brain")
 RUNNER_GROUP = NAMES.group("runner")
