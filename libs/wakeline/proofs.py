@@ -6,8 +6,11 @@ offline, with the public key alone: no database, no other session's head.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+
+import asyncpg
 
 from wakeline import merkle
 from wakeline.checkpoints import Head
@@ -30,6 +33,22 @@ def build_proof(evidence: Evidence, session_id: str) -> InclusionProof | None:
         return None
     return InclusionProof(session_id=session_id, head=found.heads[session_id],
                           path=merkle.path(found.heads, session_id), checkpoint=found.envelope)
+
+
+async def proof_from_postgres(conn: asyncpg.Connection, session_id: str) -> InclusionProof | None:
+    """From the newest row of `signed_checkpoints` naming the session (tenant set on `conn`).
+
+    Nothing here is trusted: the proof is checked offline under the public key, so a
+    gateway that serves it needs no key. Heads that do not hash to the signed root give a
+    proof that fails that check, which is the point.
+    """
+    row = await conn.fetchrow("SELECT statement, signature, heads FROM signed_checkpoints WHERE heads ? $1 "
+                              "ORDER BY number DESC LIMIT 1", session_id)
+    if row is None:
+        return None
+    heads = {s: Head.model_validate(h) for s, h in json.loads(row["heads"]).items()}
+    return InclusionProof(session_id=session_id, head=heads[session_id], path=merkle.path(heads, session_id),
+                          checkpoint=Envelope(statement=row["statement"], signature=row["signature"]))
 
 
 def check_proof(proof: InclusionProof, public: bytes) -> list[str]:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from wakeline.events import EndReason, Event, EventType, SessionConfig
 from wakeline.ids import ACTOR_PATTERN
+from wakeline.proofs import InclusionProof
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment, QueryId, query_text
 
 ActorQuery = Annotated[str, Field(max_length=210, pattern=ACTOR_PATTERN)]
@@ -210,3 +211,11 @@ class RetentionPublic(BaseModel):
     history: list[RetentionChangePublic]
     note: str = ("Retention drops whole months, and only once every tenant with events in that month is "
                  "past its window; run by the operator as the maintenance role (`wakeline retention apply`).")
+
+
+class ProofPublic(BaseModel):
+    """A session's inclusion proof, or why there is none yet (`proof` null, `reason` says)."""
+
+    session_id: str
+    proof: InclusionProof | None
+    reason: str | None = None
