@@ -35,7 +35,7 @@ from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.witnesses import EvidenceSettings
 from wakeline.signed_checkpoints import Envelope, SignedCut, new_statement
-from wakeline.signing import SeedSigner, Signer, file_signer, secret_signer
+from wakeline.signing import SeedSigner, Signer, file_signer, secret_signer, signature_valid
 
 
 
@@ -76,7 +76,11 @@ async def sign_round(pool: TenantPool, signer: Signer, tenant: str, settings: Co
     """One checkpoint of `tenant`: signed, then written to postgres, the topic and the sink."""
     now = now or datetime.now(UTC)
     async with pool.transaction(tenant) as conn:
-        previous = await witnesses.newest_postgres(conn)
+        # The newest statement this key signed, not merely the newest row: a row forged into
+        # postgres must not become the predecessor (then the number it took is refused by
+        # the unique (tenant, number) and the round fails loudly, instead of chaining on it).
+        previous = next((e for e, _ in reversed(await witnesses.read_postgres(conn))
+                         if signature_valid(signer.public_key(), e.statement.encode(), e.signature)), None)
         heads = await stored_heads(conn)
         through = await _through(conn)
         cuts, refused = await _unsigned_cuts(conn, now, floor)
@@ -99,7 +103,7 @@ class Lag(Frozen):
     checkpoint_at: datetime | None
     anchored_through: datetime | None  # newest event ts the newest checkpoint covers
     unanchored_events: int  # events stored after that
-    lag_s: float  # newest event ts - anchored_through (0 when all anchored)
+    lag_s: float | None  # newest event ts - anchored_through (0 when all anchored; None: nothing anchored yet)
 
 
 async def anchoring_lag(pool: TenantPool, tenant: str) -> Lag:
@@ -113,11 +117,15 @@ async def anchoring_lag(pool: TenantPool, tenant: str) -> Lag:
             unanchored = await conn.fetchval("SELECT count(*) FROM events")
         else:
             unanchored = await conn.fetchval("SELECT count(*) FROM events WHERE ts > $1", through)
-    lag = (newest_event - through).total_seconds() if newest_event and through else (
-        0.0 if newest_event is None else float("inf"))
+    if newest_event is None:
+        lag: float | None = 0.0
+    elif through is None:
+        lag = None
+    else:
+        lag = max((newest_event - through).total_seconds(), 0.0)
     return Lag(tenant=tenant, newest_event_at=newest_event, newest_checkpoint=statement.number if statement else None,
                checkpoint_at=statement.created_at if statement else None, anchored_through=through,
-               unanchored_events=unanchored, lag_s=max(lag, 0.0))
+               unanchored_events=unanchored, lag_s=lag)
 
 
 def due(lag: Lag, now: datetime, every_s: float, every_events: int) -> bool:

@@ -127,13 +127,17 @@ async def ensure_topic(settings: CommonSettings) -> bool:
     admin = make_admin(settings)
     await admin.start()
     try:
-        created = False
         try:
-            await admin.create_topics([NewTopic(CHECKPOINTS, 1, settings.replication_factor, topic_configs={
+            response = await admin.create_topics([NewTopic(CHECKPOINTS, 1, settings.replication_factor, topic_configs={
                 **TOPIC_CONFIG, "min.insync.replicas": str(settings.min_insync_replicas)})])
-            created = True
         except TopicAlreadyExistsError:
-            pass
+            response = None
+        # The broker answers per topic: 0 created, 36 already there, anything else refused.
+        codes = [e["error_code"] for e in (response.to_object()["topic_errors"] if response is not None else [])]
+        refused = [c for c in codes if c not in (0, TopicAlreadyExistsError.errno)]
+        if refused:
+            raise RuntimeError(f"the broker refused to create {CHECKPOINTS}: error code {refused[0]}")
+        created = codes == [0]
         response = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, CHECKPOINTS, None)])
         entries = {e["config_names"]: e["config_value"] for resp in response
                    for r in resp.to_object()["resources"] for e in r["config_entries"]}

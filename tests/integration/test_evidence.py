@@ -93,7 +93,8 @@ class Stack:
 
     def __init__(self, pool: TenantPool, settings: CommonSettings, sink: Path, times: Sequence[datetime] = ()) -> None:
         self.pool, self.settings, self.sink = pool, settings, sink
-        self.signer = SeedSigner(os.urandom(32))
+        self.seed = os.urandom(32)
+        self.signer = SeedSigner(self.seed)
         self.tenant, self.session_id = fresh_tenant(), fresh_session_id()
         t0 = datetime.now(UTC)
         times = times or [t0 + timedelta(milliseconds=s) for s in range(1, 7)]
@@ -239,6 +240,19 @@ async def test_a_checkpoint_forged_into_all_three_witnesses_without_the_key_is_r
         f"checkpoint {fake} in the {w}: its signature does not verify (forged or altered)"
         for w in ("postgres", "topic", "sink")]
     assert report.signed_checkpoint == 1  # the genuine one still anchors the chain
+
+
+async def test_the_signer_never_chains_on_a_row_forged_into_postgres(stack: Stack) -> None:
+    forged = sign_statement(MALLORY, new_statement(stack.signer, stack.tenant, {}, previous=stack.signed[0],
+                                                   created_at=datetime.now(UTC), through=None).parsed())
+    async with superuser() as conn:
+        await conn.execute("SELECT set_config('wakeline.tenant', $1, false)", stack.tenant)
+        await witnesses.insert(conn, forged, {})
+    # Its predecessor is the newest statement its own key signed (#1), so it takes #2, which
+    # the forgery holds: the round fails loudly rather than signing "#3 after the forgery".
+    with pytest.raises(asyncpg.UniqueViolationError):
+        await stack.sign()
+    assert await witnesses.ensure_topic(stack.settings) is False  # present: not created again
 
 
 async def test_a_truncated_file_sink_is_reported_at_the_checkpoints_it_lost(stack: Stack) -> None:
@@ -407,6 +421,8 @@ async def test_an_inclusion_proof_from_the_cli_verifies_offline_with_the_public_
 
 
 async def test_the_lag_counts_the_events_no_checkpoint_covers_yet(stack: Stack) -> None:
+    nothing = await anchoring_lag(stack.pool, fresh_tenant())
+    assert (nothing.unanchored_events, nothing.lag_s, nothing.newest_checkpoint) == (0, 0.0, None)
     lag = await anchoring_lag(stack.pool, stack.tenant)
     assert (lag.unanchored_events, lag.lag_s, lag.newest_checkpoint) == (0, 0.0, 1)
     later = factories.sealed([draft("user_message", text=f"more {i}") for i in range(4)], stack.session_id,
@@ -425,7 +441,7 @@ async def test_the_lag_counts_the_events_no_checkpoint_covers_yet(stack: Stack) 
 
 async def test_the_signer_run_mode_checkpoints_a_tenant_after_m_events(stack: Stack, tmp_path: Path) -> None:
     key = tmp_path / "signer.key"
-    key.write_text(os.urandom(32).hex())
+    key.write_text(stack.seed.hex())  # the key that signed #1: the run continues its chain
     env = {**os.environ, "WAKELINE_SIGNER_KEY_FILE": str(key), "WAKELINE_SIGNER_SINK_DIR": str(stack.sink),
            "WAKELINE_SIGNER_EVERY_S": "3600", "WAKELINE_SIGNER_EVERY_EVENTS": "3", "WAKELINE_SIGNER_POLL_S": "0.2"}
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.signer", "run", "--tenant",
