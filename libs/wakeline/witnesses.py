@@ -10,6 +10,7 @@ they hold is compared in signed_checkpoints.cross_check.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import Mapping
@@ -137,14 +138,20 @@ async def ensure_topic(settings: CommonSettings) -> bool:
         refused = [c for c in codes if c not in (0, TopicAlreadyExistsError.errno)]
         if refused:
             raise RuntimeError(f"the broker refused to create {CHECKPOINTS}: error code {refused[0]}")
-        created = codes == [0]
-        response = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, CHECKPOINTS, None)])
-        entries = {e["config_names"]: e["config_value"] for resp in response
-                   for r in resp.to_object()["resources"] for e in r["config_entries"]}
+        if codes == [0]:
+            return True  # created just now, with TOPIC_CONFIG
+        # A topic created a moment ago (by another process) may describe with no entries yet.
+        for _ in range(20):
+            described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, CHECKPOINTS, None)])
+            entries = {e["config_names"]: e["config_value"] for resp in described
+                       for r in resp.to_object()["resources"] for e in r["config_entries"]}
+            if entries:
+                break
+            await asyncio.sleep(0.25)
         wrong = {k: entries.get(k) for k, v in TOPIC_CONFIG.items() if entries.get(k) != v}
         if wrong:
             raise RuntimeError(f"topic {CHECKPOINTS} has {wrong}, wanted {TOPIC_CONFIG}: it would lose checkpoints")
-        return created
+        return False
     finally:
         await admin.close()
 
