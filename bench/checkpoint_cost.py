@@ -19,6 +19,7 @@ import asyncio
 import json
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from bench.audit_sessions import PER_SESSION, session_id, session_rows
@@ -68,13 +69,13 @@ def _timed(phases: dict[str, list[float]], name: str, started: float) -> float:
     return now
 
 
-async def measure(sessions: int, repeats: int) -> list[dict[str, Any]]:
+async def measure(sessions: int, repeats: int, home: Path | None = None) -> list[dict[str, Any]]:
     settings = CommonSettings()
     await witnesses.ensure_topic(settings)
     # The tenant's statements chain across runs, so the key and the sink persist with the
     # database and topic prefix they belong to: a fresh key or sink would make the next
     # run's cross-check (rightly) report the earlier statements as forged or missing.
-    home = ROOT / ".data" / "bench-checkpoints" / f"{settings.database}-{PREFIX}"
+    home = home or ROOT / ".data" / "bench-checkpoints" / f"{settings.database}-{PREFIX}"
     signer = file_signer(home / "signer.key", create=True)
     sink = home / "sink"
     # One tenant per key: statements another key signed (an earlier .data) would be forged to this one.
