@@ -19,7 +19,8 @@ import sys
 from wakeline.kafka_acls import create_acls
 from wakeline.kafka_io import ensure_topics
 from wakeline.settings import CommonSettings
-from wakeline.topics import PREFIX
+from wakeline.topics import CHECKPOINTS, PREFIX
+from wakeline.witnesses import ensure_topic
 
 USAGE = ("usage: python -m wakeline.admin topics [--fix] | acls   (--fix: set retention.ms and "
          "min.insync.replicas of existing topics to the settings)")
@@ -42,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
           f"min.insync.replicas {settings.min_insync_replicas}, retention.ms {settings.events_retention_ms} "
           f"({settings.deltas_retention_ms} for the model deltas); "
           f"created {created or 'none (all present)'}")
+    made = asyncio.run(ensure_topic(settings))
+    print(f"topic {CHECKPOINTS}: 1 partition, kept forever, not compacted; {'created' if made else 'present'}")
     return 0
 
 

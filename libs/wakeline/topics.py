@@ -34,6 +34,9 @@ class Names:
     # The model's text as it streams, for live viewers only: never archived, never the
     # log, kept briefly (`deltas_retention_ms`). Partitioned by session like the rest.
     deltas: str
+    # Signed checkpoints (witnesses.py): one partition, kept forever, never compacted; not
+    # one of `all_topics`, which share the session partitioning.
+    checkpoints: str
 
     @property
     def all_topics(self) -> tuple[str, ...]:
@@ -46,7 +49,7 @@ class Names:
 
 def names(prefix: str) -> Names:
     return Names(prefix, f"{prefix}.inbox", f"{prefix}.events", f"{prefix}.tool-calls", f"{prefix}.tool-results",
-                 f"{prefix}.dead-letter", f"{prefix}.{DELTAS_SUFFIX}")
+                 f"{prefix}.dead-letter", f"{prefix}.{DELTAS_SUFFIX}", f"{prefix}.checkpoints")
 
 
 DELTAS_SUFFIX = "model-deltas"
@@ -66,6 +69,7 @@ TOOL_CALLS = NAMES.tool_calls
 TOOL_RESULTS = NAMES.tool_results
 DEAD_LETTER = NAMES.dead_letter
 DELTAS = NAMES.deltas
+CHECKPOINTS = NAMES.checkpoints
 ALL_TOPICS = NAMES.all_topics
 BRAIN_GROUP = NAMES.group("brain")
 RUNNER_GROUP = NAMES.group("runner")

@@ -30,14 +30,17 @@ from pydantic import TypeAdapter, ValidationError
 
 from wakeline.chain import event_hash
 from wakeline.checkpoints import (
-    Checkpoint, CheckpointSettings, load_key, read_anchor, signature_valid, stored_checkpoints,
+    Checkpoint, load_key, read_anchor, signature_valid, stored_checkpoints,
 )
 from wakeline.event_store import READ_COLUMNS, SELECT_LIST, event_from_row, is_error, tool_name
 from wakeline.events import GENESIS_HASH, CorruptEvent, Event, Frozen
 from wakeline.fold import FoldError
 from wakeline.pg import TenantPool
-from wakeline.retention_cuts import retained_out, session_cuts
+from wakeline.proofs import InclusionProof, build_proof
+from wakeline.retention_cuts import Cut, retained_out, session_cuts
+from wakeline.signed_checkpoints import Evidence, Genuine, SignedCut
 from wakeline.snapshots import SnapshotMismatch, checked_fold
+from wakeline.witnesses import EvidenceSettings, gather, public_key
 
 # Enough to find the newest genuine one past a few forged rows; verify_all checks all.
 RECENT_CHECKPOINTS = 8
@@ -82,6 +85,10 @@ class Report(Frozen):
     checkpoint_id: uuid.UUID | None  # the checkpoint the chain was compared with
     signatures_checked: bool
     prefix: PrefixReport | None = None  # a fork's inherited history
+    # The Ed25519-signed checkpoint (its number) the chain was compared with; None when
+    # none names the session or no public key was given (`evidence_checked`).
+    signed_checkpoint: int | None = None
+    evidence_checked: bool = False
 
 
 PrefixReport.model_rebuild()  # its `parent` is a Report, defined after it
@@ -267,13 +274,20 @@ async def prefix_report(conn: asyncpg.Connection, fork: tuple[str, int, str], de
 async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: bytes | None = None,
                          anchored: Sequence[Checkpoint] = (), newest: int = RECENT_CHECKPOINTS,
                          vetted: dict[str, Checkpoint] | None = None, upto: int | None = None,
-                         depth: int = 0) -> Report:
+                         depth: int = 0, evidence: Evidence | None = None,
+                         tenant_problems: bool = True) -> Report:
     """Verifies one session of the tenant set on `conn` (a TenantPool transaction).
 
     `key` checks checkpoint signatures (None: not checked, said in the report); `anchored`
     are the tenant's checkpoints from the file outside the database. Only the `newest`
     checkpoints naming the session are looked at; `verify_all` checks every one once and
     passes `vetted`, the newest genuine checkpoint per session, read before any rows.
+
+    `evidence` (witnesses.gather: the signed checkpoints as postgres, the topic and the
+    sink hold them, cross-checked under the public key) adds: the chain against the newest
+    signed head of the session, and every retention cut signed by the signer (an unsigned
+    one excuses nothing). With `tenant_problems`, the evidence's own problems (a forged or
+    missing checkpoint) are the session's too, since each checkpoint's root covers it.
     """
     if vetted is None:
         recent = sorted((c for c in anchored if session_id in c.heads), key=lambda c: c.created_at)[-newest:]
@@ -288,7 +302,14 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
     fork = fork_point(rows)
     # Cuts after rows: reading events took a lock that a drop's DETACH waits for until this
     # transaction ends, so no cut commits in between; the other way round one could.
-    retained, cut_found = retained_out(rows, await session_cuts(conn, session_id))
+    cuts = await session_cuts(conn, session_id)
+    unsigned: list[Cut] = []
+    if evidence is not None:
+        unsigned = [c for c in cuts if not evidence.cut_signed(_signed(session_id, c))]
+        cuts = [c for c in cuts if c not in unsigned]
+    retained, cut_found = retained_out(rows, cuts)
+    cut_found.extend((c.seq, f"{c}: no signed checkpoint anchors this cut, so it excuses nothing (a drop "
+                             "the signer never signed)") for c in unsigned)
     hash_at = {r["at_seq"]: r["key_hash"] for r in rows if r["at_seq"] in retained}
     hash_at.update({r["seq"]: r["hash"] for r in reversed(rows) if r["seq"] is not None})
     if vetted is None:
@@ -296,6 +317,11 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
     else:
         found = head_problems(session_id, stored[0], hash_at) if stored else []
         checkpoint_id = stored[0].id if stored else None
+    signed = evidence.newest_with(session_id) if evidence is not None else None
+    if signed is not None:
+        found.extend(signed_head_problems(session_id, signed, hash_at))
+    if evidence is not None and tenant_problems:
+        found.extend(Problem(seq=None, reason=p.reason) for p in evidence.problems)
     # By seq; problems of a checkpoint as a whole (no seq) last.
     start = (GENESIS_HASH, 1) if fork is None else (fork[2], fork[1] + 1)
     prefix = await prefix_report(conn, fork, depth) if fork is not None and depth < 100 else None
@@ -311,18 +337,40 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
                   events=len(seqs), retained_out=len(retained), last_seq=max([*seqs, *retained], default=None),
                   first_bad_seq=first.seq if first else None, reason=first.reason if first else None,
                   problems=tuple(problems), checkpoint_id=checkpoint_id, signatures_checked=key is not None,
-                  prefix=prefix)
+                  prefix=prefix,
+                  signed_checkpoint=signed.statement.number if signed else None,
+                  evidence_checked=evidence is not None)
+
+
+def _signed(session_id: str, cut: Cut) -> SignedCut:
+    return SignedCut(range_from=cut.range_from, range_to=cut.range_to, session_id=session_id, seq=cut.seq,
+                     hash=cut.hash)
+
+
+def signed_head_problems(session_id: str, signed: Genuine, hash_at: dict[int, str]) -> list[Problem]:
+    """The chain still holds, at the seq the signed checkpoint's heads name, the hash signed."""
+    assert signed.heads is not None  # newest_with returns only checkpoints with checked heads
+    head = signed.heads[session_id]
+    found = hash_at.get(head.seq)
+    since = f"rewritten since signed checkpoint {signed.label}"
+    if found is None:
+        return [Problem(seq=head.seq, reason=f"{since}: seq {head.seq} it anchored is missing")]
+    if found != head.hash:
+        return [Problem(seq=head.seq, reason=f"{since}: hash at seq {head.seq} is {found[:16]}…, "
+                                             f"the checkpoint signed {head.hash[:16]}…")]
+    return []
 
 
 async def session_ids(conn: asyncpg.Connection, anchored: Sequence[Checkpoint] = ()) -> list[str]:
     """Every session the tenant has a trace of: rows, registered keys or checkpoint heads."""
     rows = await conn.fetch("SELECT session_id FROM events UNION SELECT session_id FROM event_keys "
-                            "UNION SELECT jsonb_object_keys(heads) FROM checkpoints")
+                            "UNION SELECT jsonb_object_keys(heads) FROM checkpoints "
+                            "UNION SELECT jsonb_object_keys(heads) FROM signed_checkpoints")
     return sorted({r["session_id"] for r in rows} | {s for c in anchored for s in c.heads})
 
 
 async def verify_all(pool: TenantPool, tenant: str, *, key: bytes | None = None,
-                     anchored: Sequence[Checkpoint] = ()) -> TenantReport:
+                     anchored: Sequence[Checkpoint] = (), evidence: Evidence | None = None) -> TenantReport:
     """Every checkpoint of `tenant` once, then every session, each in its own transaction.
 
     Checkpoints are read and their signatures checked once, up front (a forged or missing
@@ -336,39 +384,55 @@ async def verify_all(pool: TenantPool, tenant: str, *, key: bytes | None = None,
     sessions = []
     for session_id in ids:
         async with pool.transaction(tenant) as conn:
-            sessions.append(await verify_session(conn, session_id, key=key, anchored=anchored, vetted=vetted))
+            sessions.append(await verify_session(conn, session_id, key=key, anchored=anchored, vetted=vetted,
+                                                 evidence=evidence, tenant_problems=False))
+    if evidence is not None:  # once for the tenant, not once per session
+        checkpoint_found.extend(Problem(seq=None, reason=p.reason) for p in evidence.problems)
     return TenantReport(tenant=tenant, ok=not checkpoint_found and all(r.ok for r in sessions),
                         sessions=tuple(sessions), checkpoint_problems=tuple(checkpoint_found))
 
 
-async def _run(settings: CheckpointSettings, tenant: str, session_id: str | None) -> TenantReport:
+async def _run(settings: EvidenceSettings, tenant: str, session_id: str | None,
+               proof: bool = False) -> tuple[TenantReport, InclusionProof | None]:
     key = load_key(settings.checkpoint_key_file, create=False)
     if key is None:
-        print(f"verify: no key at {settings.checkpoint_key_file}: checkpoint signatures not checked",
+        print(f"verify: no key at {settings.checkpoint_key_file}: HMAC checkpoint signatures not checked",
               file=sys.stderr)
+    public = public_key(settings)
+    if public is None:
+        print(f"verify: no public key (WAKELINE_EVIDENCE_PUBLIC_KEY or {settings.evidence_public_key_file}): "
+              "signed checkpoints and their witnesses not checked", file=sys.stderr)
     anchored = read_anchor(settings.checkpoint_dir, tenant)
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+        evidence = None if public is None else await gather(pool, settings, settings.signer_sink_dir, tenant, public)
         if session_id is None:
-            return await verify_all(pool, tenant, key=key, anchored=anchored)
+            return await verify_all(pool, tenant, key=key, anchored=anchored, evidence=evidence), None
         async with pool.transaction(tenant) as conn:
-            report = await verify_session(conn, session_id, key=key, anchored=anchored)
-    return TenantReport(tenant=tenant, ok=report.ok, sessions=(report,), checkpoint_problems=())
+            report = await verify_session(conn, session_id, key=key, anchored=anchored, evidence=evidence)
+    found = build_proof(evidence, session_id) if proof and evidence is not None else None
+    return TenantReport(tenant=tenant, ok=report.ok, sessions=(report,), checkpoint_problems=()), found
 
 
 def main(argv: list[str] | None = None) -> int:
-    """One JSON line per session (and, with --all, one for the tenant's checkpoints).
+    """One JSON line per session (and, with --all, one for the tenant's checkpoints; with
+    --proof, the session's inclusion proof as the last line).
 
-    Exit 0 if all verify, 1 if anything is bad, 2 if the session is unknown or verification
-    could not run.
+    Exit 0 if all verify, 1 if anything is bad, 2 if the session is unknown, verification
+    could not run, or --proof found no signed checkpoint naming the session.
     """
     parser = argparse.ArgumentParser(prog="python -m wakeline.verify")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("session_id", nargs="?")
     target.add_argument("--all", action="store_true")
     parser.add_argument("--tenant", required=True)
+    parser.add_argument("--proof", action="store_true",
+                        help="also print the session's head and Merkle path to a signed tenant root")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.proof and args.all:
+        parser.error("--proof is for one session")
     try:
-        result = asyncio.run(_run(CheckpointSettings(), args.tenant, None if args.all else args.session_id))
+        result, proof = asyncio.run(_run(EvidenceSettings(), args.tenant, None if args.all else args.session_id,
+                                         args.proof))
     except (OSError, ValueError, asyncpg.PostgresError) as exc:
         print(f"verify: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
@@ -379,6 +443,12 @@ def main(argv: list[str] | None = None) -> int:
     elif not result.sessions[0].found:
         print(f"verify: no session {args.session_id} in tenant {args.tenant}", file=sys.stderr)
         return 2
+    if args.proof:
+        if proof is None:
+            print(f"verify: no signed checkpoint names {args.session_id} (or no public key): no proof",
+                  file=sys.stderr)
+            return 2
+        print(proof.model_dump_json(), flush=True)
     return 0 if result.ok else 1
 
 

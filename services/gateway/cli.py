@@ -25,7 +25,7 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from wakeline import keys as keys_admin
-from wakeline import operator
+from wakeline import operator, proofs
 from wakeline import retention as retention_admin
 from wakeline.retention import parse_window
 from wakeline_gateway import terminal
@@ -194,6 +194,15 @@ def verify(client: GatewayClient, args: argparse.Namespace) -> int:
             print(f"BROKEN: {report['session_id']}: first bad seq {report['first_bad_seq']}: "
                   f"{terminal.safe(report['reason'] or '')}")
     ok = all(r["ok"] for r in reports) and (not args.all or tenant["ok"])
+    if getattr(args, "proof", False):
+        if args.all:
+            raise GatewayError("--proof is for one session")
+        # One JSON line: `wakeline proof-check FILE --public-key-file signer.key.pub` checks it offline.
+        answer = client.json("GET", f"/v1/sessions/{args.session_id}/proof")
+        if answer["proof"] is None:
+            print(f"no proof: {terminal.safe(answer['reason'] or '')}", file=sys.stderr)
+            return 2
+        print(json.dumps(answer["proof"]))
     if args.all:
         broken = sum(not r["ok"] for r in reports)
         print(f"{'ok' if ok else 'BROKEN'}: {len(reports)} sessions verified, {broken} broken, "
@@ -306,7 +315,12 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="recompute hash chains: one session, or --all of the tenant")
     p.add_argument("session_id", nargs="?")
     p.add_argument("--all", action="store_true")
+    p.add_argument("--proof", action="store_true",
+                   help="also print the session's head and Merkle path to a signed tenant root (JSON)")
     p.set_defaults(handler=verify)
+    p = sub.add_parser("proof-check", help="check a printed inclusion proof offline, with the public key alone",
+                       add_help=False)
+    p.set_defaults(direct=lambda rest: proofs.main(["check", *rest]))
     p = sub.add_parser("audit", help="events across every session of the tenant (auditor, admin)")
     p.add_argument("--actor", action="append", help="exact actor, e.g. user:alice (repeatable)")
     p.add_argument("--principal", help="every actor of this principal (user:, human:, service:)")

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from wakeline.events import EndReason, Event, EventType, SessionConfig
 from wakeline.ids import ACTOR_PATTERN
+from wakeline.proofs import InclusionProof
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment, QueryId, query_text
 
 ActorQuery = Annotated[str, Field(max_length=210, pattern=ACTOR_PATTERN)]
@@ -237,3 +238,11 @@ class TenantCostPublic(BaseModel):
     data: list[TenantCostRowPublic]
     calls: int
     tokens: dict[str, int]
+
+
+class ProofPublic(BaseModel):
+    """A session's inclusion proof, or why there is none yet (`proof` null, `reason` says)."""
+
+    session_id: str
+    proof: InclusionProof | None
+    reason: str | None = None

@@ -19,6 +19,7 @@ from wakeline.event_store import EventQuery, EventStore, Scope
 from wakeline.events import Event
 from wakeline.lineage import prefix_events
 from wakeline.pg import TenantPool
+from wakeline.proofs import InclusionProof, proof_from_postgres
 
 SESSION_COLUMNS = ("session_id, owner, title, model, status, last_seq, created_at, updated_at, "
                    "ended_reason, parent_session_id, fork_seq, deleted_at, deleted_by")
@@ -105,6 +106,11 @@ class SessionStore:
         """Recomputes the chain from the raw rows (wakeline.verify): rows, keys, checkpoints."""
         async with self._pool.transaction(*scope) as conn:
             return await verify.verify_session(conn, session_id, key=key, anchored=anchored)
+
+    async def proof(self, scope: Scope, session_id: str) -> InclusionProof | None:
+        """The session's head and Merkle path to the newest signed root naming it (wakeline.proofs)."""
+        async with self._pool.transaction(*scope) as conn:
+            return await proof_from_postgres(conn, session_id)
 
     async def verify_tenant(self, tenant: str, key: bytes | None, anchored: list[Checkpoint]) -> verify.TenantReport:
         return await verify.verify_all(self._pool, tenant, key=key, anchored=anchored)

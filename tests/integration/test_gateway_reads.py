@@ -4,6 +4,7 @@ export, replay, verify and the live stream, on sessions seeded as sealed events.
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from html.parser import HTMLParser
 
@@ -13,9 +14,14 @@ from conftest_pg import fresh_tenant
 from gateway_harness import (
     Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
 )
+from wakeline import witnesses
 from wakeline.events import parse_event
 from wakeline.fold import fold
 from wakeline.pg import TenantPool
+from wakeline.proofs import InclusionProof, check_proof
+from wakeline.settings import CommonSettings
+from wakeline.signer import sign_round
+from wakeline.signing import SeedSigner
 from wakeline_gateway.replay import state_json
 from wakeline_gateway.transcript import ALLOWED_TAGS, CSP
 
@@ -256,3 +262,23 @@ def _tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
     collector = Collector()
     collector.feed(page)
     return collector.tags
+
+
+async def test_the_proof_endpoint_serves_an_inclusion_proof_the_public_key_alone_checks(gw, tmp_path) -> None:
+    _, client, seeder = gw
+    events = await seeder.session([created()] + one_turn(1))
+    sid = events[0].session_id
+    before = await client.get(f"/v1/sessions/{sid}/proof")
+    assert before.status_code == 200 and before.json()["proof"] is None and "no signed checkpoint" in \
+        before.json()["reason"]
+    settings = CommonSettings()  # the signer publishes as the admin tool principal
+    await witnesses.ensure_topic(settings)
+    signer = SeedSigner(os.urandom(32))
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=1) as pool:
+        await sign_round(pool, signer, seeder.tenant, settings, tmp_path / "sink")
+    answer = await client.get(f"/v1/sessions/{sid}/proof")
+    assert answer.status_code == 200
+    proof = InclusionProof.model_validate(answer.json()["proof"])
+    assert (proof.head.seq, proof.head.hash) == (events[-1].seq, events[-1].hash)
+    assert check_proof(proof, signer.public_key()) == []
+    assert check_proof(proof, SeedSigner(os.urandom(32)).public_key()) != []

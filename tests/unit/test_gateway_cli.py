@@ -93,6 +93,22 @@ def test_verify_exits_1_when_the_chain_is_broken(capsys) -> None:
     assert "first bad seq 4: hash mismatch" in capsys.readouterr().out
 
 
+def test_verify_with_proof_prints_the_proof_as_one_json_line_after_the_report(capsys) -> None:
+    proof = {"session_id": "s", "head": {"seq": 9, "hash": "a" * 64}, "path": [],
+             "checkpoint": {"statement": "{}", "signature": "ed25519:00"}}
+    gateway = FakeGateway({("GET", "/v1/sessions/s/verify"): [httpx.Response(200, json=report("s", True))],
+                           ("GET", "/v1/sessions/s/proof"): [httpx.Response(200, json={
+                               "session_id": "s", "proof": proof})]})
+    assert run_cli(["verify", "s", "--proof"], gateway) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("ok: s: 9 events") and json.loads(out[-1]) == proof
+    none_yet = FakeGateway({("GET", "/v1/sessions/s/verify"): [httpx.Response(200, json=report("s", True))],
+                            ("GET", "/v1/sessions/s/proof"): [httpx.Response(200, json={
+                                "session_id": "s", "proof": None, "reason": "no signed checkpoint names it"})]})
+    assert run_cli(["verify", "s", "--proof"], none_yet) == 2
+    assert "no proof: no signed checkpoint names it" in capsys.readouterr().err
+
+
 def test_verify_all_reads_the_tenant_report_and_fails_on_any_bad_session(capsys) -> None:
     tenant = {"tenant": "t", "ok": False, "checkpoint_problems": [],
               "sessions": [report("a", True), report("b", False, 2, "missing")]}

@@ -20,7 +20,7 @@ from wakeline_gateway.deps import Reader, SessionDep, SettingsDep, StoreDep
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.replay import replay_steps
-from wakeline_gateway.shapes import EventsPublic, EventsQuery, ReplayPublic, SessionPublic
+from wakeline_gateway.shapes import EventsPublic, EventsQuery, ProofPublic, ReplayPublic, SessionPublic
 from wakeline_gateway.store import SessionStore
 
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"],
@@ -111,3 +111,13 @@ async def verify_session(session: SessionDep, caller: Reader, store: StoreDep, s
     key = load_key(settings.checkpoint_key_file, create=False)
     anchored = read_anchor(settings.checkpoint_dir, caller.tenant)
     return await store.verify_session(caller.scope, session.session_id, key, anchored)
+
+
+@router.get("/proof", response_model=ProofPublic)
+async def inclusion_proof(session: SessionDep, caller: Reader, store: StoreDep) -> ProofPublic:
+    """The session's chain head and its Merkle path to the newest Ed25519-signed tenant root
+    naming it, with that signed statement: `wakeline proof-check` verifies it offline with
+    the signer's public key alone. `proof` is null until a signed checkpoint names it."""
+    proof = await store.proof(caller.scope, session.session_id)
+    reason = None if proof else "no signed checkpoint names this session yet (the signer anchors it on its next round)"
+    return ProofPublic(session_id=session.session_id, proof=proof, reason=reason)

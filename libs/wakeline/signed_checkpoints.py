@@ -1,0 +1,218 @@
+"""Ed25519-signed checkpoints: what a signed statement holds, and what the witnesses' copies prove.
+
+A `Statement` is one tenant's state at one moment: the Merkle root over every session's
+chain head (merkle.py), the retention cuts newly anchored, its number in the tenant's
+sequence and the hash of the statement before it. Its canonical JSON is signed; an
+`Envelope` (those exact bytes + the signature) is what every witness keeps: a row in
+`signed_checkpoints` (with the heads), a record in `<prefix>.checkpoints`, a line in the
+file sink. `cross_check` compares the three copies under the public key alone and yields
+`Evidence`: the problems found (forged, missing somewhere, a gap in the numbers, heads
+that do not hash to the signed root) and the genuine checkpoints verify compares chains
+with. Pure: reading the witnesses is witnesses.py's job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from pydantic import ValidationError
+
+from wakeline import merkle
+from wakeline.chain import canonical_json
+from wakeline.checkpoints import Head
+from wakeline.events import Frozen
+from wakeline.signing import Signer, signature_valid
+
+Witness = Literal["postgres", "topic", "sink"]
+WITNESSES: tuple[Witness, ...] = ("postgres", "topic", "sink")
+FIRST_PREV = "0" * 64  # what statement 1 names as the hash of its predecessor
+
+
+class SignedCut(Frozen):
+    """One session's last event in a dropped range (a `retention_log` head), as signed."""
+
+    range_from: datetime
+    range_to: datetime
+    session_id: str
+    seq: int
+    hash: str
+
+
+class Statement(Frozen):
+    version: Literal[1] = 1
+    id: uuid.UUID
+    tenant: str
+    number: int
+    prev: str  # sha256 of the previous statement's bytes; FIRST_PREV for number 1
+    created_at: datetime
+    key_id: str  # fingerprint of the public key that verifies it
+    sessions: int
+    root: str  # merkle.root over the heads
+    through: datetime | None  # ts of the newest event the heads cover (None: no events)
+    cuts: tuple[SignedCut, ...] = ()
+
+    def to_bytes(self) -> bytes:
+        return canonical_json(self.model_dump(mode="json"))
+
+
+class Envelope(Frozen):
+    statement: str  # the exact signed bytes, as text
+    signature: str
+
+    def parsed(self) -> Statement:
+        return Statement.model_validate_json(self.statement)
+
+    @property
+    def digest(self) -> str:
+        """What the next statement names as `prev`."""
+        return hashlib.sha256(self.statement.encode()).hexdigest()
+
+
+def sign_statement(signer: Signer, statement: Statement) -> Envelope:
+    text = statement.to_bytes()
+    return Envelope(statement=text.decode(), signature=signer.sign(text))
+
+
+def new_statement(signer: Signer, tenant: str, heads: Mapping[str, Head], *, previous: Envelope | None,
+                  created_at: datetime, through: datetime | None, cuts: Sequence[SignedCut] = ()) -> Envelope:
+    before = previous.parsed() if previous is not None else None
+    statement = Statement(id=uuid.uuid4(), tenant=tenant, number=before.number + 1 if before else 1,
+                          prev=previous.digest if previous is not None else FIRST_PREV, created_at=created_at,
+                          key_id=signer.key_id, sessions=len(heads), root=merkle.root(heads), through=through,
+                          cuts=tuple(cuts))
+    return sign_statement(signer, statement)
+
+
+class Problem(Frozen):
+    checkpoint: str | None  # "#<number> <id>" when known
+    reason: str
+
+
+@dataclass(frozen=True)
+class Genuine:
+    """A checkpoint whose signature verifies; `heads` when postgres holds them and they hash to its root."""
+
+    envelope: Envelope
+    statement: Statement
+    heads: dict[str, Head] | None
+
+    @property
+    def label(self) -> str:
+        return label(self.statement)
+
+
+def label(statement: Statement) -> str:
+    return f"#{statement.number} {statement.id}"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    tenant: str
+    problems: tuple[Problem, ...]
+    genuine: tuple[Genuine, ...]  # by number
+    counts: dict[str, int] = field(default_factory=dict)  # witness -> records read
+
+    def newest_with(self, session_id: str) -> Genuine | None:
+        """The newest genuine checkpoint whose heads (checked against its root) name the session."""
+        for cp in reversed(self.genuine):
+            if cp.heads is not None and session_id in cp.heads:
+                return cp
+        return None
+
+    def newest(self) -> Genuine | None:
+        return self.genuine[-1] if self.genuine else None
+
+    def cut_signed(self, cut: SignedCut) -> bool:
+        return any(cut in g.statement.cuts for g in self.genuine)
+
+
+def _genuine(public: bytes, tenant: str, witness: Witness, envelope: Envelope) -> Statement | Problem:
+    try:
+        statement = envelope.parsed()
+    except ValidationError:
+        return Problem(checkpoint=None, reason=f"a record in the {witness} is not a signed statement")
+    if not signature_valid(public, envelope.statement.encode(), envelope.signature):
+        return Problem(checkpoint=label(statement), reason=f"checkpoint {label(statement)} in the {witness}: "
+                                                           "its signature does not verify (forged or altered)")
+    if statement.tenant != tenant:
+        return Problem(checkpoint=label(statement), reason=f"checkpoint {label(statement)} in the {witness} "
+                                                           f"is signed for tenant {statement.tenant!r}")
+    return statement
+
+
+def cross_check(public: bytes, tenant: str, postgres: Sequence[tuple[Envelope, Mapping[str, Head]]],
+                topic: Sequence[Envelope], sink: Sequence[Envelope],
+                unreadable: Sequence[Problem] = ()) -> Evidence:
+    """The three witnesses' copies of a tenant's checkpoints, compared under `public` alone.
+
+    Reported: a record whose signature fails (in which witness); a genuine checkpoint one
+    witness lacks; a number missing from all three while a later one is there (its
+    successor names it); a genuine checkpoint whose successor names another hash; heads
+    in postgres that do not hash to the signed root.
+    """
+    problems = list(unreadable)
+    copies: dict[Witness, Sequence[Envelope]] = {"postgres": [e for e, _ in postgres], "topic": topic, "sink": sink}
+    found: dict[uuid.UUID, tuple[Envelope, Statement]] = {}
+    present: dict[uuid.UUID, set[Witness]] = {}
+    for witness in WITNESSES:
+        for envelope in copies[witness]:
+            result = _genuine(public, tenant, witness, envelope)
+            if isinstance(result, Problem):
+                problems.append(result)
+                continue
+            found.setdefault(result.id, (envelope, result))
+            present.setdefault(result.id, set()).add(witness)
+    heads_of = {}
+    for envelope, heads in postgres:
+        known = found.get(_id_of(envelope) or uuid.UUID(int=0))
+        if known is None or known[0] != envelope:  # forged: reported above
+            continue
+        statement = known[1]
+        parsed = {s: Head.model_validate(h) for s, h in heads.items()}
+        if merkle.root(parsed) != statement.root:
+            problems.append(Problem(checkpoint=label(statement), reason=(
+                f"checkpoint {label(statement)}: the heads postgres holds do not hash to its signed root")))
+        else:
+            heads_of[statement.id] = parsed
+    ordered = sorted(found.values(), key=lambda f: f[1].number)
+    for envelope, statement in ordered:
+        missing = [w for w in WITNESSES if w not in present[statement.id]]
+        if missing:
+            problems.append(Problem(checkpoint=label(statement), reason=(
+                f"checkpoint {label(statement)} is missing from the {' and the '.join(missing)} "
+                f"(present in the {' and the '.join(w for w in WITNESSES if w in present[statement.id])})")))
+    problems.extend(_chain_problems(ordered))
+    genuine = tuple(Genuine(e, s, heads_of.get(s.id)) for e, s in ordered)
+    return Evidence(tenant=tenant, problems=tuple(problems), genuine=genuine,
+                    counts={w: len(copies[w]) for w in WITNESSES})
+
+
+def _id_of(envelope: Envelope) -> uuid.UUID | None:
+    try:
+        return envelope.parsed().id
+    except ValidationError:
+        return None
+
+
+def _chain_problems(ordered: Sequence[tuple[Envelope, Statement]]) -> list[Problem]:
+    problems = []
+    expected, prev = 1, FIRST_PREV
+    for envelope, statement in ordered:
+        if statement.number < expected:
+            problems.append(Problem(checkpoint=label(statement), reason=(
+                f"checkpoint {label(statement)}: a second genuine statement numbered {statement.number}")))
+            continue
+        if statement.number > expected:
+            gap = f"{expected}" if statement.number == expected + 1 else f"{expected}..{statement.number - 1}"
+            problems.append(Problem(checkpoint=label(statement), reason=(
+                f"checkpoint #{gap} missing from every witness: checkpoint {label(statement)} follows it")))
+        elif statement.prev != prev:
+            problems.append(Problem(checkpoint=label(statement), reason=(
+                f"checkpoint {label(statement)} does not name the hash of checkpoint #{expected - 1}")))
+        expected, prev = statement.number + 1, envelope.digest
+    return problems

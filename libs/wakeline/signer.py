@@ -1,0 +1,195 @@
+"""The checkpoint signer: `python -m wakeline.signer keygen|once|run|lag --tenant T ...`.
+
+It holds the Ed25519 private key (its own key file, `WAKELINE_SIGNER_KEY_FILE`, or the
+hex seed in `WAKELINE_SIGNER_KEY` for an environment secret; `signing.Signer` is the seam
+for a KMS) and nothing else does. One round for a tenant reads every session's chain head
+(seq, hash) and the retention cuts not yet anchored, signs a statement over their Merkle
+root (signed_checkpoints.py) and writes it to the three witnesses: Postgres, the topic
+`<prefix>.checkpoints` and the file sink (witnesses.py). `run` repeats rounds: a tenant is
+signed when `WAKELINE_SIGNER_EVERY_S` seconds have passed since its last checkpoint or
+`WAKELINE_SIGNER_EVERY_EVENTS` events arrived since. `lag` prints how much of the log is
+not yet anchored; `anchoring_lag` is the same as a function for a metrics endpoint.
+
+A retention cut is signed only when its range ended at least `WAKELINE_SIGNER_RETENTION_FLOOR_DAYS`
+ago: the signer's own copy of the shortest retention any tenant has, held outside the
+database, so a month deleted inside it with a forged `retention_log` row is refused (and
+stays unanchored, which verify reports) instead of signed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from wakeline import witnesses
+from wakeline.checkpoints import stored_heads
+from wakeline.events import Frozen
+from wakeline.pg import TenantPool
+from wakeline.settings import CommonSettings
+from wakeline.witnesses import EvidenceSettings
+from wakeline.signed_checkpoints import Envelope, SignedCut, new_statement
+from wakeline.signing import SeedSigner, Signer, file_signer, secret_signer, signature_valid
+
+
+
+class SignerSettings(EvidenceSettings):
+    signer_key_file: Path = Path(".data/signer/signer.key")
+    signer_key: str | None = None  # the hex seed from a secret store; overrides the file
+    signer_every_s: float = 300.0
+    signer_every_events: int = 10_000
+    signer_poll_s: float = 5.0
+    signer_retention_floor_days: float = 30.0
+
+
+def load_signer(settings: SignerSettings, *, create: bool = False) -> SeedSigner:
+    if settings.signer_key is not None:
+        return secret_signer(settings.signer_key)
+    return file_signer(settings.signer_key_file, create=create)
+
+
+async def _through(conn: asyncpg.Connection) -> datetime | None:
+    value: datetime | None = await conn.fetchval("SELECT max(ts) FROM events")
+    return value
+
+
+async def _unsigned_cuts(conn: asyncpg.Connection, now: datetime,
+                         floor: timedelta) -> tuple[list[SignedCut], list[SignedCut]]:
+    """(cuts to sign now, cuts refused: younger than the floor). Already signed ones are skipped."""
+    signed: set[SignedCut] = set()
+    for (statement,) in await conn.fetch("SELECT statement FROM signed_checkpoints"):
+        signed.update(Envelope(statement=statement, signature="").parsed().cuts)
+    rows = await conn.fetch("SELECT range_from, range_to, session_id, seq, hash FROM retention_cuts(NULL)")
+    cuts = [SignedCut(**dict(r)) for r in rows]
+    fresh = [c for c in cuts if c not in signed]
+    return [c for c in fresh if c.range_to <= now - floor], [c for c in fresh if c.range_to > now - floor]
+
+
+async def sign_round(pool: TenantPool, signer: Signer, tenant: str, settings: CommonSettings, sink: Path, *,
+                     floor: timedelta = timedelta(days=30), now: datetime | None = None) -> Envelope:
+    """One checkpoint of `tenant`: signed, then written to postgres, the topic and the sink."""
+    now = now or datetime.now(UTC)
+    async with pool.transaction(tenant) as conn:
+        # The newest statement this key signed, not merely the newest row: a row forged into
+        # postgres must not become the predecessor (then the number it took is refused by
+        # the unique (tenant, number) and the round fails loudly, instead of chaining on it).
+        previous = next((e for e, _ in reversed(await witnesses.read_postgres(conn))
+                         if signature_valid(signer.public_key(), e.statement.encode(), e.signature)), None)
+        heads = await stored_heads(conn)
+        through = await _through(conn)
+        cuts, refused = await _unsigned_cuts(conn, now, floor)
+        for cut in refused:
+            print(json.dumps({"refused_cut": cut.model_dump(mode="json"), "tenant": tenant,
+                              "why": f"its range ended less than {floor} ago (the signer's retention floor)"}),
+                  file=sys.stderr, flush=True)
+        envelope = new_statement(signer, tenant, heads, previous=previous, created_at=now, through=through,
+                                 cuts=cuts)
+        await witnesses.insert(conn, envelope, heads)
+    await witnesses.publish(settings, envelope)
+    witnesses.append_sink(sink, tenant, envelope)
+    return envelope
+
+
+class Lag(Frozen):
+    tenant: str
+    newest_event_at: datetime | None
+    newest_checkpoint: int | None  # its number
+    checkpoint_at: datetime | None
+    anchored_through: datetime | None  # newest event ts the newest checkpoint covers
+    unanchored_events: int  # events stored after that
+    lag_s: float | None  # newest event ts - anchored_through (0 when all anchored; None: nothing anchored yet)
+
+
+async def anchoring_lag(pool: TenantPool, tenant: str) -> Lag:
+    """How much of `tenant`'s log no signed checkpoint covers yet (read from postgres)."""
+    async with pool.transaction(tenant) as conn:
+        newest = await witnesses.newest_postgres(conn)
+        statement = newest.parsed() if newest else None
+        newest_event = await _through(conn)
+        through = statement.through if statement else None
+        if through is None:
+            unanchored = await conn.fetchval("SELECT count(*) FROM events")
+        else:
+            unanchored = await conn.fetchval("SELECT count(*) FROM events WHERE ts > $1", through)
+    if newest_event is None:
+        lag: float | None = 0.0
+    elif through is None:
+        lag = None
+    else:
+        lag = max((newest_event - through).total_seconds(), 0.0)
+    return Lag(tenant=tenant, newest_event_at=newest_event, newest_checkpoint=statement.number if statement else None,
+               checkpoint_at=statement.created_at if statement else None, anchored_through=through,
+               unanchored_events=unanchored, lag_s=lag)
+
+
+def due(lag: Lag, now: datetime, every_s: float, every_events: int) -> bool:
+    """A tenant needs a checkpoint: unanchored events, and enough time or enough of them."""
+    if lag.unanchored_events == 0:
+        return False
+    if lag.checkpoint_at is None or lag.unanchored_events >= every_events:
+        return True
+    return (now - lag.checkpoint_at).total_seconds() >= every_s
+
+
+async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) -> None:
+    signer = load_signer(settings, create=True)
+    floor = timedelta(days=settings.signer_retention_floor_days)
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+        while True:
+            for tenant in tenants:
+                lag = await anchoring_lag(pool, tenant)
+                if forever and not due(lag, datetime.now(UTC), settings.signer_every_s, settings.signer_every_events):
+                    continue
+                started = time.perf_counter()
+                envelope = await sign_round(pool, signer, tenant, settings, settings.signer_sink_dir, floor=floor)
+                statement = envelope.parsed()
+                print(json.dumps({"checkpoint": statement.number, "id": str(statement.id), "tenant": tenant,
+                                  "sessions": statement.sessions, "cuts": len(statement.cuts),
+                                  "root": statement.root, "took_s": round(time.perf_counter() - started, 3)}),
+                      flush=True)
+            if not forever:
+                return
+            await asyncio.sleep(settings.signer_poll_s)
+
+
+async def _lag(settings: SignerSettings, tenants: list[str]) -> None:
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+        for tenant in tenants:
+            print((await anchoring_lag(pool, tenant)).model_dump_json(), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m wakeline.signer")
+    parser.add_argument("command", choices=["keygen", "once", "run", "lag"],
+                        help="keygen: create the key and print the public key and fingerprint; once: one "
+                             "checkpoint per tenant; run: checkpoint on schedule, forever; lag: unanchored events")
+    parser.add_argument("--tenant", action="append", default=[], help="repeatable")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    settings = SignerSettings()
+    try:
+        if args.command == "keygen":
+            signer = load_signer(settings, create=True)
+            print(json.dumps({"public_key": signer.public_key().hex(), "fingerprint": signer.key_id}))
+            return 0
+        if not args.tenant:
+            parser.error("--tenant is required")
+        if args.command == "lag":
+            asyncio.run(_lag(settings, args.tenant))
+        else:
+            asyncio.run(run(settings, args.tenant, forever=args.command == "run"))
+    except KeyboardInterrupt:
+        return 0
+    except (OSError, ValueError, asyncpg.PostgresError) as exc:
+        print(f"signer: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,210 @@
+"""The three places a signed checkpoint is kept, and reading them back for verify.
+
+Postgres (`signed_checkpoints`, with the heads), the Kafka topic `<prefix>.checkpoints`
+(one partition, kept forever, keyed by tenant) and an append-only file sink (one JSONL
+file per tenant under a directory that can be another machine's mount). The signer writes
+all three, Postgres first: the statement's number is unique per tenant there, so two
+signers racing for the same number lose one insert instead of forking the chain. What
+they hold is compared in signed_checkpoints.cross_check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import quote
+
+import asyncpg
+from aiokafka import TopicPartition
+from aiokafka.admin import NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
+
+from wakeline.checkpoints import CheckpointSettings, Head
+from wakeline.kafka_io import make_admin, make_consumer, make_producer
+from wakeline.pg import TenantPool
+from wakeline.settings import CommonSettings
+from wakeline.signed_checkpoints import Envelope, Evidence, Problem, cross_check
+from wakeline.signing import parse_public_key, pinned
+from wakeline.topics import CHECKPOINTS
+
+# Kept forever and never compacted: a compacted topic keeps only a key's last record,
+# which would let a newer checkpoint erase the older ones it must sit beside.
+TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
+
+
+class EvidenceSettings(CheckpointSettings):
+    """Where verify finds the signed checkpoints' public key and the file sink (the signer's too)."""
+
+    # The public key as 64 hex characters; else read from the file the signer publishes.
+    evidence_public_key: str | None = None
+    evidence_public_key_file: Path = Path(".data/signer/signer.key.pub")
+    # A pin: a public key with another fingerprint (sha256:<hex>) is refused.
+    evidence_key_fingerprint: str | None = None
+    signer_sink_dir: Path = Path(".data/witness")
+
+
+def public_key(settings: EvidenceSettings) -> bytes | None:
+    """The pinned public key, or None when none is configured (signed checkpoints unchecked)."""
+    if settings.evidence_public_key is not None:
+        text = settings.evidence_public_key
+    elif settings.evidence_public_key_file.exists():
+        text = settings.evidence_public_key_file.read_text()
+    elif settings.evidence_key_fingerprint is not None:
+        raise ValueError("a key fingerprint is pinned but there is no public key at "
+                         f"{settings.evidence_public_key_file}")
+    else:
+        return None
+    return pinned(parse_public_key(text), settings.evidence_key_fingerprint)
+
+
+# -- postgres -----------------------------------------------------------------------------
+
+async def insert(conn: asyncpg.Connection, envelope: Envelope, heads: Mapping[str, Head]) -> None:
+    statement = envelope.parsed()
+    await conn.execute(
+        "INSERT INTO signed_checkpoints (id, tenant, number, created_at, statement, signature, heads) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb)", statement.id, statement.tenant, statement.number,
+        statement.created_at, envelope.statement, envelope.signature,
+        json.dumps({s: h.model_dump(mode="json") for s, h in heads.items()}))
+
+
+async def read_postgres(conn: asyncpg.Connection) -> list[tuple[Envelope, dict[str, Head]]]:
+    """The tenant's rows (the tenant set on `conn`), by number."""
+    rows = await conn.fetch("SELECT statement, signature, heads FROM signed_checkpoints ORDER BY number")
+    return [(Envelope(statement=r["statement"], signature=r["signature"]),
+             {s: Head.model_validate(h) for s, h in json.loads(r["heads"]).items()}) for r in rows]
+
+
+async def newest_postgres(conn: asyncpg.Connection) -> Envelope | None:
+    row = await conn.fetchrow("SELECT statement, signature FROM signed_checkpoints ORDER BY number DESC LIMIT 1")
+    return Envelope(statement=row["statement"], signature=row["signature"]) if row else None
+
+
+# -- the file sink ------------------------------------------------------------------------
+
+def sink_path(directory: Path, tenant: str) -> Path:
+    # quote() leaves no "/" in the name, so a tenant cannot point outside `directory`.
+    return directory / f"{quote(tenant, safe='')}.jsonl"
+
+
+def append_sink(directory: Path, tenant: str, envelope: Envelope) -> None:
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(sink_path(directory, tenant), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, (envelope.model_dump_json() + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_sink(directory: Path, tenant: str) -> tuple[list[Envelope], list[Problem]]:
+    """The sink's envelopes, and a problem per line that is not one (a cut line, a rewrite)."""
+    path = sink_path(directory, tenant)
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return [], []
+    found, problems = [], []
+    for number, line in enumerate(lines, start=1):
+        try:
+            found.append(Envelope.model_validate_json(line))
+        except ValueError:
+            problems.append(Problem(checkpoint=None, reason=f"the sink {path}, line {number}: not a signed checkpoint"))
+    return found, problems
+
+
+# -- the topic ----------------------------------------------------------------------------
+
+async def ensure_topic(settings: CommonSettings) -> bool:
+    """Creates `<prefix>.checkpoints` (one partition: one order to read); True if created.
+
+    An existing topic whose retention or cleanup policy differs is an error: it would
+    delete or compact evidence.
+    """
+    admin = make_admin(settings)
+    await admin.start()
+    try:
+        try:
+            response = await admin.create_topics([NewTopic(CHECKPOINTS, 1, settings.replication_factor, topic_configs={
+                **TOPIC_CONFIG, "min.insync.replicas": str(settings.min_insync_replicas)})])
+        except TopicAlreadyExistsError:
+            response = None
+        # The broker answers per topic: 0 created, 36 already there, anything else refused.
+        codes = [e["error_code"] for e in (response.to_object()["topic_errors"] if response is not None else [])]
+        refused = [c for c in codes if c not in (0, TopicAlreadyExistsError.errno)]
+        if refused:
+            raise RuntimeError(f"the broker refused to create {CHECKPOINTS}: error code {refused[0]}")
+        if codes == [0]:
+            return True  # created just now, with TOPIC_CONFIG
+        # A topic created a moment ago (by another process) may describe with no entries yet.
+        for _ in range(20):
+            described = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, CHECKPOINTS, None)])
+            entries = {e["config_names"]: e["config_value"] for resp in described
+                       for r in resp.to_object()["resources"] for e in r["config_entries"]}
+            if entries:
+                break
+            await asyncio.sleep(0.25)
+        wrong = {k: entries.get(k) for k, v in TOPIC_CONFIG.items() if entries.get(k) != v}
+        if wrong:
+            raise RuntimeError(f"topic {CHECKPOINTS} has {wrong}, wanted {TOPIC_CONFIG}: it would lose checkpoints")
+        return False
+    finally:
+        await admin.close()
+
+
+async def publish(settings: CommonSettings, envelope: Envelope) -> None:
+    producer = make_producer(settings)
+    await producer.start()
+    try:
+        await producer.send_and_wait(CHECKPOINTS, envelope.model_dump_json().encode(),
+                                     key=envelope.parsed().tenant.encode(), partition=0)
+    finally:
+        await producer.stop()
+
+
+async def read_topic(settings: CommonSettings, tenant: str) -> tuple[list[Envelope], list[Problem]]:
+    """Every record of `tenant` on the topic, from its first offset to its end now."""
+    partition = TopicPartition(CHECKPOINTS, 0)
+    consumer = make_consumer(settings, group_id=None, enable_auto_commit=False)
+    await consumer.start()
+    found: list[Envelope] = []
+    problems: list[Problem] = []
+    try:
+        consumer.assign([partition])
+        end = (await consumer.end_offsets([partition]))[partition]
+        await consumer.seek_to_beginning(partition)
+        while await consumer.position(partition) < end:
+            batch = await consumer.getmany(partition, timeout_ms=1000)
+            for record in batch.get(partition, []):
+                if record.key != tenant.encode():
+                    continue
+                try:
+                    found.append(Envelope.model_validate_json(record.value))
+                except ValueError:
+                    problems.append(Problem(checkpoint=None,
+                                            reason=f"the topic {CHECKPOINTS}, offset {record.offset}: "
+                                                   "not a signed checkpoint"))
+    finally:
+        await consumer.stop()
+    return found, problems
+
+
+# -- all three, for verify ----------------------------------------------------------------
+
+async def gather(pool: TenantPool, settings: CommonSettings, sink: Path, tenant: str, public: bytes) -> Evidence:
+    """Reads the tenant's checkpoints from the three witnesses and cross-checks them."""
+    async with pool.transaction(tenant) as conn:
+        in_postgres = await read_postgres(conn)
+    unreadable: list[Problem] = []
+    try:
+        on_topic, topic_problems = await read_topic(settings, tenant)
+    except (KafkaError, OSError) as exc:  # verify still reports what the others say
+        on_topic, topic_problems = [], [Problem(checkpoint=None, reason=f"the topic {CHECKPOINTS} could not be "
+                                                                        f"read: {type(exc).__name__}: {exc}")]
+    in_sink, sink_problems = read_sink(sink, tenant)
+    unreadable.extend([*topic_problems, *sink_problems])
+    return cross_check(public, tenant, in_postgres, on_topic, in_sink, unreadable)
