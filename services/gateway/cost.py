@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from wakeline.events import (
     ContextCompacted, Event, ModelResponded, SessionForked, ToolCallRequested, ToolResultReceived, TurnStarted,
+    Usage,
 )
 
 
@@ -32,6 +33,7 @@ class CompactionCostPublic(BaseModel):
     covered_to_seq: int
     tokens_before: int
     tokens_after: int
+    resets_prompt_cache: bool = False  # the next request paid a cold prefill (issue 15)
 
 
 class CostPublic(BaseModel):
@@ -45,6 +47,11 @@ class CostPublic(BaseModel):
     compactions: list[CompactionCostPublic]
     model_wall_s: float
     tool_wall_s: float
+    # Prompt caching (issue 15): the share of all input tokens read from the cache, and what
+    # that saved in input tokens at the base price (reads at a tenth, less the extra quarter
+    # paid on cache writes; negative when what was written was never read).
+    cache_hit_rate: float = 0.0
+    cache_saved_input_tokens: float = 0.0
     inherited_from: str | None = None  # a fork: its prefix's cost is this session's, up to fork_seq
     fork_seq: int | None = None
 
@@ -54,6 +61,7 @@ def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
     cost = CostPublic(session_id=session_id, models=[], tokens={}, turns=0, model_calls=0, tool_calls=0,
                       tool_errors=0, compactions=[], model_wall_s=0.0, tool_wall_s=0.0)
     waiting_since: datetime | None = None  # when the model was last asked
+    usage = Usage()
     called: dict[str, datetime] = {}
     for event in events:
         match event:
@@ -65,6 +73,7 @@ def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
                 entry = models.setdefault(model, ModelCostPublic(model=model, calls=0, tokens={}))
                 entry.calls += 1
                 cost.model_calls += 1
+                usage += p.usage
                 for name, value in p.usage.model_dump().items():
                     if isinstance(value, int):
                         entry.tokens[name] = entry.tokens.get(name, 0) + value
@@ -89,15 +98,19 @@ def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
                                                                                tokens={}))
                     entry.calls += 1
                     cost.model_calls += 1
+                    usage += p.usage
                     for name, value in p.usage.model_dump().items():
                         if isinstance(value, int):
                             entry.tokens[name] = entry.tokens.get(name, 0) + value
                             cost.tokens[name] = cost.tokens.get(name, 0) + value
                 cost.compactions.append(CompactionCostPublic(
                     seq=event.seq, covered_from_seq=p.covered_from_seq, covered_to_seq=p.covered_to_seq,
-                    tokens_before=p.tokens_before, tokens_after=p.tokens_after))
+                    tokens_before=p.tokens_before, tokens_after=p.tokens_after,
+                    resets_prompt_cache=p.resets_prompt_cache))
             case SessionForked(payload=p):
                 cost.inherited_from, cost.fork_seq = p.parent_session_id, p.fork_seq
     cost.models = sorted(models.values(), key=lambda m: m.model)
     cost.model_wall_s, cost.tool_wall_s = round(cost.model_wall_s, 3), round(cost.tool_wall_s, 3)
+    cost.cache_hit_rate = round(usage.cache_hit_rate(), 4)
+    cost.cache_saved_input_tokens = round(usage.cache_saved_input_tokens(), 1)
     return cost

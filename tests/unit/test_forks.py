@@ -121,3 +121,21 @@ def test_tree_steps_carry_tool_outcomes_and_cost_sums_every_turns_usage():
                            "output_tokens": sum(u.output_tokens for u in turns)}
     assert (cost.turns, cost.model_calls, cost.tool_calls) == (2, 4, 2)
     assert cost.model_wall_s == 4.0  # RECORDED stamps: a second per seq; 3->4, 6->7, 10->11, 13->14
+
+
+def test_cost_reports_the_prompt_cache_hit_rate_and_what_caching_saved():
+    drafts = [draft("session_created", "cmd-create", config={}, owner=SPEAKERS.user),
+              draft("user_message", "cmd-1", text="q"), draft("turn_started", turn=1),
+              draft("model_turn", text="a", usage={"input_tokens": 100, "output_tokens": 5,
+                                                   "cache_creation_input_tokens": 1000}),
+              draft("model_turn", text="b", usage={"input_tokens": 50, "output_tokens": 5,
+                                                   "cache_read_input_tokens": 1000,
+                                                   "cache_creation_input_tokens": 200}),
+              draft("turn_ended", turn=1)]
+    log = sealed(drafts, new_session_id())
+    cost = session_cost(log[0].session_id, log)
+    assert cost.tokens["cache_read_input_tokens"] == 1000 and cost.tokens["cache_creation_input_tokens"] == 1200
+    assert cost.cache_hit_rate == round(1000 / (150 + 1200 + 1000), 4)
+    assert cost.cache_saved_input_tokens == round(1000 * 0.9 - 1200 * 0.25, 1)  # 600.0
+    plain = conversation(16, new_session_id())
+    assert session_cost(plain[0].session_id, plain).cache_hit_rate == 0.0
