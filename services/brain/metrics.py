@@ -13,7 +13,7 @@ from typing import Any
 
 from wakeline import metrics, tracing
 from wakeline.topics import EVENTS
-from wakeline_brain.model import Model, ModelReply, ModelRequest
+from wakeline_brain.model import DeltaSink, Model, ModelReply, ModelRequest
 
 
 class TimedProducer:
@@ -61,12 +61,12 @@ class TimedModel:
     def __getattr__(self, name: str) -> Any:  # close, ...
         return getattr(self._model, name)
 
-    async def complete(self, request: ModelRequest) -> ModelReply:
+    async def complete(self, request: ModelRequest, on_delta: DeltaSink | None = None) -> ModelReply:
         outcome = "error"
         began = asyncio.get_running_loop().time()
         try:
             with tracing.TRACER.start_as_current_span("model call", attributes={"wakeline.adapter": self._adapter}):
-                reply = await self._model.complete(request)
+                reply = await self._model.complete(request, on_delta)
             outcome = "ok"
         finally:
             metrics.MODEL_SECONDS.labels(self._adapter, outcome).observe(asyncio.get_running_loop().time() - began)

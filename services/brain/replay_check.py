@@ -141,8 +141,9 @@ def _reply(events: Sequence[e.Event], i: int) -> ModelReply:
     calls = {ev.payload.tool_call_id: ev.payload for ev in events[i + 1:i + 1 + len(turn.tool_call_ids)]
              if isinstance(ev, e.ToolCallRequested)}
     uses = [ToolUse(id=tid, name=calls[tid].name, input=calls[tid].input) for tid in turn.tool_call_ids if tid in calls]
+    # With its blocks as recorded (issue 15): today's code records a reply's blocks as returned.
     return ModelReply(text=turn.text, reasoning=list(turn.reasoning), tool_uses=uses, usage=turn.usage,
-                      stop_reason=turn.stop_reason)
+                      stop_reason=turn.stop_reason, blocks=[dict(b) for b in turn.blocks])
 
 
 def _command(state: SessionState, event: e.Event) -> c.CommandBase | c.ToolResultReport | None:

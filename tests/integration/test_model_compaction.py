@@ -59,7 +59,8 @@ async def test_the_model_writes_the_summary_recorded_with_its_usage_and_the_rece
     bodies = api.bodies()
     assert len(bodies) == 4
     summary_ask = bodies[2]
-    assert summary_ask["system"] == SUMMARY_SYSTEM and not summary_ask.get("tools")
+    # The system prompt goes as text, or (with prompt caching, issue 15) as blocks.
+    assert _text(summary_ask["system"]) == SUMMARY_SYSTEM and not summary_ask.get("tools")
     asked = summary_ask["messages"][0]["content"][0]["text"]
     assert "PELICAN" in asked and "toolu_one" not in asked  # the covered part: the task, not the recent turns
 
@@ -70,7 +71,7 @@ async def test_the_model_writes_the_summary_recorded_with_its_usage_and_the_rece
     assert compaction.actor == f"agent:{MODEL}" and p.tokens_before > p.tokens_after
     # The next request: the system prompt whole, the summary first, the recent exchange verbatim.
     last = bodies[3]
-    assert last["system"].startswith(SYSTEM)
+    assert _text(last["system"]).startswith(SYSTEM)
     assert last["messages"][0]["content"][0]["text"].startswith("[Summary of earlier conversation]\nSUMMARY:")
     kept = {block.get("id") for m in last["messages"] for block in m["content"]}
     assert {"toolu_one", "toolu_two"} <= kept
@@ -81,3 +82,8 @@ async def test_the_model_writes_the_summary_recorded_with_its_usage_and_the_rece
     assert cost.model_calls == len(turns) + 1
     assert cost.tokens["input_tokens"] == sum(u.input_tokens for u in turns) + 900
     assert [(c.tokens_before, c.tokens_after) for c in cost.compactions] == [(p.tokens_before, p.tokens_after)]
+
+
+def _text(system: str | list[dict]) -> str:
+    """A request's system prompt: text, or (with prompt caching, issue 15) text blocks."""
+    return system if isinstance(system, str) else "".join(block["text"] for block in system)
