@@ -180,6 +180,13 @@ def _step(step: object) -> str:
     return f"it would record {_describe(step[0])}" if isinstance(step, list) and step else "nothing to do"
 
 
+def verdict(session_id: str, events: Sequence[e.Event], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """One session's result as data: clean, or the first divergence."""
+    found = first_divergence(events, tools)
+    return {"session_id": session_id, "events": len(events), "clean": found is None,
+            "divergence": None if found is None else {"seq": found.seq, "recorded": found.recorded, "now": found.now}}
+
+
 def check_lines(histories: dict[str, Sequence[e.Event]], tools: list[dict[str, Any]]) -> tuple[list[str], int]:
     """One line per session and how many diverge."""
     lines, diverged = [], 0
@@ -215,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--since", help="with --all: sessions created since this ISO time")
     parser.add_argument("--tenant", default="default")
     parser.add_argument("--jsonl", help="read one history from this file of JSON lines ('-': stdin)")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object per session (what GET .../replay?check=true returns)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.jsonl:
         text = sys.stdin.read() if args.jsonl == "-" else open(args.jsonl, encoding="utf-8").read()
@@ -227,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
     if not histories:
         print("no sessions to check", file=sys.stderr)
         return 2
+    if args.json:
+        verdicts = [verdict(session_id, events, tool_schemas()) for session_id, events in histories.items()]
+        print("\n".join(json.dumps(v) for v in verdicts))
+        return 1 if any(not v["clean"] for v in verdicts) else 0
     lines, diverged = check_lines(histories, tool_schemas())
     print("\n".join(lines))
     return 1 if diverged else 0

@@ -15,6 +15,7 @@ from wakeline.events import EndReason, Event, EventType, SessionConfig
 from wakeline.ids import ACTOR_PATTERN
 from wakeline.proofs import InclusionProof
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment, QueryId, query_text
+from wakeline_gateway.replay_judge import ReplayCheckPublic
 
 ActorQuery = Annotated[str, Field(max_length=210, pattern=ACTOR_PATTERN)]
 Principal = query_text(100)
@@ -128,6 +129,8 @@ class ReplayPublic(BaseModel):
     session_id: str
     data: list[ReplayStepPublic]
     count: int
+    check: ReplayCheckPublic | None = Field(default=None, description="With check=true: whether today's brain "
+                                                                       "would decide what the log recorded.")
 
 
 class AuditEventsQuery(Strict):

@@ -151,6 +151,22 @@ async def test_replay_gives_the_folded_state_after_each_event(gw) -> None:
     assert replay["data"][3]["state"]["in_turn"] is True and replay["data"][3]["state"]["turns"] == 1
 
 
+async def test_replay_check_runs_the_history_through_todays_brain_and_names_the_first_divergence(gw) -> None:
+    _, client, seeder = gw
+    clean = await seeder.session([created(), draft("user_message", f"cmd-{uuid.uuid4()}", text="hello")])
+    found = (await client.get(f"/v1/sessions/{clean[0].session_id}/replay", params={"check": "true"})).json()
+    assert found["check"] == {"clean": True, "events": 2, "divergence": None}
+    assert (await client.get(f"/v1/sessions/{clean[0].session_id}/replay")).json()["check"] is None
+    # one_turn's bash call says {"cmd": …}: today's brain answers input that does not fit the
+    # tool with an error result of its own, where this log holds the runner's output.
+    old = await seeder.session([created()] + one_turn(1))
+    found = (await client.get(f"/v1/sessions/{old[0].session_id}/replay", params={"check": "true"})).json()
+    assert found["check"]["clean"] is False and found["check"]["events"] == len(old)
+    divergence = found["check"]["divergence"]
+    assert divergence["seq"] == 6 and "invalid_input" in divergence["now"] and "tool_result" in divergence["recorded"]
+    assert found["count"] == len(old)  # the folded states are still there beside the verdict
+
+
 async def test_verify_reports_an_intact_chain(gw) -> None:
     _, client, seeder = gw
     events = await seeder.session([created()] + one_turn(1))

@@ -20,6 +20,7 @@ from wakeline_gateway.deps import Reader, SessionDep, SettingsDep, StoreDep
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.replay import replay_steps
+from wakeline_gateway.replay_judge import judge
 from wakeline_gateway.shapes import EventsPublic, EventsQuery, ProofPublic, ReplayPublic, SessionPublic
 from wakeline_gateway.store import SessionStore
 
@@ -95,13 +96,20 @@ async def export_events(session: SessionDep, caller: Reader, store: StoreDep,
 
 
 @router.get("/replay", response_model=ReplayPublic)
-async def replay_session(session: SessionDep, caller: Reader, store: StoreDep) -> ReplayPublic:
-    """The state `wakeline.fold` derives after each event, in seq order."""
+async def replay_session(session: SessionDep, caller: Reader, store: StoreDep,
+                         check: Annotated[bool, Query(description="Also run the recorded history through today's "
+                                                                  "brain and report the first seq where it would "
+                                                                  "decide otherwise (`check`).")] = False,
+                         ) -> ReplayPublic:
+    """The state `wakeline.fold` derives after each event, in seq order; with `check=true`,
+    also whether today's code would still do what the recorded session did."""
+    history = await whole_history(store, caller.scope, session)
     try:
-        steps = replay_steps(await whole_history(store, caller.scope, session))
+        steps = replay_steps(history)
     except FoldError as err:
         raise ApiError(500, f"the log does not fold: {err}; GET .../verify reports the chain") from err
-    return ReplayPublic(session_id=session.session_id, data=steps, count=len(steps))
+    verdict = await judge(history) if check else None
+    return ReplayPublic(session_id=session.session_id, data=steps, count=len(steps), check=verdict)
 
 
 @router.get("/verify", response_model=verify.Report)
