@@ -28,8 +28,11 @@ Samples = dict[str, list[tuple[dict[str, str], float]]]
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     require_database()
-    # The archiver measures its lag every second here (30 s by default).
-    with running_stack(tmp_path_factory.mktemp("e2e-metrics"), WAKELINE_ARCHIVER_LAG_LOG_INTERVAL_S="1") as stack:
+    # The archiver measures its lag every second here (30 s by default). Sessions stay in the
+    # brain's memory for the whole module (the stack's default evicts after 60 s idle, which a
+    # slow CI run reaches while the fixture waits for the samplers: seen as 2 of 3 sessions).
+    with running_stack(tmp_path_factory.mktemp("e2e-metrics"), WAKELINE_ARCHIVER_LAG_LOG_INTERVAL_S="1",
+                       WAKELINE_IDLE_EVICT_S="900") as stack:
         yield stack
 
 
