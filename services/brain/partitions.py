@@ -64,6 +64,8 @@ class PartitionSet(ConsumerRebalanceListener):
     async def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
         now = {tp.partition for tp in assigned}
         gone, self._owned = self._owned - now, now
+        if gone:  # their sessions leave this brain's memory: the new owner wakes them
+            log.info("brain %s gives up partitions %s (the group moved them)", self.settings.host, sorted(gone))
         await self.release(gone)
         for partition in sorted(now):
             if partition in self.writers:

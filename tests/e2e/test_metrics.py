@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -58,13 +59,30 @@ def scraped(stack) -> dict[str, Samples]:
         assert client.get("/v1/sessions/00000000-0000-4000-8000-000000000000").status_code == 404
     produce([(b"not-json", b"{this is not a command")], partition=0)
     ports = {name: service.metrics_port for name, service in stack.services.items()}
-    # Samplers run every second and the archiver's lag every second: wait for what must come.
+    # Gauges are sampled and the archiver's counts carried once a second, and a session reads
+    # as ended before the archiver has stored all of it: wait for what must come, then read.
     wait_for(lambda: total(scrape(ports["brain"]), "wakeline_dead_letters_total", service="brain") >= 1, 30,
              "the brain to count its dead letter", stack)
     wait_for(lambda: scrape(ports["archiver"]).get("wakeline_archiver_lag"), 30, "the archiver's lag", stack)
-    wait_for(lambda: total(scrape(ports["archiver"]), "wakeline_archiver_records_total", outcome="archived") > 0,
-             30, "the archiver's counts", stack)
+    with moves_shown(stack):
+        wait_for(lambda: total(scrape(ports["archiver"]), "wakeline_archiver_records_total", outcome="archived")
+                 >= 4 * 10, 30, "the archiver's counts (the warm-up's events and 3 sessions')", stack)
+        wait_for(lambda: total(scrape(ports["brain"]), "wakeline_brain_sessions") >= 4, 30,
+                 "the brain's sessions gauge (the warm-up and 3 sessions)", stack)
     return {name: scrape(port) for name, port in ports.items()}
+
+
+@contextmanager
+def moves_shown(stack):
+    """A failure says where the brain's partitions went: a second member of the group (say, a
+    previous module's brain within its session timeout) takes sessions, and their events'
+    archiving, elsewhere."""
+    try:
+        yield
+    except AssertionError as err:
+        log = stack.services["brain"].log
+        lines = [line for line in log.read_text(errors="replace").splitlines() if "partition" in line]
+        raise AssertionError(f"{err}\nthe brain's partition lines:\n" + "\n".join(lines[-20:])) from None
 
 
 def test_the_brain_serves_transactions_appends_sessions_wakes_model_calls_lag_and_dead_letters(scraped, stack):
