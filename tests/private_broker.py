@@ -82,7 +82,8 @@ def private_broker(data_dir: Path, credentials: Path | None = None) -> Iterator[
         yield broker
     finally:
         subprocess.run(["bash", str(KAFKA_SH), "down"], env=env, capture_output=True, timeout=120)
-        shutil.rmtree(data_dir, ignore_errors=True)
+        if not os.environ.get("WAKELINE_KEEP_BROKER_DATA"):  # kept: its logs and segments, to read after a failure
+            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @contextmanager

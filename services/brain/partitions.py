@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.structs import TopicPartition
 
-from wakeline import topics
+from wakeline import metrics, topics
 from wakeline.offsets import OffsetTracker
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.writer import PartitionWriter, TransactionalProducer
@@ -93,7 +93,7 @@ class PartitionSet(ConsumerRebalanceListener):
                 writer = self._new_writer(partition)
                 try:
                     await writer.start()
-                    await self._settled(partition)
+                    await self._settled(partition, writer)
                     positions = await self._committed_positions(partition)
                 except Exception as err:  # the broker is restarting, or the group is moving
                     await writer.close()
@@ -113,7 +113,7 @@ class PartitionSet(ConsumerRebalanceListener):
             if self._acquiring.get(partition) is asyncio.current_task():
                 del self._acquiring[partition]
 
-    async def _settled(self, partition: int) -> None:
+    async def _settled(self, partition: int, writer: PartitionWriter) -> None:
         """Waits until no transaction written before our fence is still open on events p.
 
         A wake reads events p up to its read-committed end. A commit is answered once the
@@ -124,11 +124,30 @@ class PartitionSet(ConsumerRebalanceListener):
         (seen in CI: a broker restart, then the archiver parked three sessions on
         conflicting events). Nothing of ours is open yet, so any gap between the
         read-committed end and the log end is from before us and will close.
+
+        All but one: a transaction of this partition's producer id that the coordinator
+        never knew reached events p gets no marker from our fence, and held the partition
+        for good (seen in test_weather: a writer's sender died mid-transaction as the
+        broker stopped; read-committed end 27 < log end 33 for as long as anyone waited).
+        Past `settle_probe_after_s` the writer aborts an empty transaction of its own there
+        (`PartitionWriter.abort_strays`), whose marker ends it as aborted, which is what it
+        was: no writer ever had it committed.
         """
-        deadline = asyncio.get_running_loop().time() + self.settings.settle_timeout_s
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        deadline = began + self.settings.settle_timeout_s
+        probed = False
         pause = 0.02
         while (still := await self._open_before(partition)) is not None:
-            if asyncio.get_running_loop().time() > deadline:
+            now = loop.time()
+            if not probed and now > began + self.settings.settle_probe_after_s:
+                probed = True
+                log.warning("events partition %s: %s %.1f s after our fence; aborting a transaction of ours "
+                            "there to end one of this producer id the fence did not", partition, still, now - began)
+                await writer.abort_strays()
+                metrics.STRAYS_ABORTED.inc()
+                continue
+            if now > deadline:
                 raise PartitionUnsettled(f"events partition {partition}: {still} after "
                                          f"{self.settings.settle_timeout_s:g} s")
             await asyncio.sleep(pause)

@@ -26,6 +26,7 @@ from aiokafka.structs import TopicPartition
 
 from wakeline import tracing
 from wakeline.offsets import OffsetTracker
+from wakeline.topics import EVENTS
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,13 @@ class TransactionalProducer(Protocol):
     def transaction(self) -> AbstractAsyncContextManager[Any]: ...
     async def send(self, topic: str, value: bytes, *, key: bytes, partition: int) -> Any: ...
     async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None: ...
+    async def begin_transaction(self) -> None: ...
+    async def abort_transaction(self) -> None: ...
+
+
+# The key of the one record `abort_strays` writes, in a transaction it aborts: no
+# read-committed consumer ever sees it.
+STRAY_PROBE_KEY = b"wakeline:abort-strays"
 
 
 class WriterClosed(RuntimeError):
@@ -66,6 +74,7 @@ class PartitionWriter:
         self._queue: asyncio.Queue[tuple[list[Record], asyncio.Future]] = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self._closed = False
+        self._txn = asyncio.Lock()  # one transaction at a time: the commit loop's or abort_strays'
 
     async def start(self) -> None:
         try:
@@ -74,6 +83,25 @@ class PartitionWriter:
             await self._producer.stop()  # a failed start must not leave a producer behind
             raise
         self._task = asyncio.create_task(self._loop(), name=f"writer-p{self.partition}")
+
+    async def abort_strays(self) -> None:
+        """Writes one empty record to events p in a transaction of ours and aborts it.
+
+        The abort marker carries this producer's id at its newest epoch, and a partition
+        ends with it any transaction of that id still open there. Starting our producer
+        should already have ended every one (the coordinator aborts what the last owner left
+        open), but a transaction the coordinator does not know reached events p is left
+        open by that, and it holds the partition's last stable offset, and so every wake
+        and the archiver, for good (seen after broker restarts: `partitions._settled`).
+        Every writer of events p has this producer's transactional id, so the only open
+        transaction this can end is one no writer can still commit."""
+        async with self._txn:
+            await self._producer.begin_transaction()
+            try:
+                delivered = await self._producer.send(EVENTS, b"", key=STRAY_PROBE_KEY, partition=self.partition)
+                await delivered  # on the partition, so the abort's marker goes there too
+            finally:
+                await self._producer.abort_transaction()
 
     async def append(self, records: list[Record]) -> None:
         """Returns once the records are committed; raises WriterClosed if they never will be."""
@@ -121,7 +149,7 @@ class PartitionWriter:
         if not batch and not offsets:
             return
         try:
-            async with self._producer.transaction():
+            async with self._txn, self._producer.transaction():
                 # Offsets first: sent after the records, the offset requests reach the
                 # transaction coordinator while those records' produce request is in flight,
                 # and Kafka 4's transaction verification answers that produce with

@@ -14,13 +14,30 @@ import asyncio
 from aiokafka.structs import TopicPartition
 
 from wakeline.offsets import OffsetTracker
+from wakeline.topics import EVENTS
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
+from wakeline_brain.writer import STRAY_PROBE_KEY
 
 
 class FakeProducer:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
     async def start(self) -> None: ...
     async def stop(self) -> None: ...
+
+    async def begin_transaction(self) -> None:
+        self.calls.append(("begin",))
+
+    async def send(self, topic: str, value: bytes, *, key: bytes, partition: int) -> asyncio.Future:
+        self.calls.append(("send", topic, value, key, partition))
+        delivered = asyncio.get_running_loop().create_future()
+        delivered.set_result(None)
+        return delivered
+
+    async def abort_transaction(self) -> None:
+        self.calls.append(("abort",))
 
 
 class FakeConsumer:
@@ -38,9 +55,15 @@ async def _no_actors(partitions: set[int]) -> None:
     return None
 
 
-def partition_set(open_before, **settings) -> tuple[PartitionSet, FakeConsumer]:
+def partition_set(open_before, producers: list[FakeProducer] | None = None,
+                  **settings) -> tuple[PartitionSet, FakeConsumer]:
+    made = producers if producers is not None else []
+
+    def new_producer(partition: int) -> FakeProducer:
+        made.append(FakeProducer())
+        return made[-1]
     ps = PartitionSet(BrainSettings(kafka_password="unused", **settings), OffsetTracker(), _no_actors,
-                      lambda p: FakeProducer(), open_before=open_before)
+                      new_producer, open_before=open_before)
     consumer = FakeConsumer()
     ps.attach(consumer)  # type: ignore[arg-type]
     return ps, consumer
@@ -84,4 +107,47 @@ async def test_one_that_stays_open_past_the_timeout_is_taken_again_from_the_star
     assert 1 in ps.writers
     assert any("cannot take partition 1 yet" in r.getMessage() and "PartitionUnsettled" in r.getMessage()
                for r in caplog.records)
+    await ps.close()
+
+
+async def test_one_still_open_after_the_probe_delay_is_ended_by_an_aborted_transaction_of_ours(caplog) -> None:
+    """The hang test_weather found: a transaction of this producer id that the fence did not
+    end. The writer's empty aborted transaction on events p ends it, and p goes live."""
+    producers: list[FakeProducer] = []
+
+    async def open_before(partition: int) -> str | None:
+        aborted = any(("abort",) in p.calls for p in producers)
+        return None if aborted else "a transaction is open: read-committed end 27 < log end 33"
+
+    ps, consumer = partition_set(open_before, producers, settle_probe_after_s=0.05)
+    await ps.on_partitions_assigned([TopicPartition("wakeline.inbox", 3)])
+    await asyncio.sleep(0.02)
+    assert 3 not in ps.writers and producers[0].calls == []  # not before the delay
+    for _ in range(100):
+        if 3 in ps.writers:
+            break
+        await asyncio.sleep(0.02)
+    assert 3 in ps.writers
+    [producer] = producers
+    assert producer.calls == [("begin",), ("send", EVENTS, b"", STRAY_PROBE_KEY, 3), ("abort",)]
+    assert any("aborting a transaction of ours" in r.getMessage() for r in caplog.records)
+    await ps.close()
+
+
+async def test_the_probe_is_made_once_and_a_transaction_it_cannot_end_still_times_out() -> None:
+    """Another producer's transaction is not ours to end: one probe, then the usual timeout."""
+    producers: list[FakeProducer] = []
+
+    async def open_before(partition: int) -> str | None:  # closes on the second take
+        return "a transaction is open" if len(producers) < 2 else None
+
+    ps, _ = partition_set(open_before, producers, settle_probe_after_s=0.01, settle_timeout_s=0.3)
+    await ps.on_partitions_assigned([TopicPartition("wakeline.inbox", 1)])
+    for _ in range(300):
+        if 1 in ps.writers:
+            break
+        await asyncio.sleep(0.02)
+    assert 1 in ps.writers
+    assert len(producers) == 2  # timed out once and was taken again from the start
+    assert producers[0].calls.count(("abort",)) == 1  # one probe, not one per poll
     await ps.close()
