@@ -24,7 +24,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from tests.requirements import missing
 from wakeline.kafka_io import kafka_auth
@@ -143,3 +145,32 @@ async def first_value_at(settings: CommonSettings, tp: TopicPartition, offset: i
         await reader.stop()
     records = batch.get(tp, [])
     return records[0].value if records else None
+
+
+async def leave_stray_transaction(topic: str, partition: int, transactional_id: str) -> None:
+    """A transaction of `transactional_id`'s producer id left open on `topic[partition]` that
+    its coordinator never heard of, so no fence of that id ever ends it: what a writer's
+    sender dying mid-transaction as the broker stopped left behind in test_weather.
+
+    The broker's transaction verification (KIP-890) refuses such a record, so it is turned off
+    on this broker first (a private broker only). The producer then skips AddPartitionsToTxn
+    for the partition and stops without ending its transaction.
+    """
+    settings = CommonSettings()  # the admin principal: alters configs, writes as any transactional id
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings))
+    await admin.start()
+    try:
+        await admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "1",
+                                                  {"transaction.partition.verification.enable": "false"})])
+    finally:
+        await admin.close()
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), acks="all",
+                                enable_idempotence=True, transactional_id=transactional_id)
+    await producer.start()
+    try:
+        producer._txn_manager.maybe_add_partition_to_txn = lambda tp: None  # the coordinator never hears of it
+        await producer.begin_transaction()
+        delivered = await producer.send(topic, b"stray", key=b"stray", partition=partition)
+        await delivered
+    finally:
+        await producer.stop()  # aiokafka's stop ends no transaction
