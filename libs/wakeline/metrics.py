@@ -41,8 +41,9 @@ TRANSACTION_SECONDS = Histogram("wakeline_brain_transaction_seconds", "A partiti
                                 buckets=_SECONDS)
 EVENTS_APPENDED = Counter("wakeline_events_appended_total", "Records written to the events topic in committed "
                           "transactions")
-STRAYS_ABORTED = Counter("wakeline_brain_stray_transactions_aborted_total", "Taking a partition found a "
-                         "transaction of its producer id still open after the fence and aborted it")
+STRAYS_ENDED = Counter("wakeline_brain_stray_transactions_ended_total",
+                       "Partitions a brain writer found held by a transaction of its own producer id that nothing "
+                       "would end, and ended with a commit of its own", ["topic"])
 SESSIONS = Gauge("wakeline_brain_sessions", "Sessions held in memory by this brain: live (a model call or a step "
                  "pending) or idle (waiting for input until evicted)", ["state"])
 WAKE_SECONDS = Histogram("wakeline_brain_wake_seconds", "Waking a session: reading its log from the archive and "

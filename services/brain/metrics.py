@@ -32,6 +32,17 @@ class TimedProducer:
             self._events += 1
         return await self._producer.send(topic, *args, **kwargs)
 
+    def add_to_transaction(self, tp: Any) -> None:
+        """AddPartitionsToTxn for `tp` without a record (PartitionWriter.end_strays). aiokafka
+        has no public call for it: this is the transaction manager's own step that `send`
+        takes; checked here so an aiokafka that renamed it fails loudly, not silently."""
+        manager = getattr(self._producer, "_txn_manager", None)
+        add = getattr(manager, "maybe_add_partition_to_txn", None)
+        if add is None:
+            raise RuntimeError("aiokafka's producer no longer has _txn_manager.maybe_add_partition_to_txn; "
+                               "PartitionWriter.end_strays needs another way to add a partition")
+        add(tp)
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
         self._events = 0

@@ -26,6 +26,7 @@ from aiokafka.structs import TopicPartition
 from wakeline import metrics, topics
 from wakeline.offsets import OffsetTracker
 from wakeline_brain.settings import BrainSettings
+from wakeline_brain.wake import Held
 from wakeline_brain.writer import PartitionWriter, TransactionalProducer
 
 log = logging.getLogger(__name__)
@@ -36,15 +37,15 @@ class PartitionUnsettled(RuntimeError):
     """A transaction from before our fence is still open on the partition's events."""
 
 
-async def _none_open(partition: int) -> str | None:
-    return None
+async def _none_open(partition: int) -> list[Held]:
+    return []
 
 
 class PartitionSet(ConsumerRebalanceListener):
     def __init__(self, settings: BrainSettings, tracker: OffsetTracker,
                  stop_actors: Callable[[set[int]], Awaitable[None]],
                  new_producer: Callable[[int], TransactionalProducer],
-                 open_before: Callable[[int], Awaitable[str | None]] = _none_open):
+                 open_before: Callable[[int], Awaitable[list[Held]]] = _none_open):
         self.settings = settings
         self.tracker = tracker
         self._new_producer = new_producer  # a fresh one per acquire: starting it fences the last
@@ -54,6 +55,8 @@ class PartitionSet(ConsumerRebalanceListener):
         self._stop_actors = stop_actors
         self._owned: set[int] = set()  # assigned by the group, live or still being acquired
         self._acquiring: dict[int, asyncio.Task] = {}
+        self._watching: asyncio.Task | None = None  # `_watch`, started with the first partition
+        self._suspects: dict[int, tuple[tuple[TopicPartition, int], ...]] = {}  # held at the last look
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.consumer = consumer
@@ -83,6 +86,8 @@ class PartitionSet(ConsumerRebalanceListener):
                 self.consumer.seek(tp, offset)
 
     def _start_acquiring(self, partition: int) -> None:
+        if self._watching is None:
+            self._watching = asyncio.create_task(self._watch(), name="stray-transactions")
         if partition not in self._acquiring:
             self._acquiring[partition] = asyncio.create_task(self._acquire(partition), name=f"acquire-p{partition}")
 
@@ -114,7 +119,8 @@ class PartitionSet(ConsumerRebalanceListener):
                 del self._acquiring[partition]
 
     async def _settled(self, partition: int, writer: PartitionWriter) -> None:
-        """Waits until no transaction written before our fence is still open on events p.
+        """Waits until no transaction written before our fence is still open on events p
+        (or tool calls p: the runner reads those read-committed too).
 
         A wake reads events p up to its read-committed end. A commit is answered once the
         coordinator has logged it, and its marker reaches the partition after that; a
@@ -125,33 +131,58 @@ class PartitionSet(ConsumerRebalanceListener):
         conflicting events). Nothing of ours is open yet, so any gap between the
         read-committed end and the log end is from before us and will close.
 
-        All but one: a transaction of this partition's producer id that the coordinator
-        never knew reached events p gets no marker from our fence, and held the partition
-        for good (seen in test_weather: a writer's sender died mid-transaction as the
-        broker stopped; read-committed end 27 < log end 33 for as long as anyone waited).
-        Past `settle_probe_after_s` the writer aborts an empty transaction of its own there
-        (`PartitionWriter.abort_strays`), whose marker ends it as aborted, which is what it
-        was: no writer ever had it committed.
+        All but one: a broker that stops as a transaction commits can log the commit as
+        complete without writing its markers (seen in test_weather, docs/reliability.md),
+        and nothing then ever ends that transaction. Past `settle_probe_after_s` the writer
+        ends it with a commit of its own on the held partitions (`end_strays`).
         """
         loop = asyncio.get_running_loop()
         began = loop.time()
         deadline = began + self.settings.settle_timeout_s
-        probed = False
+        ended = False
         pause = 0.02
-        while (still := await self._open_before(partition)) is not None:
+        while held := await self._open_before(partition):
             now = loop.time()
-            if not probed and now > began + self.settings.settle_probe_after_s:
-                probed = True
-                log.warning("events partition %s: %s %.1f s after our fence; aborting a transaction of ours "
-                            "there to end one of this producer id the fence did not", partition, still, now - began)
-                await writer.abort_strays()
-                metrics.STRAYS_ABORTED.inc()
+            if not ended and now > began + self.settings.settle_probe_after_s:
+                ended = True
+                await self._end_strays(writer, held, f"{now - began:.1f} s after our fence")
                 continue
             if now > deadline:
-                raise PartitionUnsettled(f"events partition {partition}: {still} after "
+                raise PartitionUnsettled(f"partition {partition}: {'; '.join(map(str, held))} after "
                                          f"{self.settings.settle_timeout_s:g} s")
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.5)
+
+    async def _watch(self) -> None:
+        """Every `stray_check_s`, the live partitions' events and tool calls: one held at the
+        same read-committed end two looks running is held by a transaction nothing will end
+        (a commit of ours whose markers a stopping broker dropped, with our writer alive
+        through the restart). Its sessions would wait for good, and the runner and archiver
+        with them: the writer ends it (`end_strays`). A transaction of ours merely in flight
+        at both looks is ended by its own commit first (end_strays waits for it), and the
+        commit that follows ends nothing."""
+        while True:
+            await asyncio.sleep(self.settings.stray_check_s)
+            for partition, writer in list(self.writers.items()):
+                try:
+                    held = await self._open_before(partition)
+                    seen = tuple((h.tp, h.stable) for h in held)
+                    if not held or self._suspects.get(partition) != seen:
+                        self._suspects[partition] = seen  # new, moved on, or gone: look again next time
+                        continue
+                    self._suspects.pop(partition, None)
+                    if self.writers.get(partition) is writer:
+                        await self._end_strays(writer, held, f"for {self.settings.stray_check_s:g} s")
+                except Exception as err:  # noqa: BLE001 - the broker is away, or the writer was lost: look again later
+                    log.warning("partition %s: looking for stray transactions failed: %r", partition, err)
+
+    async def _end_strays(self, writer: PartitionWriter, held: list[Held], since: str) -> None:
+        log.warning("partition %s: %s, %s; committing a transaction of ours on %s to end the one of this "
+                    "producer id there that nothing else will", writer.partition, "; ".join(map(str, held)), since,
+                    " and ".join(str(h.tp.topic) for h in held))
+        await writer.end_strays([h.tp for h in held])
+        for h in held:
+            metrics.STRAYS_ENDED.labels(h.tp.topic).inc()
 
     def _new_writer(self, partition: int) -> PartitionWriter:
         inputs = [TopicPartition(t, partition) for t in INPUT_TOPICS]
@@ -187,5 +218,8 @@ class PartitionSet(ConsumerRebalanceListener):
             self.tracker.drop([TopicPartition(topic, partition) for topic in INPUT_TOPICS])
 
     async def close(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+            await asyncio.gather(self._watching, return_exceptions=True)
         self._owned = set()
         await self.release(set(self.writers) | set(self._acquiring))

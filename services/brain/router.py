@@ -28,6 +28,7 @@ from wakeline.offsets import OffsetTracker
 from wakeline_brain.actor import ActorDeps, MalformedInput, SessionActor
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
+from wakeline_brain.wake import Held
 from wakeline_brain.writer import PartitionWriter, Record, TransactionalProducer, WriterClosed
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ log = logging.getLogger(__name__)
 class Brain:
     def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]],
                  new_producer: Callable[[int], TransactionalProducer],
-                 open_before: Callable[[int], Awaitable[str | None]] | None = None, load_prefix=None,
+                 open_before: Callable[[int], Awaitable[list[Held]]] | None = None, load_prefix=None,
                  publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None):
         self.settings = settings
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics

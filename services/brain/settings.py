@@ -48,11 +48,15 @@ class BrainSettings(CommonSettings):
     # Above the partition producers' transaction timeout (60 s), by which the broker aborts
     # any transaction left open.
     settle_timeout_s: float = Field(default=75.0, gt=0)
-    # How long that wait goes on before the writer aborts an empty transaction of its own on
-    # the partition, which ends one of its producer id that the fence missed (partitions.
-    # PartitionSet._settled). Markers from the fence land in milliseconds; a restarted
-    # broker finishing a commit, in a few seconds.
+    # How long that wait goes on before the writer commits a record-less transaction of
+    # its own on the held partitions, which ends one of its producer id that nothing else
+    # will (partitions.PartitionSet._settled). Markers from the fence land in milliseconds;
+    # a restarted broker finishing a commit, in a few seconds.
     settle_probe_after_s: float = Field(default=5.0, ge=0)
+    # How often a live writer's events and tool-calls partitions are checked for a
+    # transaction of its producer id that nothing will end (partitions.PartitionSet._watch):
+    # held at the same read-committed end at two checks in a row, it is ended.
+    stray_check_s: float = Field(default=5.0, gt=0)
 
     @property
     def group_instance_id(self) -> str | None:

@@ -30,7 +30,7 @@ from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.snapshots import current
-from wakeline.topics import EVENTS
+from wakeline.topics import EVENTS, TOOL_CALLS
 from wakeline.weather import is_weather
 
 
@@ -178,13 +178,26 @@ class SessionLoader:
                     found.setdefault(r.key, []).append(parse_event(r.value))
 
 
-class OpenTransactions:
-    """Whether events partition p has a transaction still open: its read-committed end
-    (the last stable offset) short of its log end. Two consumers, one per isolation level,
-    asking only for end offsets; the brain's `PartitionSet` waits on it (`_settled`)."""
+@dataclass(frozen=True)
+class Held:
+    """A partition whose read-committed end (last stable offset) is short of its log end:
+    a transaction is open on it."""
 
-    def __init__(self, settings: CommonSettings, topic: str = EVENTS):
-        self._topic = topic
+    tp: TopicPartition
+    stable: int
+    end: int
+
+    def __str__(self) -> str:
+        return f"{self.tp.topic}[{self.tp.partition}]: read-committed end {self.stable} < log end {self.end}"
+
+
+class OpenTransactions:
+    """Which of partition p of `topics` (the ones only p's writer writes: events and tool
+    calls) hold an open transaction. Two consumers, one per isolation level, asking only for
+    end offsets; the brain's `PartitionSet` waits on it (`_settled`) and watches it (`_watch`)."""
+
+    def __init__(self, settings: CommonSettings, topics: tuple[str, ...] = (EVENTS, TOOL_CALLS)):
+        self._topics = topics
         common = dict(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), group_id=None,
                       enable_auto_commit=False)
         self._committed = AIOKafkaConsumer(**common, isolation_level="read_committed")
@@ -198,8 +211,8 @@ class OpenTransactions:
         await self._committed.stop()
         await self._uncommitted.stop()
 
-    async def __call__(self, partition: int) -> str | None:
-        tp = TopicPartition(self._topic, partition)
-        stable = (await self._committed.end_offsets([tp]))[tp]
-        end = (await self._uncommitted.end_offsets([tp]))[tp]
-        return None if stable >= end else f"a transaction is open: read-committed end {stable} < log end {end}"
+    async def __call__(self, partition: int) -> list[Held]:
+        tps = [TopicPartition(topic, partition) for topic in self._topics]
+        stable = await self._committed.end_offsets(tps)
+        end = await self._uncommitted.end_offsets(tps)
+        return [Held(tp, stable[tp], end[tp]) for tp in tps if stable[tp] < end[tp]]

@@ -26,7 +26,6 @@ from aiokafka.structs import TopicPartition
 
 from wakeline import tracing
 from wakeline.offsets import OffsetTracker
-from wakeline.topics import EVENTS
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +48,9 @@ class TransactionalProducer(Protocol):
     async def send(self, topic: str, value: bytes, *, key: bytes, partition: int) -> Any: ...
     async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None: ...
     async def begin_transaction(self) -> None: ...
+    async def commit_transaction(self) -> None: ...
     async def abort_transaction(self) -> None: ...
-
-
-# The key of the one record `abort_strays` writes, in a transaction it aborts: no
-# read-committed consumer ever sees it.
-STRAY_PROBE_KEY = b"wakeline:abort-strays"
+    def add_to_transaction(self, tp: TopicPartition) -> None: ...
 
 
 class WriterClosed(RuntimeError):
@@ -74,7 +70,7 @@ class PartitionWriter:
         self._queue: asyncio.Queue[tuple[list[Record], asyncio.Future]] = asyncio.Queue()
         self._task: asyncio.Task | None = None
         self._closed = False
-        self._txn = asyncio.Lock()  # one transaction at a time: the commit loop's or abort_strays'
+        self._txn = asyncio.Lock()  # one transaction at a time: the commit loop's or end_strays'
 
     async def start(self) -> None:
         try:
@@ -84,24 +80,29 @@ class PartitionWriter:
             raise
         self._task = asyncio.create_task(self._loop(), name=f"writer-p{self.partition}")
 
-    async def abort_strays(self) -> None:
-        """Writes one empty record to events p in a transaction of ours and aborts it.
+    async def end_strays(self, partitions: list[TopicPartition]) -> None:
+        """Commits a transaction of ours that holds `partitions` and no record.
 
-        The abort marker carries this producer's id at its newest epoch, and a partition
-        ends with it any transaction of that id still open there. Starting our producer
-        should already have ended every one (the coordinator aborts what the last owner left
-        open), but a transaction the coordinator does not know reached events p is left
-        open by that, and it holds the partition's last stable offset, and so every wake
-        and the archiver, for good (seen after broker restarts: `partitions._settled`).
-        Every writer of events p has this producer's transactional id, so the only open
-        transaction this can end is one no writer can still commit."""
+        Its commit markers carry this producer's id, and a partition ends with one any
+        transaction of that id still open there. Kafka can leave one open: a broker
+        stopping as a transaction commits has logged the commit as complete without its
+        markers on the partitions (seen in test_weather, docs/reliability.md), and every
+        read-committed reader of those partitions (a wake, the archiver, the runner) then
+        waits for good. Only p's writers, all with this transactional id, write these
+        partitions, and this runs between our own transactions, so whatever it ends was
+        left by a commit of ours. Committed, not aborted: the coordinator committed it, so
+        our appenders were told it was written; a transaction that had failed is made
+        visible whole, its inputs come again and are deduplicated, and its tool calls are
+        issued again on wake under their ids, as after any crash."""
         async with self._txn:
             await self._producer.begin_transaction()
             try:
-                delivered = await self._producer.send(EVENTS, b"", key=STRAY_PROBE_KEY, partition=self.partition)
-                await delivered  # on the partition, so the abort's marker goes there too
-            finally:
+                for tp in partitions:
+                    self._producer.add_to_transaction(tp)
+            except BaseException:
                 await self._producer.abort_transaction()
+                raise
+            await self._producer.commit_transaction()
 
     async def append(self, records: list[Record]) -> None:
         """Returns once the records are committed; raises WriterClosed if they never will be."""

@@ -14,10 +14,12 @@ import uuid
 
 import httpx
 import pytest
+from aiokafka import TopicPartition
 
 from tests.e2e.inbox_records import SETTINGS, assert_partition_serves
 from tests.e2e.stack import require_database, running_stack
-from tests.private_broker import held_partitions, leave_stray_transaction, private_broker_in_environ
+from tests.private_broker import first_value_at, held_partitions, leave_stray_transaction, private_broker_in_environ
+from wakeline.settings import CommonSettings
 from wakeline.topics import ARCHIVER_GROUP, BRAIN_GROUP, EVENTS
 
 PARTITION = 4
@@ -40,7 +42,9 @@ def test_a_stray_transaction_of_the_writers_producer_id_is_ended_and_its_partiti
         with httpx.Client(base_url=stack.url, timeout=30, headers={"Authorization": f"Bearer {key}"}) as auditor:
             assert_partition_serves(stack, auditor, PARTITION, count=2)
         brain_log = stack.services["brain"].log.read_text()
-    assert f"events partition {PARTITION}: a transaction is open" in brain_log
-    assert "aborting a transaction of ours" in brain_log
+    assert f"{EVENTS}[{PARTITION}]: read-committed end" in brain_log
+    assert "committing a transaction of ours" in brain_log
     assert asyncio.run(held_partitions(broker.bootstrap, SETTINGS.partitions)) == \
         "no partition is held by a transaction"
+    # ended by a commit: the record is read-committed now (the archiver dead-letters it: not an event)
+    assert asyncio.run(first_value_at(CommonSettings(), TopicPartition(EVENTS, PARTITION), 0)) == b"stray"
