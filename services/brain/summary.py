@@ -58,7 +58,8 @@ def model_compaction(plan: Draft, reply: ModelReply, model: str) -> Draft:
     after = p.tokens_after - len(p.summary) // CHARS_PER_TOKEN + reply.usage.output_tokens
     payload = e.CompactionPayload(summary=reply.text, covered_from_seq=p.covered_from_seq,
                                   covered_to_seq=p.covered_to_seq, tokens_before=p.tokens_before,
-                                  tokens_after=max(after, 0), summary_model=model, usage=reply.usage)
+                                  tokens_after=max(after, 0), summary_model=model, usage=reply.usage,
+                                  memory_file=p.memory_file, memory=p.memory)
     return Draft(payload=payload, actor=f"agent:{model}", trust="instruction")
 
 
