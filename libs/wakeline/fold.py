@@ -23,8 +23,8 @@ from wakeline.events import (
     ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Woke,
 )
 from wakeline.state import (
-    Block, MemoryRead, Message, OtherBlock, QueuedMessage, RedactedThinkingBlock, SessionState, TextBlock, ThinkingBlock,
-    ToolResultBlock, ToolUseBlock, command_digest, evolve,
+    Block, MemoryRead, Message, OtherBlock, QueuedMessage, RedactedThinkingBlock, SessionState, TextBlock,
+    ThinkingBlock, ToolResultBlock, ToolUseBlock, command_digest, evolve,
 )
 from wakeline.status import session_status
 
@@ -163,10 +163,10 @@ class _Building:
             case ToolResultReceived(payload=p):
                 self._tool_result(e.seq, p.tool_call_id, ToolResultBlock(p.tool_call_id, p.output, p.is_error))
             case ContextCompacted(payload=p):
-                blocks: tuple[Block, ...] = (TextBlock(f"[Summary of earlier conversation]\n{p.summary}"),)
+                opening: tuple[Block, ...] = (TextBlock(f"[Summary of earlier conversation]\n{p.summary}"),)
                 if p.memory_file is not None and p.memory is not None:
-                    blocks += (TextBlock(memory_block(p.memory_file, p.memory)),)
-                self.messages = [Message("user", blocks, e.seq)] + [m for m in self._messages()
+                    opening += (TextBlock(memory_block(p.memory_file, p.memory)),)
+                self.messages = [Message("user", opening, e.seq)] + [m for m in self._messages()
                                                                      if m.seq > p.covered_to_seq]
                 f["compactions"] += 1
                 f["memory_read"] = None
