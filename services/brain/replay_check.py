@@ -2,7 +2,8 @@
 
 `first_divergence(events, tools)` walks a recorded history (a fork's with its inherited
 prefix) through the brain's pure decision code as it is now — `inputs.handle_input` for the
-inputs it can rebuild from the log, `steps.next_step` and `context.plan_compaction` for the
+inputs it can rebuild from the log, `steps.next_step`, `context.plan_compaction` and
+`memory.compaction_step` (the brain's read of the memory file before a compaction) for the
 steps the brain takes on its own, `steps.model_drafts` for each recorded model reply — and
 folds every recorded event with today's `fold`. It reports the first seq where the code
 would now record something else, or would take a step the log does not hold, as Temporal's

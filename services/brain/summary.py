@@ -5,7 +5,9 @@ compaction event its answer makes. Pure.
 exchanges begin (kept verbatim), with the token counts it estimates. For a Claude model the
 summary of that older part is then written by the model itself, in a call of its own
 (`summary_request`), recorded with its usage in the compaction event (`model_compaction`).
-The system prompt is never part of what is summarized: every request sends it whole. The
+The system prompt is never part of what is summarized: every request sends it whole; the
+session's memory file is read before the summary call and re-injected whole after the
+summary (`memory.compaction_step`; `model_compaction` carries it over). The
 scripted models keep the mechanical summary `plan_compaction` writes (they answer from a
 policy, not from what they are asked), and so does a compaction whose summary call failed.
 """
