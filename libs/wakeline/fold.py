@@ -171,7 +171,8 @@ class _Building:
                 f["compactions"] += 1
                 f["memory_read"] = None
             case TurnStarted():
-                f.update(turns=f["turns"] + 1, in_turn=True, awaiting_model=True, model_failures=0)
+                # a read of the memory file is for its own turn's compaction, never a later one's
+                f.update(turns=f["turns"] + 1, in_turn=True, awaiting_model=True, model_failures=0, memory_read=None)
             case TurnEnded():
                 f.update(in_turn=False, awaiting_model=False, model_failures=0, memory_read=None)
             case ApprovalRequested(payload=p):
@@ -179,7 +180,8 @@ class _Building:
             case ApprovalGranted(payload=p) | ApprovalDenied(payload=p):
                 self._approval().discard(p.tool_call_id)
             case SessionEnded(payload=p):
-                f.update(ended_reason=p.reason, in_turn=False, awaiting_model=False, model_failures=0)
+                f.update(ended_reason=p.reason, in_turn=False, awaiting_model=False, model_failures=0,
+                         memory_read=None)
             case HandsTakenOver(payload=p):
                 f["hands"] = p.by
             case HandsHandedBack():

@@ -189,3 +189,19 @@ def test_a_memory_file_inside_the_work_dir_is_taken_and_no_memory_file_keeps_the
     before = e.CompactionPayload(summary="s", covered_from_seq=1, covered_to_seq=2, tokens_before=9, tokens_after=3)
     assert canonical_json(before.model_dump(mode="json")) == canonical_json(
         {"summary": "s", "covered_from_seq": 1, "covered_to_seq": 2, "tokens_before": 9, "tokens_after": 3})
+
+
+def test_a_read_whose_session_was_cancelled_is_never_re_used_by_a_later_turns_compaction():
+    cut = drive(stop_after_memory_call=True)
+    call = cut[-1].payload
+    later = cut + sealed([draft("session_ended", "cmd-cancel", actor="user:alice", reason="cancelled"),
+                          _runner(call, memory_present=True)], SID, after=cut[-1])
+    state = fold(later)
+    assert state.memory_call is None and state.memory_read is not None and not state.pending_tool_calls
+    assert all(call.tool_call_id not in str(m) for m in build_request(state, TOOLS).messages)
+    later += sealed([draft("user_message", "cmd-2", text="go on"), draft("turn_started", turn=state.turns + 1)],
+                    SID, after=later[-1])
+    state = fold(later)
+    assert state.memory_read is None and next_step(state) is CALL_MODEL
+    plan = plan_compaction(state, build_request(state, TOOLS))
+    assert plan is not None and compaction_step(state, plan).type == "tool_call"  # read afresh
