@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
 
 GENESIS_HASH = "0" * 64
 
@@ -57,12 +57,30 @@ class SessionConfig(Frozen):
     # None is off. Left out of the dump when None so configs sealed before it keep their
     # canonical JSON (and hash). The API wants 1024 <= budget < max_tokens.
     thinking_budget: int | None = Field(default=None, ge=1024, le=1_000_000, exclude_if=lambda v: v is None)
+    # The session's memory file (issue 11): a file in the sandbox's work dir, relative to it,
+    # that each compaction re-reads and re-injects whole after its summary. None: no memory
+    # file; left out of the dump then, so configs sealed before it keep their hash.
+    memory_file: str | None = Field(default=None, min_length=1, max_length=255, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _budget_below_max_tokens(self) -> "SessionConfig":
         if self.thinking_budget is not None and self.thinking_budget >= self.max_tokens:
             raise ValueError(f"thinking_budget ({self.thinking_budget}) must be below max_tokens ({self.max_tokens})")
         return self
+
+    @field_validator("memory_file")
+    @classmethod
+    def _memory_file_inside_work_dir(cls, value: str | None) -> str | None:
+        """A relative path that stays in the work dir: the runner confines it anyway, but a
+        config that names a file it can never read is refused when the session is created."""
+        if value is None:
+            return None
+        if value.startswith("/") or "\\" in value or "\0" in value:
+            raise ValueError("memory_file must be a relative path inside the work dir (no leading /, no \\, no NUL)")
+        parts = value.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise ValueError("memory_file must name a file inside the work dir: no '..', '.' or empty path parts")
+        return value
 
 
 def _zero(value: int) -> bool:
@@ -209,6 +227,11 @@ class CompactionPayload(Frozen):
     # The summary replaces the prefix the model's prompt cache holds: the next request
     # pays a cold prefill. False (and left out of the dump) on compactions recorded before.
     resets_prompt_cache: bool = Field(default=False, exclude_if=lambda v: not v)
+    # The session's memory file, re-read for this compaction and re-injected whole after the
+    # summary (issue 11): its path, and its content (None when the read failed: the file is
+    # missing, say). Both absent, and left out of the dump, where the config names none.
+    memory_file: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    memory: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ModelUnavailablePayload(Frozen):

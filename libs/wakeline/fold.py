@@ -23,10 +23,20 @@ from wakeline.events import (
     ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Woke,
 )
 from wakeline.state import (
-    Block, Message, OtherBlock, QueuedMessage, RedactedThinkingBlock, SessionState, TextBlock, ThinkingBlock,
-    ToolResultBlock, ToolUseBlock, command_digest, evolve,
+    Block, MemoryRead, Message, OtherBlock, QueuedMessage, RedactedThinkingBlock, SessionState, TextBlock,
+    ThinkingBlock, ToolResultBlock, ToolUseBlock, command_digest, evolve,
 )
 from wakeline.status import session_status
+
+
+BRAIN = "system:brain"
+
+
+def memory_block(path: str, content: str) -> str:
+    """The memory file as the model sees it after a compaction's summary: whole, labelled
+    with its path, and wrapped as data like tool output (the file is the agent's own notes,
+    written by tools, so it is no more an instruction than their output is)."""
+    return f'<memory_file path="{path}" trust="data">\n{content}\n</memory_file>'
 
 
 class FoldError(ValueError):
@@ -135,28 +145,43 @@ class _Building:
                 f["usage"] = f["usage"] + p.usage
                 self._messages().append(Message("assistant", blocks, e.seq))
                 # `pause_turn`: the API stopped a long turn to be resumed by sending it back.
-                f.update(awaiting_model=p.stop_reason == "pause_turn", model_failures=0, stop_reason=p.stop_reason)
+                f.update(awaiting_model=p.stop_reason == "pause_turn", model_failures=0, stop_reason=p.stop_reason,
+                         memory_read=None)
             case ModelUnavailable(payload=p):
                 f["model_failures"] = p.attempt
+            case ToolCallRequested(payload=p) if e.actor == BRAIN:
+                # The brain's own read of the memory file: run like any call, never shown to
+                # the model as its tool_use (it would have no tool_result pair in its turn).
+                self._pending().append(p)
+                f.update(memory_call=p.tool_call_id, memory_read=None)
             case ToolCallRequested(payload=p):
                 self._add_tool_use(ToolUseBlock(p.tool_call_id, p.name, p.input), e.seq)
                 self._pending().append(p)
+            case ToolResultReceived(payload=p) if p.tool_call_id == f["memory_call"]:
+                self.pending = [c for c in self._pending() if c.tool_call_id != p.tool_call_id]
+                f.update(memory_call=None, memory_read=MemoryRead(p.output, p.is_error))
             case ToolResultReceived(payload=p):
                 self._tool_result(e.seq, p.tool_call_id, ToolResultBlock(p.tool_call_id, p.output, p.is_error))
             case ContextCompacted(payload=p):
-                summary = Message("user", (TextBlock(f"[Summary of earlier conversation]\n{p.summary}"),), e.seq)
-                self.messages = [summary] + [m for m in self._messages() if m.seq > p.covered_to_seq]
+                opening: tuple[Block, ...] = (TextBlock(f"[Summary of earlier conversation]\n{p.summary}"),)
+                if p.memory_file is not None and p.memory is not None:
+                    opening += (TextBlock(memory_block(p.memory_file, p.memory)),)
+                self.messages = [Message("user", opening, e.seq)] + [m for m in self._messages()
+                                                                     if m.seq > p.covered_to_seq]
                 f["compactions"] += 1
+                f["memory_read"] = None
             case TurnStarted():
-                f.update(turns=f["turns"] + 1, in_turn=True, awaiting_model=True, model_failures=0)
+                # a read of the memory file is for its own turn's compaction, never a later one's
+                f.update(turns=f["turns"] + 1, in_turn=True, awaiting_model=True, model_failures=0, memory_read=None)
             case TurnEnded():
-                f.update(in_turn=False, awaiting_model=False, model_failures=0)
+                f.update(in_turn=False, awaiting_model=False, model_failures=0, memory_read=None)
             case ApprovalRequested(payload=p):
                 self._approval().add(p.tool_call_id)
             case ApprovalGranted(payload=p) | ApprovalDenied(payload=p):
                 self._approval().discard(p.tool_call_id)
             case SessionEnded(payload=p):
-                f.update(ended_reason=p.reason, in_turn=False, awaiting_model=False, model_failures=0)
+                f.update(ended_reason=p.reason, in_turn=False, awaiting_model=False, model_failures=0,
+                         memory_read=None)
             case HandsTakenOver(payload=p):
                 f["hands"] = p.by
             case HandsHandedBack():
@@ -179,7 +204,8 @@ class _Building:
         messages, someone's hands, an end) belongs to the parent, not to the fork."""
         self.f.update(session_id=e.session_id, tenant=e.tenant, owner=p.owner, config=p.config, title=p.title,
                       parent_session_id=p.parent_session_id, fork_seq=p.fork_seq, in_turn=False,
-                      awaiting_model=False, ended_reason=None, hands=None, deleted_by=None)
+                      awaiting_model=False, ended_reason=None, hands=None, deleted_by=None, memory_call=None,
+                      memory_read=None)
         self.queued, self.pending, self.approval = [], [], set()
 
     def _add_tool_use(self, block: ToolUseBlock, seq: int) -> None:

@@ -86,6 +86,15 @@ class Message:
 
 
 @dataclass(frozen=True)
+class MemoryRead:
+    """The result of the brain's own read of the session's memory file, waiting for the
+    compaction it was read for (`SessionState.memory_read`)."""
+
+    output: str
+    is_error: bool
+
+
+@dataclass(frozen=True)
 class QueuedMessage:
     command_id: str
     text: str
@@ -123,6 +132,11 @@ class SessionState:
     ended_reason: EndReason | None = None
     hands: str | None = None  # who took over (human:<principal> or service:<principal>), or None for the runners
     compactions: int = 0
+    # The brain's own read of the memory file before a compaction (issue 11): the call's id
+    # while it is pending, then its result until the compaction (or the model's reply, or
+    # the turn's end) uses it up. Never a message: the model did not ask for it.
+    memory_call: str | None = None
+    memory_read: MemoryRead | None = None
     usage: Usage = field(default_factory=Usage)
     files: tuple[str, ...] = ()
     deleted_by: str | None = None

@@ -37,6 +37,7 @@ from wakeline.topics import EVENTS, TOOL_CALLS, record_key
 from wakeline_brain.context import build_request, estimate_tokens, plan_compaction
 from wakeline_brain.forking import ForkRefused, fork_drafts
 from wakeline_brain.inputs import handle_input
+from wakeline_brain.memory import compaction_step
 from wakeline_brain.model import Model, ModelError, ModelReply, ModelRequest
 from wakeline_brain.parking import park_drafts
 from wakeline_brain.steps import CALL_MODEL, failed_model_drafts, model_drafts, next_step
@@ -254,7 +255,7 @@ class SessionActor:
             if not (self.state.awaiting_model and self.state.turns == item.turn):
                 return [], None
             if item.compaction is not None:
-                return [item.compaction], None
+                return [compaction_step(self.state, item.compaction)], None
             if item.reply:
                 return model_drafts(self.state, item.reply, f"agent:{self.state.config.model}"), None
             if item.retryable:
@@ -346,7 +347,14 @@ class SessionActor:
                 compaction = None
                 if calls_model and not just_compacted(state):
                     compaction = plan_compaction(state, build_request(state, self.deps.tools))
-                if compaction is not None and writes_summary(state.config.model):
+                if compaction is not None:
+                    # first the memory file's read (a tool call), then, on its result, this again
+                    compaction = compaction_step(state, compaction)
+                if compaction is not None and isinstance(compaction.payload, e.ToolCallPayload):
+                    state, more = self._sealed([compaction], state)
+                    events += more
+                    calls_model = False
+                elif compaction is not None and writes_summary(state.config.model):
                     summarize, calls_model = (state, compaction), False  # the model writes it first
                 elif compaction is not None:
                     state, more = self._sealed([compaction], state)

@@ -2,7 +2,8 @@
 
 `first_divergence(events, tools)` walks a recorded history (a fork's with its inherited
 prefix) through the brain's pure decision code as it is now — `inputs.handle_input` for the
-inputs it can rebuild from the log, `steps.next_step` and `context.plan_compaction` for the
+inputs it can rebuild from the log, `steps.next_step`, `context.plan_compaction` and
+`memory.compaction_step` (the brain's read of the memory file before a compaction) for the
 steps the brain takes on its own, `steps.model_drafts` for each recorded model reply — and
 folds every recorded event with today's `fold`. It reports the first seq where the code
 would now record something else, or would take a step the log does not hold, as Temporal's
@@ -40,13 +41,15 @@ from wakeline.state import SessionState
 from wakeline.tools import tool_schemas
 from wakeline_brain.context import build_request, plan_compaction
 from wakeline_brain.inputs import handle_input
+from wakeline_brain.memory import compaction_step
 from wakeline_brain.model import ModelReply, ToolUse
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.steps import CALL_MODEL, SYSTEM, model_drafts, next_step
 from wakeline_brain.summary import model_compaction, writes_summary
 
 UNCHECKED = frozenset({"woke", "snapshot", "title_generated", "file_reference", "session_created", "forked"})
-OWN_STEPS = frozenset({"turn_started", "turn_ended", "session_ended", "compaction"})
+# a tool call by system:brain: its read of the memory file before a compaction (issue 11)
+OWN_STEPS = frozenset({"turn_started", "turn_ended", "session_ended", "compaction", "tool_call"})
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ def _expected(state: SessionState, events: Sequence[e.Event], i: int,
             compaction = plan_compaction(state, build_request(state, tools))
             if compaction is None:
                 return Divergence(event.seq, _describe(event), "would call the model (no compaction)")
+            compaction = compaction_step(state, compaction)  # the memory file's read comes first
+            if isinstance(compaction.payload, e.ToolCallPayload):
+                return [compaction]
             written = event.payload if isinstance(event, e.ContextCompacted) else None
             if written is not None and written.summary_model and writes_summary(state.config.model):
                 # the model's summary is its recorded output, like a model turn's reply

@@ -34,6 +34,8 @@ def next_step(state: SessionState) -> list[Draft] | CallModel | None:
     if state.status in ("new", "ended", "deleted"):
         return None
     if state.in_turn:
+        if state.memory_call is not None:
+            return None  # the brain's read of the memory file, for a compaction, is out
         if state.awaiting_model:
             return CALL_MODEL
         if state.pending_tool_calls:

@@ -5,7 +5,9 @@ compaction event its answer makes. Pure.
 exchanges begin (kept verbatim), with the token counts it estimates. For a Claude model the
 summary of that older part is then written by the model itself, in a call of its own
 (`summary_request`), recorded with its usage in the compaction event (`model_compaction`).
-The system prompt is never part of what is summarized: every request sends it whole. The
+The system prompt is never part of what is summarized: every request sends it whole; the
+session's memory file is read before the summary call and re-injected whole after the
+summary (`memory.compaction_step`; `model_compaction` carries it over). The
 scripted models keep the mechanical summary `plan_compaction` writes (they answer from a
 policy, not from what they are asked), and so does a compaction whose summary call failed.
 """
@@ -58,7 +60,8 @@ def model_compaction(plan: Draft, reply: ModelReply, model: str) -> Draft:
     after = p.tokens_after - len(p.summary) // CHARS_PER_TOKEN + reply.usage.output_tokens
     payload = e.CompactionPayload(summary=reply.text, covered_from_seq=p.covered_from_seq,
                                   covered_to_seq=p.covered_to_seq, tokens_before=p.tokens_before,
-                                  tokens_after=max(after, 0), summary_model=model, usage=reply.usage)
+                                  tokens_after=max(after, 0), summary_model=model, usage=reply.usage,
+                                  memory_file=p.memory_file, memory=p.memory)
     return Draft(payload=payload, actor=f"agent:{model}", trust="instruction")
 
 

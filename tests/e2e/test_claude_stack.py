@@ -20,6 +20,8 @@ import pytest
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stack import require_database, running_stack
 from tests.e2e.stored_log import assert_log_whole, stored_events
+from wakeline.tools import tool_schemas
+from wakeline_brain.replay_check import first_divergence
 from tests.fakes.messages_api import (
     Canned, FakeMessagesAPI, error, message, redacted_thinking_block, text_block, thinking_block, tool_use_block,
 )
@@ -248,3 +250,71 @@ def test_viewers_see_the_text_as_it_streams_and_the_turn_restart_after_a_kill_9(
     turns = [e for e in events if e.type == "model_turn"]
     assert len(turns) == 2 and turns[0].payload.text == "Running it."
     assert [kind for kind, _ in viewer.frames if kind == "model_turn"] == ["model_turn", "model_turn"]
+
+
+MEMORY = "# MEMORY\n- the code word is PELICAN\n- tabs, never spaces\n"
+
+
+class MemoryScript:
+    """One session that writes MEMORY.md, fills its window with a long task and a command's
+    output, is compacted (the summary written by the server), and answers last."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def __call__(self, body: dict[str, Any]) -> Canned:
+        system = body.get("system")
+        system_text = system if isinstance(system, str) else "".join(b["text"] for b in system or [])
+        if system_text.startswith("You are compacting"):
+            return message([text_block(f"SUMMARY of {self.tag}: MEMORY.md written, seq ran.")])
+        if str(body["messages"][0]["content"]).find("[Summary of earlier conversation]") >= 0:
+            return message([text_block(f"done {self.tag}")])
+        if tool_results(body) == 0:
+            return message([tool_use_block("write_file", {"path": "MEMORY.md", "content": MEMORY},
+                                           id=f"toolu_w_{self.tag}")], "tool_use")
+        if tool_results(body) == 1:
+            return message([tool_use_block("bash", {"command": "seq 1 200"}, id=f"toolu_b_{self.tag}")], "tool_use")
+        return message([text_block(f"done {self.tag} without a compaction")])
+
+
+def test_a_compaction_re_injects_the_memory_file_whole_after_the_summary_across_a_kill_9(stack, client, api):
+    tag = "memory-file"
+    api.reset()
+    api.respond_with(MemoryScript(tag))
+    try:
+        response = client.post("/v1/sessions", json={
+            "message": tag + " " + "Context to carry along. " * 170, "wait": False,
+            "config": {"model": MODEL, "max_tokens": 512, "context_window": 1024, "memory_file": "MEMORY.md"}})
+        assert response.status_code in (201, 202), response.text
+        sid = response.json()["session_id"]
+        read = wait_for(lambda: [e for e in stored_events(sid) if e.type == "tool_call" and e.actor == "system:brain"],
+                        90, "the brain's read of the memory file", stack)
+        # killed between its read and (most likely) the read's result: the wake folds and goes on
+        stack.services["brain"].kill9()
+        stack.start("brain", "brain", WAKELINE_HOST="brain-claude-memory", **brain_env(api))
+        assert_completed(wait_ended(client, stack, sid, timeout=120), sid)
+        bodies = [b for b in api.bodies() if isinstance(b, dict)]
+    finally:
+        api.reset()
+
+    events = assert_log_whole(sid)
+    assert [e.payload.name for e in read] == ["read_file"] and read[0].payload.input["path"] == "MEMORY.md"
+    [call] = [e for e in events if e.type == "tool_call" and e.actor == "system:brain"]
+    [result] = [e for e in events if e.type == "tool_result" and e.payload.tool_call_id == call.payload.tool_call_id]
+    assert result.actor.startswith("runner:") and not result.payload.is_error  # the runner read the sandbox's file
+    [compaction] = [e for e in events if e.type == "compaction"]
+    assert compaction.seq > result.seq and compaction.payload.memory == MEMORY
+    assert compaction.payload.memory_file == "MEMORY.md" and compaction.payload.summary_model == MODEL
+    # The request after the compaction: the summary, then the memory file whole, as data.
+    last = [b for b in bodies if "[Summary of earlier conversation]" in str(b["messages"][0]["content"])][0]
+    opening = last["messages"][0]["content"]
+    assert opening[0]["text"].startswith(f"[Summary of earlier conversation]\nSUMMARY of {tag}")
+    assert opening[1]["text"] == f'<memory_file path="MEMORY.md" trust="data">\n{MEMORY}\n</memory_file>'
+    # never a tool_use of the model's: every tool_result the API sees pairs with one it made
+    for body in bodies:
+        uses = {b["id"] for m in body["messages"] if isinstance(m["content"], list)
+                for b in m["content"] if b["type"] == "tool_use"}
+        results = {b["tool_use_id"] for m in body["messages"] if isinstance(m["content"], list)
+                   for b in m["content"] if b["type"] == "tool_result"}
+        assert call.payload.tool_call_id not in uses | results and results <= uses
+    assert first_divergence(events, tool_schemas()) is None

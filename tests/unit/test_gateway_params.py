@@ -142,3 +142,19 @@ def test_last_event_id_wins_over_after_and_must_be_a_seq() -> None:
 def test_a_command_without_an_outcome_is_described_as_pending() -> None:
     answer = describe(WakeSession(command_id="c", session_id="s"), None, 15)
     assert (answer.status, answer.seq, answer.outcome) == ("pending", None, None) and "15 s" in answer.note
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../MEMORY.md", "notes/../../x"])
+def test_a_memory_file_outside_the_work_dir_is_a_422_naming_it(api, path) -> None:
+    client, inbox = api
+    answer = client.post("/v1/sessions", json={"message": "x", "config": {"memory_file": path}})
+    assert answer.status_code == 422 and "memory_file" in answer.json()["detail"] and inbox.sent == []
+
+
+def test_a_memory_file_inside_the_work_dir_reaches_the_session_and_the_openapi_schema(api) -> None:
+    client, inbox = api
+    answer = client.post("/v1/sessions", json={"message": "x", "wait": False,
+                                                "config": {"memory_file": "notes/MEMORY.md"}})
+    assert answer.status_code < 300 and inbox.sent[0].config.memory_file == "notes/MEMORY.md"
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    assert "memory_file" in schemas["SessionConfig"]["properties"]
