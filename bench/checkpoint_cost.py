@@ -1,15 +1,17 @@
 """What a signed checkpoint costs at 1M events in one tenant (issue 16).
 
-`python -m bench.checkpoint_cost [--sessions 20000] [--repeats 3]`: loads the tenant
-`bench-checkpoints-<key id>` once (sessions × 50 events, made by bench/audit_sessions like the audit
+`python -m bench.checkpoint_cost [--sessions 20000] [--repeats 3] [--compare-scan]`: loads
+the tenant `bench-checkpoints-<key id>` once (sessions × 50 events, made by bench/audit_sessions like the audit
 benchmark's, written as the service role through TenantPool, resumable), then measures one
 signer round the way `wakeline.signer` runs it, phase by phase: reading every session's
-head (the DISTINCT ON over the tenant's events), the Merkle root, the Ed25519 signature,
+head (the skip scan over event_keys of migration 0018), the Merkle root, the Ed25519 signature,
 the postgres insert (heads included), the topic record, the sink line; then what verify
 pays before any chain (reading the three witnesses and cross-checking them, the root
-recomputed from the stored heads), one inclusion proof, and the lag query. One JSON line
-per figure. Needs the stack of `make up`; it publishes as the admin tool principal. Its
-signer key and sink live in `.data/bench-checkpoints/<database>-<prefix>/`.
+recomputed from the stored heads), one inclusion proof, and the lag query; with
+`--compare-scan`, also the DISTINCT ON over the tenant's events that the skip scan replaced
+(same heads asserted), for the before/after at the same size and load. One JSON line per
+figure. Needs the stack of `make up`; it publishes as the admin tool principal. Its signer key
+and sink live in `.data/bench-checkpoints/<database>-<prefix>/`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 from bench.audit_sessions import PER_SESSION, session_id, session_rows
 from bench.harness import ROOT, summary
 from wakeline import merkle, witnesses
-from wakeline.checkpoints import stored_heads
+from wakeline.checkpoints import STORED_HEADS_BY_SCAN, stored_heads
 from wakeline.event_store import INSERT_ROWS
 from wakeline.pg import TenantPool
 from wakeline.proofs import build_proof
@@ -69,7 +71,8 @@ def _timed(phases: dict[str, list[float]], name: str, started: float) -> float:
     return now
 
 
-async def measure(sessions: int, repeats: int, home: Path | None = None) -> list[dict[str, Any]]:
+async def measure(sessions: int, repeats: int, home: Path | None = None,
+                  compare_scan: bool = False) -> list[dict[str, Any]]:
     settings = CommonSettings()
     await witnesses.ensure_topic(settings)
     # The tenant's statements chain across runs, so the key and the sink persist with the
@@ -92,6 +95,10 @@ async def measure(sessions: int, repeats: int, home: Path | None = None) -> list
             async with pool.transaction(tenant) as conn:
                 heads = await stored_heads(conn)
             t = _timed(phases, "read_heads_ms", t)
+            if compare_scan:
+                async with pool.transaction(tenant) as conn:
+                    assert await stored_heads(conn, query=STORED_HEADS_BY_SCAN) == heads
+                t = _timed(phases, "read_heads_distinct_on_events_ms", t)
             merkle.root(heads)
             t = _timed(phases, "merkle_root_ms", t)
             envelope = new_statement(signer, tenant, heads, previous=None, created_at=datetime.now(UTC),
@@ -120,8 +127,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.checkpoint_cost")
     parser.add_argument("--sessions", type=int, default=SESSIONS, help=f"× {PER_SESSION} events (default 1M)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--compare-scan", action="store_true",
+                        help="also time the DISTINCT ON over events the skip scan replaced")
     args = parser.parse_args()
-    for line in asyncio.run(measure(args.sessions, args.repeats)):
+    for line in asyncio.run(measure(args.sessions, args.repeats, compare_scan=args.compare_scan)):
         print(json.dumps(line), flush=True)
 
 

@@ -1,0 +1,13 @@
+-- 0018: every session's head of a tenant, read in one index probe per session (issue 16).
+--
+-- The signer reads each session's last (seq, hash) every round. The DISTINCT ON over events
+-- read every event of the tenant (O(events): seconds at 100k, ~10x that at 1M, the benchmark
+-- in docs/benchmarks.md). With this index, checkpoints.stored_heads walks the tenant's
+-- sessions backwards: one probe finds the next session below the previous one and, the
+-- index being in (session_id, seq) order, that session's highest seq with it (a skip scan,
+-- O(sessions)); ts is included so the probe is index-only and the event row that holds the
+-- hash is then found in the one partition of its month. event_keys, not events: events is
+-- partitioned by month, so any probe there visits every partition, and its primary key does
+-- not start with the tenant, so a walk over it would step through every other tenant's
+-- sessions too.
+CREATE INDEX event_keys_tenant_session_seq ON event_keys (tenant, session_id, seq) INCLUDE (ts);
