@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from tests.e2e.sessions import create_session, wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole
 
@@ -21,8 +23,15 @@ def test_two_runners_in_one_group_both_do_work(stack, client):
 
 
 def test_a_second_brain_joining_mid_session_moves_partitions_without_two_writers(stack, client):
-    sids = [create_session(client, "slowmodel") for _ in range(10)]
-    stack.start("brain-b", "brain")
+    sids = [create_session(client, "slowmodel") for _ in range(5)]
+    brain_b = stack.start("brain-b", "brain")
+    # Sessions keep starting (one a second, ~9 s each) until brain-b holds partitions, so some
+    # are mid-session when theirs move: on a busy machine its start and join took longer than
+    # ten sessions started at once took to finish (CI, load average 14: no session moved).
+    while "owns partitions" not in brain_b.tail(400) and len(sids) < 60:
+        time.sleep(1)
+        sids.append(create_session(client, "slowmodel"))
+    wait_for(lambda: "owns partitions" in brain_b.tail(400), 120, "brain-b to take partitions", stack)
     for sid in sids:
         session = wait_ended(client, stack, sid, timeout=150)
         assert session["ended_reason"] == "completed"
