@@ -133,6 +133,7 @@ def test_each_role_sees_exactly_the_actions_it_may_take(stack, keys, page):
     sign_in(page, stack, keys["user"], "console-user · user · tenant default")
     page.wait_for_selector(f"#session-list li[data-session='{own}']")
     assert page.is_visible("#new-session") and not page.is_visible("#nav-audit")
+    shot(page, "sessions")
     open_session(page, stack, own)
     assert visible_acts(page) == WRITE_ACTS | READ_ACTS | {"delete"} and page.is_visible("#send")
     shot(page, "session")
@@ -206,6 +207,52 @@ def test_a_pending_tool_call_is_approved_from_the_console(stack, keys, page):
     assert page.locator("#transcript li[data-type=approval_granted]").count() == 2
     with api(stack, keys["user"]) as user:
         assert wait_ended(user, stack, sid)["ended_reason"] == "completed"
+
+
+def test_take_over_hand_back_and_fork_from_a_step(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "the parent")
+        wait_ended(user, stack, sid)
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript li[data-type=session_ended]")
+    page.click("#s-actions button[data-act=takeover]")
+    taken = page.wait_for_selector("#transcript li[data-type=takeover]")
+    assert "human:console-user" in taken.text_content()
+    page.click("#s-actions button[data-act=handback]")
+    page.wait_for_selector("#transcript li[data-type=handback]")
+
+    at = int(page.get_attribute("#transcript li[data-type=tool_result] >> nth=0", "data-seq"))
+    page.click(f"#transcript li[data-seq='{at}'] button.fork")
+    page.fill(f"#transcript li[data-seq='{at}'] .fork-form input", "take another road")
+    page.press(f"#transcript li[data-seq='{at}'] .fork-form input", "Enter")
+    expect_ui(page.locator("#s-meta")).to_contain_text(f"fork of {sid} at {at}")
+    fork = page.url.rsplit("/", 1)[1]
+    assert fork != sid
+    page.wait_for_selector("#transcript li[data-type=user_message]")
+    assert "take another road" in page.text_content("#transcript")
+    page.click("#s-forks button[data-goto]")  # back to the parent, which now lists the fork
+    expect_ui(page.locator("#s-forks")).to_contain_text(f"fork at seq {at}")
+    assert page.get_attribute("#s-forks button[data-goto]", "data-goto") == fork
+
+
+def test_the_person_holding_the_hands_answers_a_tool_call_then_hands_back(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "slowmodel", "let me do it")  # 3 s before its first call
+        assert user.post(f"/v1/sessions/{sid}/takeover").status_code in (200, 202)
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript .pair .hands-form textarea")
+    page.fill("#transcript .pair .hands-form textarea", "one, by hand")
+    page.click("#transcript .pair .hands-form button")
+    result = page.wait_for_selector("#transcript .pair .result .head")
+    assert "human:console-user" in result.text_content()
+    assert page.locator("#transcript .hands-form").count() == 0
+    page.click("#s-actions button[data-act=handback]")
+    page.wait_for_selector("#transcript li[data-type=handback]")
+    page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=60_000)
+    cells = page.eval_on_selector_all(".pair .result", "cs => cs.map(c => c.textContent)")
+    assert "one, by hand" in cells[0] and "runner:" in cells[1], cells
 
 
 def test_a_session_is_deleted_with_the_keyboard_and_the_page_says_what_delete_means(stack, keys, page):

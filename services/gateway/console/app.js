@@ -182,10 +182,39 @@ function approvalControls(event) {
   return box;
 }
 
+// Whole steps a fork may end at: after a message, a reply or a result, never between a
+// call and its result (the gateway refuses that with 409 and says where it could).
+const FORKABLE = new Set(["user_message", "model_turn", "tool_result"]);
+
+function forkControl(event, li) {
+  const open = el("button", { type: "button", class: "fork", text: "continue from here" });
+  open.addEventListener("click", () => {
+    if (li.querySelector(".fork-form")) return;
+    const text = el("input", { "aria-label": `First message of a fork at seq ${event.seq}` });
+    text.required = true;
+    const go = el("button", { type: "submit", text: `Fork at seq ${event.seq}` });
+    const form = el("form", { class: "fork-form" }, text, go);
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      try {
+        const { body } = await call("POST", `/v1/sessions/${encodeURIComponent(current.id)}/fork`,
+          { at_seq: event.seq, message: text.value });
+        location.hash = `#/s/${body.session_id}`;
+      } catch (err) { notice(explain(err), true); }
+    });
+    li.append(form);
+    text.focus();
+  });
+  return open;
+}
+
 function onEvent(event) {
   current.lastSeq = event.seq;
   const li = renderEvent(event, current.pairs);
   const p = event.payload || {};
+  if (FORKABLE.has(event.type) && may("session.create") && (owns(current.session) || me.role === "admin")) {
+    li.querySelector(".head").append(forkControl(event, li));
+  }
   if (event.type === "approval_requested" && may("session.write") && owns(current.session)) {
     li.append(approvalControls(event));
     current.pending.set(p.tool_call_id, li);
@@ -195,6 +224,11 @@ function onEvent(event) {
     if (box) box.remove();
     current.pending.delete(p.tool_call_id);
   }
+  if (event.type === "tool_call") current.open.set(p.tool_call_id, p.name);
+  if (event.type === "tool_result") current.open.delete(p.tool_call_id);
+  if (event.type === "takeover") current.hands = p.by;
+  if (event.type === "handback") current.hands = null;
+  if (["tool_call", "takeover", "handback"].includes(event.type)) drawHands();
   if (event.type === "session_ended") current.session.status = "ended";
   else if (event.type === "user_message" || event.type === "turn_started") current.session.status = "running";
   const stick = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
@@ -216,6 +250,42 @@ async function drawCost() {
     const tokens = Object.entries(c.tokens).map(([k, v]) => `${k} ${v}`).join(", ");
     $("s-cost").textContent = `cost: ${c.turns} turns, ${c.model_calls} model calls, ${c.tool_calls} tool calls, ${c.compactions.length} compactions; tokens ${tokens || "none"}`;
   } catch { $("s-cost").textContent = ""; }
+}
+
+// While this person holds the hands, each call without a result gets a form to answer it.
+const myHands = () => (me.role === "service" ? me.actor : `human:${me.principal}`);
+
+function drawHands() {
+  for (const form of $("transcript").querySelectorAll(".hands-form")) form.remove();
+  if (current.hands !== myHands()) return;
+  for (const [id, name] of current.open) {
+    const cell = current.pairs.get(id);
+    if (!cell) continue;
+    const output = el("textarea", { rows: "3", "aria-label": `Result of ${name} (${id})` });
+    const form = el("form", { class: "hands-form", "data-call": id }, output,
+      el("button", { type: "submit", text: "Submit result" }));
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      command("POST", `tool-results/${encodeURIComponent(id)}`, "result submitted", { output: output.value });
+    });
+    cell.append(form);
+  }
+}
+
+// The session's place in its tree: its parent and its own forks, each a link.
+async function drawForks() {
+  const box = $("s-forks");
+  box.replaceChildren();
+  try {
+    const node = await get(`/v1/sessions/${encodeURIComponent(current.id)}/tree`);
+    const link = (id, label) => {
+      const b = el("button", { type: "button", class: "link", "data-goto": id, text: label });
+      b.addEventListener("click", () => { location.hash = `#/s/${id}`; });
+      return b;
+    };
+    if (current.session.parent_session_id) box.append(link(current.session.parent_session_id, "parent"), " ");
+    for (const fork of node.forks || []) box.append(link(fork.session_id, `fork at seq ${fork.fork_seq}: ${fork.title || fork.session_id}`), " ");
+  } catch { /* the tree is an extra; the transcript does not depend on it */ }
 }
 
 async function command(method, path, what, body) {
@@ -253,7 +323,7 @@ async function openSession(id) {
     notice(err instanceof ApiError && err.status === 404 ? "No such session (or not one this key may see)." : explain(err), true);
     return;
   }
-  current = { id, session, lastSeq: 0, pairs: new Map(), pending: new Map() };
+  current = { id, session, lastSeq: 0, pairs: new Map(), pending: new Map(), open: new Map(), hands: null };
   drawMeta();
   const writable = owns(session);
   for (const button of $("s-actions").querySelectorAll("button")) {
@@ -262,6 +332,7 @@ async function openSession(id) {
   }
   $("send").hidden = !(may("session.write") && writable);
   drawCost();
+  drawForks();
   stopStream = follow(id, 0, { onEvent, onState: (state) => {
     setStream(state);
     if (state === "gone") notice("This session was deleted.");
