@@ -255,6 +255,36 @@ def test_the_person_holding_the_hands_answers_a_tool_call_then_hands_back(stack,
     assert "one, by hand" in cells[0] and "runner:" in cells[1], cells
 
 
+def test_a_message_from_a_stale_view_is_refused_and_the_page_says_why(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "first")
+        wait_ended(user, stack, sid)
+    streams: list[str] = []
+
+    def freeze(route) -> None:  # the first stream reads to the end; later ones never connect
+        streams.append(route.request.url)
+        if len(streams) == 1:
+            route.continue_(url=f"{route.request.url}&until_end=true")
+        else:
+            route.abort()
+
+    page.route("**/stream?*", freeze)
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript li[data-type=session_ended]")
+    expect_ui(page.locator("#s-stream")).to_contain_text("reconnecting")
+    with api(stack, keys["user"]) as user:  # someone else moves the session on
+        assert user.post(f"/v1/sessions/{sid}/messages", json={"text": "from elsewhere"}).status_code == 202
+    page.fill("#send-text", "from the stale page")
+    page.click("#send button[type=submit]")
+    expect_ui(page.locator("#s-notice")).to_contain_text("the session moved on since this view was drawn")
+    assert page.get_attribute("#s-notice", "class") == "error"
+    with api(stack, keys["user"]) as user:
+        texts = [e["payload"]["text"] for e in user.get(f"/v1/sessions/{sid}/events",
+                                                        params={"type": "user_message"}).json()["data"]]
+    assert "from the stale page" not in texts
+
+
 def test_a_session_is_deleted_with_the_keyboard_and_the_page_says_what_delete_means(stack, keys, page):
     with api(stack, keys["user"]) as user:
         sid = create_session(user, "tools3", "to be deleted")
@@ -281,10 +311,11 @@ def test_a_session_is_deleted_with_the_keyboard_and_the_page_says_what_delete_me
 def test_the_audit_form_queries_pages_and_downloads_csv(stack, keys, page):
     with api(stack, keys["user"]) as user:
         sid = create_session(user, "tools3", "for the auditor")
-        wait_ended(user, stack, sid)
+        since = wait_ended(user, stack, sid)["created_at"]  # the database outlives runs: this run's window
     sign_in(page, stack, keys["auditor"], "console-auditor · auditor · tenant default")
     page.click("#nav-audit")
     page.fill("#a-principal", "console-user")
+    page.fill("#a-since", since)
     page.fill("#a-type", "user_message")
     page.press("#a-type", "Enter")
     page.wait_for_selector("#a-results tbody tr")
