@@ -25,7 +25,7 @@ from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.metrics import HttpMetrics
 from wakeline_gateway.traces import HttpTracing
 from wakeline_gateway.audit import AuditStore
-from wakeline_gateway.routes import audit, commands, forks, health, reads, sessions, stream, tenant
+from wakeline_gateway.routes import audit, commands, console, forks, health, me, reads, sessions, stream, tenant
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.store import SessionStore
 
@@ -70,7 +70,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     app.add_middleware(BodyLimit, cap=body_cap(settings.max_record_bytes))
     app.add_middleware(HttpTracing)
     app.add_middleware(HttpMetrics)  # outermost: times what the body limit refuses too
-    for module in (sessions, forks, commands, reads, stream, audit, tenant, health):
+    for module in (sessions, forks, commands, reads, stream, audit, tenant, health, me, console):
         app.include_router(module.router)
     app.openapi = lambda: problem_openapi(app)  # type: ignore[method-assign]
     return app

@@ -249,3 +249,14 @@ class ProofPublic(BaseModel):
     session_id: str
     proof: InclusionProof | None
     reason: str | None = None
+
+
+class MePublic(BaseModel):
+    """Who the presented key is, and which actions (auth.PERMISSIONS) its role may take."""
+
+    principal: str
+    role: str
+    tenant: str
+    actor: str
+    key_id: str
+    actions: list[str]

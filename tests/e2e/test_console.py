@@ -1,0 +1,415 @@
+"""The web console in a real browser (Debian's Chromium driven by Playwright) against the
+real stack: roles, a live session, approval, keyboard delete, audit, hostile content.
+
+Chromium is the machine's (`/usr/bin/chromium`); Playwright never downloads one. Without
+it (or the `playwright` package) these tests skip, and fail under CI=true. With
+`WAKELINE_CONSOLE_SHOTS=<dir>` they also save screenshots of the main screens there
+(`docs/console/` is made that way).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.sessions import create_session, wait_ended
+from tests.requirements import missing
+
+CHROMIUM = "/usr/bin/chromium"
+HOSTILE_PORT = 47613  # named in tests/e2e/policies/hostileconsole.json
+TIMEOUT_MS = 30_000
+SHOTS = os.environ.get("WAKELINE_CONSOLE_SHOTS")
+# Every write/delete control of a session view, by data-act.
+WRITE_ACTS = {"cancel", "wake", "takeover", "handback"}
+READ_ACTS = {"export-html", "export-json", "verify"}
+
+
+@pytest.fixture(scope="module")
+def browser(stack) -> Iterator[object]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as err:
+        missing(f"the playwright package is not installed ({err}); `make venv` installs it")
+    if not Path(CHROMIUM).exists():
+        missing(f"no Chromium at {CHROMIUM}; install Debian's `chromium` package")
+    manager = sync_playwright().start()
+    try:
+        browser = manager.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    except Exception as err:  # noqa: BLE001 - whatever stops the browser, the test cannot run
+        manager.stop()
+        missing(f"Chromium at {CHROMIUM} did not start under Playwright: {err}")
+    yield browser
+    browser.close()
+    manager.stop()
+
+
+@pytest.fixture(scope="module")
+def keys(stack) -> dict[str, str]:
+    return {role: stack.api_key(f"console-{role}", role) for role in ("user", "auditor", "admin")}
+
+
+@pytest.fixture
+def page(browser, stack):
+    context = browser.new_context(viewport={"width": 1100, "height": 800}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    yield page
+    context.close()
+    assert not errors, f"the console threw: {errors}"
+
+
+def expect_ui(locator):
+    """Playwright's `expect`: it polls through selectors, where `wait_for_function` would
+    need `eval`, which the console's CSP (rightly) refuses."""
+    from playwright.sync_api import expect
+    return expect(locator)
+
+
+def api(stack, key: str) -> httpx.Client:
+    return httpx.Client(base_url=stack.url, timeout=30, headers={"Authorization": f"Bearer {key}"})
+
+
+def sign_in(page, stack, key: str, expect: str) -> None:
+    page.goto(f"{stack.url}/console/")
+    page.fill("#key", key)
+    page.press("#key", "Enter")
+    expect_ui(page.locator("#who")).to_have_text(expect)
+
+
+def shot(page, name: str) -> None:
+    if SHOTS:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
+
+
+def visible_acts(page) -> set[str]:
+    return set(page.eval_on_selector_all("#s-actions button:not([hidden])", "bs => bs.map(b => b.dataset.act)"))
+
+
+def open_session(page, stack, session_id: str) -> None:
+    page.goto(f"{stack.url}/console/#/s/{session_id}")
+    page.wait_for_selector("#transcript li[data-type=session_created]")
+
+
+def test_console_is_served_with_a_strict_csp_and_me_names_the_caller(stack, keys):
+    response = httpx.get(f"{stack.url}/console/")
+    assert response.status_code == 200 and "text/html" in response.headers["content-type"]
+    csp = response.headers["content-security-policy"]
+    for rule in ("default-src 'self'", "script-src 'self'", "connect-src 'self'", "object-src 'none'",
+                 "frame-ancestors 'none'"):
+        assert rule in csp, csp
+    assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+    assert not re.search(r"<script(?![^>]*\bsrc=)", response.text), "inline script in index.html"
+    assert not re.search(r"\son[a-z]+=", response.text), "inline event handler in index.html"
+    assert httpx.get(f"{stack.url}/console/app.js").headers["content-security-policy"] == csp
+    assert httpx.get(f"{stack.url}/console/..%2fapp.py").status_code in (404, 422)
+    with api(stack, keys["auditor"]) as client:
+        me = client.get("/v1/me").json()
+    assert (me["principal"], me["role"], me["tenant"]) == ("console-auditor", "auditor", "default")
+    assert "audit.read" in me["actions"] and "session.write" not in me["actions"]
+    assert httpx.get(f"{stack.url}/v1/me").status_code == 401
+
+
+def test_each_role_sees_exactly_the_actions_it_may_take(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        own = create_session(user, "tools3", "a session of the user")
+        wait_ended(user, stack, own)
+    page.goto(f"{stack.url}/console/")
+    page.fill("#key", "wkl_not_a_real_key")
+    page.press("#key", "Enter")
+    page.wait_for_selector("#signin-error:not(:empty)")
+    assert page.is_visible("#signin")
+
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    page.wait_for_selector(f"#session-list li[data-session='{own}']")
+    assert page.is_visible("#new-session") and not page.is_visible("#nav-audit")
+    shot(page, "sessions")
+    open_session(page, stack, own)
+    assert visible_acts(page) == WRITE_ACTS | READ_ACTS | {"delete"} and page.is_visible("#send")
+    shot(page, "session")
+    assert page.evaluate("sessionStorage.getItem('wakeline.key')") == keys["user"]
+    assert keys["user"] not in page.url
+
+    page.click("#sign-out")
+    sign_in(page, stack, keys["auditor"], "console-auditor · auditor · tenant default")
+    assert not page.is_visible("#new-session") and page.is_visible("#nav-audit")
+    page.wait_for_selector(f"#session-list li[data-session='{own}']")  # the whole tenant
+    assert page.locator(f"#session-list li[data-session='{own}'] .bin").count() == 0
+    open_session(page, stack, own)
+    assert visible_acts(page) == READ_ACTS and not page.is_visible("#send")
+
+    page.click("#sign-out")
+    sign_in(page, stack, keys["admin"], "console-admin · admin · tenant default")
+    assert page.is_visible("#new-session") and page.is_visible("#nav-audit")
+    open_session(page, stack, own)  # another's session: read, never write
+    assert visible_acts(page) == READ_ACTS and not page.is_visible("#send")
+
+
+def test_a_session_started_in_the_console_runs_live_and_resumes_after_the_gateway_restarts(stack, keys, page):
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    page.fill("#new-task", "count slowly")
+    page.fill("#new-model", "scripted:slowmodel")
+    page.fill("#new-title", "live in the console")
+    page.click("#new-session button[type=submit]")
+    page.wait_for_selector("#transcript li[data-type=tool_call]")
+    session_id = page.url.rsplit("/", 1)[1]
+    seen = page.eval_on_selector_all("#transcript > li", "ls => ls.length")
+
+    gateway = stack.services["gateway"]  # a network drop, the hard way
+    gateway.kill9()
+    expect_ui(page.locator("#s-stream")).to_contain_text("reconnecting")
+    gateway.start()
+    stack.wait_gateway()
+
+    page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=90_000)
+    assert page.eval_on_selector_all("#transcript > li", "ls => ls.length") > seen
+    with api(stack, keys["user"]) as user:
+        stored = [e["seq"] for e in user.get(f"/v1/sessions/{session_id}/events").json()["data"]]
+    shown = [int(s) for s in page.eval_on_selector_all("#transcript > li", "ls => ls.map(l => l.dataset.seq)")]
+    assert shown == stored, "the transcript has a gap or a duplicate"
+    # each result beside its call
+    cells = page.eval_on_selector_all(".pair .result", "cs => cs.map(c => c.textContent)")
+    assert len(cells) == 2 and "one" in cells[0] and "two" in cells[1], cells
+    page.click("#s-actions button[data-act=verify]")
+    expect_ui(page.locator("#s-notice")).to_contain_text("Chain intact")
+    with page.expect_download() as download:
+        page.click("#s-actions button[data-act=export-json]")
+    assert session_id in Path(download.value.path()).read_text()
+    shot(page, "live-session")
+
+
+def test_a_pending_tool_call_is_approved_from_the_console(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "slowmodel", "needs a yes", require_approval=["bash"])
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    open_session(page, stack, sid)
+    approve = page.wait_for_selector("#transcript li[data-type=approval_requested] button.approve")
+    shot(page, "approval")
+    approve.click()
+    page.wait_for_selector("#transcript li[data-type=approval_granted]")
+    # the second call needs approval too; this time from the keyboard
+    expect_ui(page.locator("#transcript li[data-type=approval_requested]")).to_have_count(2, timeout=30_000)
+    expect_ui(page.locator("#transcript button.approve")).to_have_count(1)
+    page.focus("#transcript button.approve")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=60_000)
+    assert page.locator("#transcript button.approve").count() == 0
+    assert page.locator("#transcript li[data-type=approval_granted]").count() == 2
+    with api(stack, keys["user"]) as user:
+        assert wait_ended(user, stack, sid)["ended_reason"] == "completed"
+
+
+def test_take_over_hand_back_and_fork_from_a_step(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "the parent")
+        wait_ended(user, stack, sid)
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript li[data-type=session_ended]")
+    page.click("#s-actions button[data-act=takeover]")
+    taken = page.wait_for_selector("#transcript li[data-type=takeover]")
+    assert "human:console-user" in taken.text_content()
+    page.click("#s-actions button[data-act=handback]")
+    page.wait_for_selector("#transcript li[data-type=handback]")
+
+    at = int(page.get_attribute("#transcript li[data-type=tool_result] >> nth=0", "data-seq"))
+    page.click(f"#transcript li[data-seq='{at}'] button.fork")
+    page.fill(f"#transcript li[data-seq='{at}'] .fork-form input", "take another road")
+    page.press(f"#transcript li[data-seq='{at}'] .fork-form input", "Enter")
+    expect_ui(page.locator("#s-meta")).to_contain_text(f"fork of {sid} at {at}")
+    fork = page.url.rsplit("/", 1)[1]
+    assert fork != sid
+    page.wait_for_selector("#transcript li[data-type=user_message]")
+    assert "take another road" in page.text_content("#transcript")
+    page.click("#s-forks button[data-goto]")  # back to the parent, which now lists the fork
+    expect_ui(page.locator("#s-forks")).to_contain_text(f"fork at seq {at}")
+    assert page.get_attribute("#s-forks button[data-goto]", "data-goto") == fork
+
+
+def test_the_person_holding_the_hands_answers_a_tool_call_then_hands_back(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "slowmodel", "let me do it")  # 3 s before its first call
+        assert user.post(f"/v1/sessions/{sid}/takeover").status_code in (200, 202)
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript .pair .hands-form textarea")
+    page.fill("#transcript .pair .hands-form textarea", "one, by hand")
+    page.click("#transcript .pair .hands-form button")
+    result = page.wait_for_selector("#transcript .pair .result .head")
+    assert "human:console-user" in result.text_content()
+    assert page.locator("#transcript .hands-form").count() == 0
+    page.click("#s-actions button[data-act=handback]")
+    page.wait_for_selector("#transcript li[data-type=handback]")
+    page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=60_000)
+    cells = page.eval_on_selector_all(".pair .result", "cs => cs.map(c => c.textContent)")
+    assert "one, by hand" in cells[0] and "runner:" in cells[1], cells
+
+
+def test_a_message_from_a_stale_view_is_refused_and_the_page_says_why(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "first")
+        wait_ended(user, stack, sid)
+    streams: list[str] = []
+
+    def freeze(route) -> None:  # the first stream reads to the end; later ones never connect
+        streams.append(route.request.url)
+        if len(streams) == 1:
+            route.continue_(url=f"{route.request.url}&until_end=true")
+        else:
+            route.abort()
+
+    page.route("**/stream?*", freeze)
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript li[data-type=session_ended]")
+    expect_ui(page.locator("#s-stream")).to_contain_text("reconnecting")
+    with api(stack, keys["user"]) as user:  # someone else moves the session on
+        assert user.post(f"/v1/sessions/{sid}/messages", json={"text": "from elsewhere"}).status_code == 202
+    page.fill("#send-text", "from the stale page")
+    page.click("#send button[type=submit]")
+    expect_ui(page.locator("#s-notice")).to_contain_text("the session moved on since this view was drawn")
+    assert page.get_attribute("#s-notice", "class") == "error"
+    with api(stack, keys["user"]) as user:
+        texts = [e["payload"]["text"] for e in user.get(f"/v1/sessions/{sid}/events",
+                                                        params={"type": "user_message"}).json()["data"]]
+    assert "from the stale page" not in texts
+
+
+def test_a_session_is_deleted_with_the_keyboard_and_the_page_says_what_delete_means(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "to be deleted")
+        wait_ended(user, stack, sid)
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    row = f"#session-list li[data-session='{sid}']"
+    page.focus(row)
+    page.keyboard.press("Delete")
+    confirm = page.wait_for_selector(f"{row} .confirm")
+    assert "append-only" in confirm.text_content() and "marks the session deleted" in confirm.text_content()
+    shot(page, "delete-confirm")
+    page.keyboard.press("Escape")  # changed mind: nothing happens
+    assert page.locator(f"{row} .confirm").count() == 0
+    assert page.evaluate("document.activeElement.dataset.session") == sid
+    page.keyboard.press("Delete")
+    page.wait_for_selector(f"{row} .confirm")
+    page.keyboard.press("Shift+Tab")  # from Keep to Delete
+    page.keyboard.press("Enter")
+    page.wait_for_selector(row, state="detached")
+    with api(stack, keys["user"]) as user:
+        assert user.get(f"/v1/sessions/{sid}").status_code == 404
+
+
+def test_the_audit_form_queries_pages_and_downloads_csv(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "for the auditor")
+        since = wait_ended(user, stack, sid)["created_at"]  # the database outlives runs: this run's window
+    sign_in(page, stack, keys["auditor"], "console-auditor · auditor · tenant default")
+    page.click("#nav-audit")
+    page.fill("#a-principal", "console-user")
+    page.fill("#a-since", since)
+    page.fill("#a-type", "user_message")
+    page.press("#a-type", "Enter")
+    page.wait_for_selector("#a-results tbody tr")
+    rows = page.eval_on_selector_all("#a-results tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert rows and all(r[3] == "user_message" and r[4] == "user:console-user" for r in rows), rows
+    assert sid in {r[1] for r in rows}
+    shot(page, "audit")
+    with page.expect_download() as download:
+        page.click("#a-csv")
+    csv = Path(download.value.path()).read_text().splitlines()
+    assert len(csv) == len(rows) + 1 and sid in "\n".join(csv), csv[:3]
+
+
+class Counter(BaseHTTPRequestHandler):
+    hits: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        Counter.hits.append(self.path)
+        self.send_response(204)
+        self.end_headers()
+
+    do_POST = do_GET
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def listener(port: int) -> ThreadingHTTPServer:
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", port), Counter)
+    except OSError as err:
+        pytest.fail(f"cannot listen on 127.0.0.1:{port} for the hostile-content test: {err}")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_hostile_content_stays_text_and_reaches_nothing(stack, keys, page):
+    Counter.hits = []
+    port = free_port()
+    servers = [listener(HOSTILE_PORT), listener(port)]
+    try:
+        probe = httpx.get(f"http://127.0.0.1:{port}/probe")  # the counter counts
+        assert probe.status_code == 204 and Counter.hits == ["/probe"]
+        Counter.hits = []
+        message = (f"<img src=x onerror=\"fetch('http://127.0.0.1:{port}/msg')\">"
+                   f"<a href=\"javascript:alert(1)\">msg</a></script><script>fetch('http://127.0.0.1:{port}/m')</script>")
+        with api(stack, keys["user"]) as user:
+            created = user.post("/v1/sessions", json={
+                "message": message, "title": "<b>hostile</b><script>alert(9)</script>",
+                "config": {"model": "scripted:hostileconsole"}})
+            assert created.status_code == 201, created.text
+            sid = created.json()["session_id"]
+            wait_ended(user, stack, sid)
+        dialogs: list[str] = []
+        foreign: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.on("request", lambda r: None if r.url.startswith(stack.url) else foreign.append(r.url))
+        sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+        page.wait_for_selector(f"#session-list li[data-session='{sid}']")
+        open_session(page, stack, sid)
+        page.wait_for_selector("#transcript li[data-type=session_ended]")
+        entries = page.evaluate("history.length")
+        for button in page.query_selector_all("#transcript button.show-all"):
+            button.click()
+        page.get_by_text("click me").first.click()  # a javascript: link, were it one
+        page.wait_for_timeout(1500)
+        # What escaped first (a page that ran the content may no longer be this page at all).
+        assert dialogs == [] and foreign == [] and Counter.hits == [], (dialogs, foreign, Counter.hits)
+        assert page.url.endswith(f"/console/#/s/{sid}"), page.url
+
+        text = page.text_content("#transcript")
+        assert "<script>fetch(" in text and "onerror=" in text and "javascript:" in text and "<svg" in text
+        assert "Approve toolu_forged" in text  # shown as text ...
+        assert page.locator("#transcript button.approve").count() == 0  # ... never as a button
+        tags = set(page.eval_on_selector_all("#transcript *", "es => es.map(e => e.tagName.toLowerCase())"))
+        assert tags <= {"li", "div", "span", "time", "strong", "pre", "details", "summary", "button"}, tags
+        handlers = page.eval_on_selector_all(
+            "#transcript *",
+            "es => es.flatMap(e => [...e.attributes].map(a => a.name)).filter(n => n.startsWith('on'))")
+        assert handlers == []
+        assert page.text_content("#s-title") == "<b>hostile</b><script>alert(9)</script>"
+        assert page.url.endswith(f"/console/#/s/{sid}") and page.evaluate("history.length") == entries
+        assert dialogs == [] and foreign == [] and Counter.hits == [], (dialogs, foreign, Counter.hits)
+        shot(page, "hostile")
+        page.set_viewport_size({"width": 380, "height": 900})  # a phone: nothing wider than the window
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+        shot(page, "narrow")
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
