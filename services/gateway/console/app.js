@@ -209,6 +209,7 @@ function forkControl(event, li) {
 }
 
 function onEvent(event) {
+  if (event.seq <= current.lastSeq) return; // shown already: a view draws each seq once
   current.lastSeq = event.seq;
   const li = renderEvent(event, current.pairs);
   const p = event.payload || {};
@@ -308,8 +309,12 @@ async function sessionSoon(id) {
   }
 }
 
+let opening = 0; // the newest openSession: an older one still awaiting gives way to it
+
 async function openSession(id) {
+  const mine = ++opening;
   if (stopStream) stopStream();
+  stopStream = null;
   show("session");
   $("transcript").replaceChildren();
   $("s-confirm").hidden = true;
@@ -323,7 +328,11 @@ async function openSession(id) {
     notice(err instanceof ApiError && err.status === 404 ? "No such session (or not one this key may see)." : explain(err), true);
     return;
   }
-  current = { id, session, lastSeq: 0, pairs: new Map(), pending: new Map(), open: new Map(), hands: null };
+  // Opened twice at once (sign-in routing to the hash while the hash changes), both would
+  // follow a stream into one transcript and every event would show twice.
+  if (mine !== opening) return;
+  const view = { id, session, lastSeq: 0, pairs: new Map(), pending: new Map(), open: new Map(), hands: null };
+  current = view;
   drawMeta();
   const writable = owns(session);
   for (const button of $("s-actions").querySelectorAll("button")) {
@@ -333,7 +342,7 @@ async function openSession(id) {
   $("send").hidden = !(may("session.write") && writable);
   drawCost();
   drawForks();
-  stopStream = follow(id, 0, { onEvent, onState: (state) => {
+  stopStream = follow(id, 0, { onEvent: (event) => { if (current === view) onEvent(event); }, onState: (state) => {
     setStream(state);
     if (state === "gone") notice("This session was deleted.");
   } });
