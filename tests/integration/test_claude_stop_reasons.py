@@ -78,7 +78,9 @@ async def test_max_tokens_mid_tool_call_answers_the_cut_call_with_an_error_and_t
 
     [first, second] = of(events, "model_turn")
     assert first.stop_reason == "max_tokens" and first.tool_call_ids == ("toolu_whole", "toolu_cut")
-    assert [p.tool_call_id for p in of(events, "tool_call")] == ["toolu_whole", "toolu_cut"]
+    calls = of(events, "tool_call")
+    assert [p.tool_call_id for p in calls] == ["toolu_whole", "toolu_cut"]
+    assert calls[1].input == {"path": "notes.txt"}  # what the SDK made of the cut JSON: never run as such
     results = {p.tool_call_id: p for p in of(events, "tool_result")}
     assert (results["toolu_cut"].is_error, results["toolu_cut"].error_kind) == (True, "max_tokens")
     assert results["toolu_whole"].is_error is False  # the whole call ran (the runner answered)
@@ -90,7 +92,8 @@ async def test_max_tokens_mid_tool_call_answers_the_cut_call_with_an_error_and_t
     sent = bodies[1]["messages"]
     # the cut call goes back as the SDK made it of the cut input, answered by the error
     assert bare(sent[1]["content"])[:2] == [text_block("Listing, then writing."), whole]
-    assert sent[1]["content"][2]["id"] == "toolu_cut" and sent[1]["content"][2]["type"] == "tool_use"
+    assert bare(sent[1]["content"])[2] == {"type": "tool_use", "id": "toolu_cut", "name": "write_file",
+                                           "input": {"path": "notes.txt"}}
     answered = results_in(bodies[1])
     assert set(answered) == {"toolu_whole", "toolu_cut"} and answered["toolu_cut"]["is_error"] is True
     assert "max_tokens" in answered["toolu_cut"]["content"] and "a.txt" in answered["toolu_whole"]["content"]
