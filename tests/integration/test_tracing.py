@@ -78,10 +78,15 @@ async def test_one_trace_runs_from_the_http_request_through_brain_and_runner_to_
     assert not [r for r in results if isinstance(r, BaseException)], results
 
     spans = EXPORTER.get_finished_spans()
-    # The gateway's span is the root; FastAPI adds its own route and dependency spans under it.
+    # The gateway's server span is FastAPI's own (fastapi.telemetry), the root, with its
+    # dependency, endpoint and serialization spans beneath; no second server span of ours.
     (http,) = [s for s in spans if s.name == "POST /v1/sessions" and s.kind == SpanKind.SERVER and s.parent is None]
+    assert http.attributes["http.route"] == "/v1/sessions"
     traced = [s for s in spans if s.context.trace_id == http.context.trace_id]
     ids = {s.context.span_id: s for s in traced}
+    assert [s for s in traced if s.kind == SpanKind.SERVER] == [http]
+    (endpoint,) = [s for s in traced if s.name == "fastapi.endpoint"]
+    assert endpoint.parent.span_id == http.context.span_id
 
     def ancestors(span) -> list:
         chain = []
@@ -94,7 +99,8 @@ async def test_one_trace_runs_from_the_http_request_through_brain_and_runner_to_
         return [s for s in traced if s.name.startswith(prefix)]
 
     (create,) = named("brain CreateSession")
-    assert http in ancestors(create)  # through the inbox record's headers
+    assert ancestors(create)[0] == endpoint  # the route sent the inbox record, whose headers carry it
+    assert http in ancestors(create)
     assert not [s for s in ancestors(create) if s.name.startswith("brain ")]
     assert create.attributes["wakeline.session_id"] == sid
     runner = named("runner ")
