@@ -54,7 +54,7 @@ echo "   (self-contained HTML: .data/demo-transcript.html)"
 
 echo
 echo "== hash chain, against a signed checkpoint of every chain head (HMAC key in .data/keys, not in Postgres):"
-"$BIN/python" -m wakeline.checkpoints write --tenant default
+"$BIN/wakeline" checkpoints write --tenant default
 "$BIN/wakeline" verify "$SID"
 
 echo

@@ -29,7 +29,7 @@ pid_of() {
   echo "$pid"
 }
 supervisor() { pid_of "$1.supervisor.pid" "supervise.sh $1 "; }
-service() { pid_of "$1.pid" "wakeline_$1"; }
+service() { pid_of "$1.pid" "wakeline-$1"; }
 
 # Readiness: the line that marks readiness, logged after this start's "supervise ... starting" line.
 ready() {
@@ -52,7 +52,7 @@ start_one() {
   # setsid without --fork execs in place (a background job of this non-interactive shell is
   # not a group leader), so $! is the supervisor itself: its pid is known at once, never
   # looked up. It outlives this shell and writes its own pid file and its service's.
-  (cd "$ROOT" && exec setsid "$SCRIPT_DIR/supervise.sh" "$s" "$RUN" "$LOGS/$s.log" "$PY" -m "wakeline_$s" \
+  (cd "$ROOT" && exec setsid "$SCRIPT_DIR/supervise.sh" "$s" "$RUN" "$LOGS/$s.log" "$ROOT/.venv/bin/wakeline-$s" \
      </dev/null >/dev/null 2>&1) &
   STARTED[$s]=$!
 }

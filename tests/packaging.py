@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
+import os
 import tomllib
+from functools import cache
+from importlib.metadata import Distribution, distribution, distributions
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -19,3 +27,89 @@ def tree_packages() -> set[str]:
             if "__pycache__" not in init.parts:
                 found.add(".".join([name, *init.parent.relative_to(base).parts]))
     return found
+
+
+def runtime_requirements() -> list[Requirement]:
+    """[project].dependencies: what `pip install wakeline` brings, and nothing of `[test]`."""
+    return [Requirement(text) for text in PYPROJECT["project"]["dependencies"]]
+
+
+def runtime_distributions() -> dict[str, Distribution]:
+    """The installed distributions the runtime dependencies need, with everything they require in
+    turn (markers evaluated for this interpreter, extras followed), by normalized name. Read from
+    this venv's metadata, so no index is asked: what the wheel would pull in, as installed here."""
+    found: dict[str, Distribution] = {}
+    followed: set[tuple[str, str]] = set()  # (distribution, extra) whose requirements are queued
+    wanted = [(requirement, "") for requirement in runtime_requirements()]
+    while wanted:
+        requirement, extra = wanted.pop()  # `extra`: the one the requiring distribution was asked with
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": extra}):
+            continue
+        name = canonicalize_name(requirement.name)
+        if name not in found:
+            found[name] = distribution(name)
+        for asked in {"", *requirement.extras} - {e for n, e in followed if n == name}:
+            followed.add((name, asked))
+            wanted += [(Requirement(text), asked) for text in found[name].requires or []]
+    return found
+
+
+def link_distributions(distributions: dict[str, Distribution], target: Path) -> int:
+    """A site directory holding only these distributions: each file their RECORD lists under
+    site-packages, symlinked at its place (files installed elsewhere, such as scripts, are left
+    out). Returns how many files it links."""
+    linked = 0
+    for dist in distributions.values():
+        for file in dist.files or []:
+            if file.parts[0] == "..":
+                continue
+            source = Path(str(dist.locate_file(file)))
+            if not source.is_file():
+                continue
+            place = target / file
+            place.parent.mkdir(parents=True, exist_ok=True)
+            if not place.exists():
+                place.symlink_to(source)
+                linked += 1
+    return linked
+
+
+def imported_modules(directory: Path) -> dict[str, set[str]]:
+    """Each module named by an absolute import anywhere in the .py files under `directory`
+    (inside functions too) → the files importing it. `from a.b import c` names `a.b.c` (which
+    `providing_distribution` takes for `a.b` when `c` is no module)."""
+    found: dict[str, set[str]] = {}
+    for module in sorted(directory.rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"), str(module))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for name in names:
+                found.setdefault(name, set()).add(str(module.relative_to(ROOT)))
+    return found
+
+
+@cache
+def installed_files() -> dict[str, str]:
+    """Every file an installed distribution's RECORD lists (absolute path) → that distribution."""
+    found = {}
+    for dist in distributions():
+        name = canonicalize_name(dist.metadata["Name"])  # read once: each read parses METADATA
+        found.update((os.path.normpath(str(dist.locate_file(file))), name) for file in dist.files or [])
+    return found
+
+
+def providing_distribution(module: str, files: dict[str, str]) -> str | None:
+    """The distribution whose file `module` is imported from (for `a.b.c` where `c` is a name in
+    `a.b`, `a.b`'s); None when it cannot be found, which is a problem of its own."""
+    for name in (module, module.rpartition(".")[0]):
+        try:  # imported, not only found: a package may replace its submodules in sys.modules
+            origin = getattr(importlib.import_module(name), "__file__", None) if name else None
+        except ImportError:
+            continue
+        if origin:
+            return files.get(os.path.normpath(origin))
+    return None

@@ -1,15 +1,18 @@
 """The operator commands of the installed package, as sub-commands of `wakeline`.
 
 `wakeline migrate`, `wakeline topics [--fix]`, `wakeline acls`, `wakeline checkpoints write`
-talk to Postgres or Kafka directly (not to the gateway), each as the module behind it,
-which parses the rest of the command line; `python -m wakeline.<module>` still works.
+and `wakeline verify-direct` talk to Postgres or Kafka directly (not to the gateway), each as
+the module behind it, which parses the rest of the command line; `python -m wakeline.<module>`
+still works. `verify-direct` is the operator's side of `wakeline verify`: the same chains,
+recomputed from the rows without the gateway, and the signer's three witnesses (Postgres, the
+topic, the file sink) cross-checked under its public key, which needs the operator's files.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from wakeline import admin, checkpoints, migrate
+from wakeline import admin, checkpoints, migrate, verify
 
 # (sub-command, help, the function taking the remaining arguments and returning the exit code)
 COMMANDS: tuple[tuple[str, str, Callable[[list[str]], int]], ...] = (
@@ -20,4 +23,6 @@ COMMANDS: tuple[tuple[str, str, Callable[[list[str]], int]], ...] = (
      lambda rest: admin.main(["acls", *rest])),
     ("checkpoints", "write signed checkpoints of every chain head: checkpoints write --tenant T",
      checkpoints.main),
+    ("verify-direct", "recompute chains from Postgres and cross-check the signer's witnesses: "
+     "verify-direct SID|--all --tenant T [--proof]", verify.main),
 )

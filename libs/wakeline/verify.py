@@ -1,4 +1,4 @@
-"""Tamper evidence: `python -m wakeline.verify SID|--all --tenant T`.
+"""Tamper evidence: `wakeline verify-direct SID|--all --tenant T` (= `python -m wakeline.verify`).
 
 Recomputes a session's hash chain from its stored rows and compares it with the event_keys
 registry and the newest signed checkpoint (checkpoints.py), reporting the first bad seq and
@@ -420,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     Exit 0 if all verify, 1 if anything is bad, 2 if the session is unknown, verification
     could not run, or --proof found no signed checkpoint naming the session.
     """
-    parser = argparse.ArgumentParser(prog="python -m wakeline.verify")
+    parser = argparse.ArgumentParser(prog="wakeline verify-direct")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("session_id", nargs="?")
     target.add_argument("--all", action="store_true")

@@ -15,9 +15,10 @@ the session's creation or fork, commands it cannot rebuild from their events (ca
 delete, takeover, handback, a person's tool result), and a session ended by an error (a
 failed model call or a parked input: the failure is the recorded input).
 
-`python -m wakeline_brain.replay_check SID ... | --all [--since T] --tenant T` reads the
-histories from Postgres; `--jsonl -` reads one history (JSON lines) from stdin, which is
-how `wakeline replay SID --check` hands it the history it read through the API.
+`wakeline-replay-check SID ... | --all [--since T] --tenant T` (= `python -m
+wakeline_brain.replay_check`) reads the histories from Postgres; `--jsonl -` reads one
+history (JSON lines) from stdin, which is how `wakeline replay SID --check` hands it the
+history it read through the API.
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ async def _histories(args: argparse.Namespace) -> dict[str, list[e.Event]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Exit 0 when every session replays cleanly, 1 when one diverges, 2 when none could be read."""
-    parser = argparse.ArgumentParser(prog="python -m wakeline_brain.replay_check")
+    parser = argparse.ArgumentParser(prog="wakeline-replay-check")
     parser.add_argument("session_id", nargs="*")
     parser.add_argument("--all", action="store_true")
     parser.add_argument("--since", help="with --all: sessions created since this ISO time")

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.telemetry import TelemetryConfig
 
 from wakeline.kafka_io import make_producer
 from wakeline.pg import TenantPool
@@ -23,7 +24,6 @@ from wakeline_gateway.feed import DeltasFeed, EventsFeed, FeedState, feed_consum
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.metrics import HttpMetrics
-from wakeline_gateway.traces import HttpTracing
 from wakeline_gateway.audit import AuditStore
 from wakeline_gateway.routes import audit, commands, console, forks, health, me, reads, sessions, stream, tenant
 from wakeline_gateway.settings import GatewaySettings
@@ -64,11 +64,18 @@ DESCRIPTION = (f"Commands go to {INBOX}; reads come from Postgres. Every error i
 
 
 def create_app(settings: GatewaySettings) -> FastAPI:
-    app = FastAPI(title="Wakeline gateway", version="0.1.0", lifespan=lifespan, description=DESCRIPTION)
+    # FastAPI's own OpenTelemetry spans (fastapi.telemetry): a server span per request, named by
+    # its route template, with the dependency, endpoint and serialization spans beneath it; the
+    # command routes send their inbox records inside them, so the records carry that context.
+    # Made only once wakeline.tracing has installed a provider. Metrics are Prometheus
+    # (HttpMetrics), logs wakeline.logs: FastAPI's OpenTelemetry metrics and logs stay off.
+    telemetry: TelemetryConfig = {"tracing": True, "operation_spans": True, "metrics": False, "logs": False,
+                                  "auto_configure": False}
+    app = FastAPI(title="Wakeline gateway", version="0.1.0", lifespan=lifespan, description=DESCRIPTION,
+                  telemetry=telemetry)
     app.state.settings = settings
     install_error_handlers(app)
     app.add_middleware(BodyLimit, cap=body_cap(settings.max_record_bytes))
-    app.add_middleware(HttpTracing)
     app.add_middleware(HttpMetrics)  # outermost: times what the body limit refuses too
     for module in (sessions, forks, commands, reads, stream, audit, tenant, health, me, console):
         app.include_router(module.router)

@@ -15,9 +15,9 @@ from tests.e2e.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("archiver", "runner", "brain", "gateway")
-FAKE_PYTHON = """#!/usr/bin/env bash
-# stands in for `python -m wakeline_<service>`: logs what the real one logs when ready
-svc=${2#wakeline_}
+FAKE_SERVICE = """#!/usr/bin/env bash
+# stands in for the console script wakeline-<service>: logs what the real one logs when ready
+svc=${0##*/wakeline-}
 child=""
 trap '[ -n "$child" ] && kill "$child"; echo "$svc stopping"; exit 0' TERM
 if [ "$svc" = gateway ]; then
@@ -48,11 +48,12 @@ def alive(pid: int) -> bool:
 
 
 def fake_checkout(tmp_path: Path, **extra: str) -> tuple[dict[str, str], Path]:
-    """A checkout whose venv python is FAKE_PYTHON: (environment for services.sh, its run dir)."""
-    fake = tmp_path / ".venv" / "bin" / "python"
-    fake.parent.mkdir(parents=True)
-    fake.write_text(FAKE_PYTHON)
-    fake.chmod(0o755)
+    """A checkout whose venv's service scripts are FAKE_SERVICE: (environment for services.sh, its run dir)."""
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    for s in SERVICES:
+        fake = tmp_path / ".venv" / "bin" / f"wakeline-{s}"
+        fake.write_text(FAKE_SERVICE)
+        fake.chmod(0o755)
     (tmp_path / "www").mkdir()
     (tmp_path / "www" / "healthz").write_text("ok")
     env = {k: v for k, v in os.environ.items() if not k.startswith("WAKELINE_")}
@@ -101,13 +102,13 @@ def test_up_fails_naming_the_service_that_never_became_ready(tmp_path):
 
 def test_supervised_services_restart_after_kill9_and_down_leaves_other_processes_alone(tmp_path):
     env, run = fake_checkout(tmp_path)
-    fake = tmp_path / ".venv" / "bin" / "python"
+    fake = tmp_path / ".venv" / "bin" / "wakeline-runner"
 
     def services(command: str) -> subprocess.CompletedProcess:
         return services_sh(command, env)
 
     # a process of the same checkout that services.sh did not start (as the e2e tests' are)
-    bystander = subprocess.Popen([str(fake), "-m", "wakeline_runner"], env=env, stdout=subprocess.DEVNULL,
+    bystander = subprocess.Popen([str(fake)], env=env, stdout=subprocess.DEVNULL,
                                  start_new_session=True)
     try:
         up = services("up")

@@ -2,24 +2,28 @@
 runs every service, against the real broker and Postgres.
 
 The wheel is built from the tree (`pip wheel`) and installed with `--no-deps` into a new
-venv under the test's tmp dir. Its third-party dependencies (aiokafka, faust, ...) are the
-checkout venv's: one path line in a .pth file of the new venv, which puts that
-site-packages on sys.path after the venv's own, and processes none of its .pth files, so
-the checkout's editable install of wakeline is not active there. Every wakeline module the
-commands run is the wheel's: asserted by where each package is imported from. The commands
-run with the checkout out of reach: working directory in the tmp dir, no PYTHONPATH, only
-the credentials file (an operator's secret, not code) read from the checkout's .data.
+venv under the test's tmp dir. Its third-party dependencies are only those that
+[project].dependencies pulls in: resolved from the checkout venv's installed metadata
+(tests/packaging.runtime_distributions, no index asked), their files symlinked into a
+directory of their own, which one path line in a .pth file of the new venv puts on
+sys.path. Nothing of `[test]` is there, so a runtime import missing from the dependencies
+fails here: every module of the wheel is imported in that venv before anything runs. Every
+wakeline module the commands run is the wheel's: asserted by where each package is imported
+from. The commands run with the checkout out of reach: working directory in the tmp dir, no
+PYTHONPATH, only the credentials file (an operator's secret, not code) read from the
+checkout's .data.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
-import sysconfig
 import time
 import uuid
 import zipfile
@@ -29,7 +33,7 @@ import asyncpg
 import pytest
 
 from tests.e2e.stack import free_port, require_database
-from tests.packaging import SETUPTOOLS, tree_packages
+from tests.packaging import SETUPTOOLS, link_distributions, runtime_distributions, tree_packages
 from wakeline.kafka_io import make_admin
 from wakeline.settings import AdminSettings, CommonSettings, credentials_file
 from wakeline.topics import names
@@ -69,21 +73,76 @@ def check_wheel_contents(wheel: Path) -> None:
         wanted += [f"{package.replace('.', '/')}/{p.name}" for p in directory.glob("*.py")]
     wanted += [f"wakeline/migrations/{p.name}" for p in (ROOT / "libs" / "wakeline" / "migrations").glob("*.sql")]
     wanted += [f"wakeline_brain/policies/{p.name}" for p in (ROOT / "services" / "brain" / "policies").glob("*.json")]
+    console = [p for p in (ROOT / "services" / "gateway" / "console").iterdir() if p.suffix in (".html", ".js", ".css")]
+    assert {p.suffix for p in console} == {".html", ".js", ".css"}
+    wanted += [f"wakeline_gateway/console/{p.name}" for p in console]
     assert "wakeline_gateway/routes/commands.py" in wanted
     assert sorted(set(wanted) - members) == []
-    for script in ("wakeline", *(f"wakeline-{s}" for s in SERVICES)):
+    for script in ("wakeline", "wakeline-replay-check", *(f"wakeline-{s}" for s in SERVICES)):
         assert f"\n{script} = " in f"\n{entry_points}", script
 
 
 def make_venv(where: Path, wheel: Path) -> Path:
+    """A venv with the wheel and, on its path, a directory of only the runtime dependencies."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True, timeout=120)
     bin_dir = where / "bin"
     site = next((where / "lib").glob("python3*/site-packages"))
     installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q",
                                 "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    (site / "zz_checkout_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    dependencies = where.parent / "runtime-dependencies"
+    runtime = runtime_distributions()
+    assert "pyyaml" not in runtime and "pytest" not in runtime  # [test] stays out
+    assert link_distributions(runtime, dependencies) > 1000
+    (site / "zz_runtime_dependencies.pth").write_text(f"{dependencies}\n")
     return bin_dir
+
+
+# Imports each module named on stdin in this venv; prints the ones that fail, with why.
+IMPORT_EACH = """
+import importlib, sys
+failed = []
+for name in sys.stdin.read().split():
+    try:
+        importlib.import_module(name)
+    except BaseException as err:
+        failed.append(f"{name}: {type(err).__name__}: {err}")
+print("\\n".join(failed))
+"""
+
+
+def wheel_modules(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        paths = [n for n in archive.namelist() if n.endswith(".py") and n.split("/")[0] in SETUPTOOLS["package-dir"]]
+    return sorted(p[:-3].removesuffix("/__init__").replace("/", ".") for p in paths)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """(the wheel, its venv's bin dir, the venv's root), built once for this module's tests."""
+    root = tmp_path_factory.mktemp("wheel")
+    wheel = build_wheel(root / "dist")
+    check_wheel_contents(wheel)
+    return wheel, make_venv(root / "venv", wheel), root / "venv"
+
+
+def test_every_module_of_the_wheel_imports_with_only_the_runtime_dependencies(installed, tmp_path):
+    """A runtime import that only `[test]` brings (yaml, say) passes in the checkout and fails
+    here; so does a module that needs the checkout's tree. Imported in a fresh process, cwd
+    outside the checkout."""
+    wheel, bin_dir, _ = installed
+    modules = wheel_modules(wheel)
+    assert "wakeline_gateway.routes.commands" in modules and "wakeline.tracing" in modules
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    imported = subprocess.run([str(bin_dir / "python"), "-c", IMPORT_EACH], input="\n".join(modules),
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip() == ""
+    # the check bites: a module of [test] alone is not importable there
+    refused = subprocess.run([str(bin_dir / "python"), "-c", IMPORT_EACH], input="yaml\npytest",
+                             capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    assert refused.stdout.splitlines() == ["yaml: ModuleNotFoundError: No module named 'yaml'",
+                                           "pytest: ModuleNotFoundError: No module named 'pytest'"], refused.stdout
 
 
 def new_database(name: str) -> None:
@@ -109,11 +168,9 @@ async def delete_topics(prefix: str) -> None:
         await admin.close()
 
 
-def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_runs_a_session(tmp_path):
+def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_runs_a_session(installed, tmp_path):
     require_database()
-    wheel = build_wheel(tmp_path / "dist")
-    check_wheel_contents(wheel)
-    bin_dir = make_venv(tmp_path / "venv", wheel)
+    _, bin_dir, venv = installed
     home = tmp_path / "operator"
     home.mkdir()
     run_id = uuid.uuid4().hex[:8]
@@ -135,7 +192,7 @@ def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_ru
          "wakeline_runner.__file__, wakeline_archiver.__file__, r.__file__, m.MIGRATIONS_DIR)"],
         capture_output=True, text=True, cwd=home, env=env, timeout=60)
     assert where.returncode == 0, where.stderr
-    assert all(p.startswith(str(tmp_path / "venv")) for p in where.stdout.split()), where.stdout
+    assert all(p.startswith(str(venv)) for p in where.stdout.split()), where.stdout
 
     processes: dict[str, subprocess.Popen] = {}
     new_database(database)
@@ -168,6 +225,18 @@ def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_ru
         assert ran.returncode == 0, ran.stdout + ran.stderr + logs
         assert "completed" in ran.stdout + ran.stderr
         assert all(p.poll() is None for p in processes.values()), logs
+
+        # the operator's checks straight from Postgres, as the wheel installs them
+        (session_id,) = re.findall(r"session ([0-9a-f-]{36})", ran.stderr)
+        verified = wakeline("verify-direct", session_id, "--tenant", "default")
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+        report = json.loads(verified.stdout.splitlines()[0])
+        assert (report["session_id"], report["ok"], report["found"]) == (session_id, True, True), report
+        assert report["events"] > 5, report
+        replayed = subprocess.run([str(bin_dir / "wakeline-replay-check"), session_id, "--tenant", "default"],
+                                  capture_output=True, text=True, timeout=120, cwd=home, env=env)
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+        assert replayed.stdout.startswith(f"{session_id}: replays cleanly ("), replayed.stdout
     finally:
         for process in processes.values():
             if process.poll() is None:

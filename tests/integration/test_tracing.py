@@ -9,11 +9,18 @@ they end is here to check; across processes the same headers carry the same cont
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -22,7 +29,6 @@ from opentelemetry.trace import SpanKind
 from tests.integration.conftest_pg import require_postgres
 from tests.integration.gateway_harness import gateway_settings, running_gateway
 from wakeline import tracing
-from wakeline.settings import CommonSettings
 from wakeline_archiver.app import run as run_archiver
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_brain.app import run as run_brain
@@ -72,10 +78,15 @@ async def test_one_trace_runs_from_the_http_request_through_brain_and_runner_to_
     assert not [r for r in results if isinstance(r, BaseException)], results
 
     spans = EXPORTER.get_finished_spans()
-    # The gateway's span is the root; FastAPI adds its own route and dependency spans under it.
+    # The gateway's server span is FastAPI's own (fastapi.telemetry), the root, with its
+    # dependency, endpoint and serialization spans beneath; no second server span of ours.
     (http,) = [s for s in spans if s.name == "POST /v1/sessions" and s.kind == SpanKind.SERVER and s.parent is None]
+    assert http.attributes["http.route"] == "/v1/sessions"
     traced = [s for s in spans if s.context.trace_id == http.context.trace_id]
     ids = {s.context.span_id: s for s in traced}
+    assert [s for s in traced if s.kind == SpanKind.SERVER] == [http]
+    (endpoint,) = [s for s in traced if s.name == "fastapi.endpoint"]
+    assert endpoint.parent.span_id == http.context.span_id
 
     def ancestors(span) -> list:
         chain = []
@@ -88,7 +99,8 @@ async def test_one_trace_runs_from_the_http_request_through_brain_and_runner_to_
         return [s for s in traced if s.name.startswith(prefix)]
 
     (create,) = named("brain CreateSession")
-    assert http in ancestors(create)  # through the inbox record's headers
+    assert ancestors(create)[0] == endpoint  # the route sent the inbox record, whose headers carry it
+    assert http in ancestors(create)
     assert not [s for s in ancestors(create) if s.name.startswith("brain ")]
     assert create.attributes["wakeline.session_id"] == sid
     runner = named("runner ")
@@ -105,7 +117,104 @@ async def test_one_trace_runs_from_the_http_request_through_brain_and_runner_to_
     assert all(http in ancestors(s) for s in [*runner, *results_handled, *models, *inserts])  # one trace, one root
 
 
-def test_without_a_provider_or_an_endpoint_nothing_is_configured_and_no_header_is_written():
-    assert tracing.configure("brain", CommonSettings()) is False  # no WAKELINE_OTLP_ENDPOINT
-    assert tracing.headers() is None  # no current span outside any request
+# A service's start-up as lifecycle.serve does it (JSON logs, then tracing), then one span with a
+# log line and a record's headers inside it; the process exits, which shuts the provider down
+# (the SDK's atexit hook flushes what its batch processor holds).
+TRACED_PROCESS = """
+import json, logging
+from opentelemetry import trace
+from wakeline import logs, tracing
+from wakeline.settings import CommonSettings
+
+logs.configure("brain", "json")
+configured = tracing.configure("brain", CommonSettings())
+with tracing.TRACER.start_as_current_span("probe input", attributes={"wakeline.session_id": "s-probe"}) as span:
+    logs.bind(session_id="s-probe")
+    logging.getLogger("wakeline_brain.probe").info("inside the span")
+    headers = tracing.headers()
+    recording = span.is_recording()
+print(json.dumps({"configured": configured, "provider": type(trace.get_tracer_provider()).__name__,
+                  "recording": recording, "trace_id": format(span.get_span_context().trace_id, "032x"),
+                  "headers": [[k, v.decode()] for k, v in headers or []]}))
+"""
+
+
+class OtlpSink(ThreadingHTTPServer):
+    """An OTLP/HTTP collector on loopback: keeps each POST's path, content type and body."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[str, str, bytes]] = []
+        sink = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                sink.received.append((self.path, self.headers.get("Content-Type", ""), body))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.fixture
+def sink():
+    server = OtlpSink()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def run_traced_process(**env: str) -> tuple[dict, list[dict]]:
+    """(what the process printed, its JSON log lines), run in a fresh interpreter: the provider
+    is set once per process, and this one's already has the in-memory exporter."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("WAKELINE_OTLP", "OTEL_"))}
+    done = subprocess.run([sys.executable, "-c", TRACED_PROCESS], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env={**clean, **env})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), [json.loads(line) for line in done.stderr.splitlines()]
+
+
+def test_with_an_otlp_endpoint_the_spans_are_exported_over_http_protobuf_and_logs_carry_the_trace_id(sink):
+    printed, lines = run_traced_process(WAKELINE_OTLP_ENDPOINT=f"{sink.url}/v1/traces")
+    assert printed["configured"] is True and printed["provider"] == "TracerProvider" and printed["recording"]
+    trace_id = printed["trace_id"]
+    assert [k for k, _ in printed["headers"]] == ["traceparent"] and trace_id in printed["headers"][0][1]
+    (line,) = [line for line in lines if line["message"] == "inside the span"]
+    assert (line["trace_id"], line["session_id"], line["service"]) == (trace_id, "s-probe", "brain")
+
+    assert sink.received, "nothing reached the collector"
+    assert {(path, kind) for path, kind, _ in sink.received} == {("/v1/traces", "application/x-protobuf")}
+    spans, services = [], set()
+    for _, _, body in sink.received:
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource_spans in request.resource_spans:
+            services |= {a.value.string_value for a in resource_spans.resource.attributes if a.key == "service.name"}
+            spans += [span for scope in resource_spans.scope_spans for span in scope.spans]
+    assert services == {"wakeline-brain"}
+    (span,) = spans
+    assert (span.name, span.trace_id.hex()) == ("probe input", trace_id)
+    assert {a.key: a.value.string_value for a in span.attributes} == {"wakeline.session_id": "s-probe"}
+
+
+def test_without_an_endpoint_no_provider_is_installed_nothing_is_exported_and_no_header_written(sink):
+    """The SDK's own variable pointing at a collector changes nothing: only WAKELINE_OTLP_ENDPOINT
+    installs a provider."""
+    printed, lines = run_traced_process(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=f"{sink.url}/v1/traces")
+    assert printed["configured"] is False
+    assert printed["provider"] == "ProxyTracerProvider"  # the API's default: no SDK provider set
+    assert printed["recording"] is False and printed["trace_id"] == "0" * 32
+    assert printed["headers"] == []
+    (line,) = [line for line in lines if line["message"] == "inside the span"]
+    assert line["session_id"] == "s-probe" and "trace_id" not in line
+    assert sink.received == []  # the process has exited: anything it would export was sent
     assert tracing.context_of([("other", b"x")]) is None

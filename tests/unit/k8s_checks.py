@@ -38,6 +38,7 @@ import yaml
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
+from tests.packaging import PYPROJECT
 from wakeline.kafka_acls import Grant, Operation, Resource, grants
 from wakeline.kafka_io import topic_settings
 from wakeline.settings import AdminSettings, CommonSettings, Naming, _Location
@@ -51,15 +52,12 @@ ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = ROOT / "deploy" / "k8s"
 K8S_VERSION = "1.33"  # the oldest Kubernetes the manifests are meant for (appArmorProfile: 1.30+)
 
-# The settings class of each container, by the module its command runs.
-SETTINGS_BY_COMMAND: dict[str, type[CommonSettings]] = {
-    "wakeline_gateway": GatewaySettings, "wakeline_brain": BrainSettings, "wakeline_runner": RunnerSettings,
-    "wakeline_archiver": ArchiverSettings, "wakeline.migrate": AdminSettings,
+# The settings class of each container, by the command it runs: the wheel's console scripts
+# (pyproject's [project.scripts]), `wakeline migrate` a sub-command of `wakeline`.
+SETTINGS_BY_COMMAND: dict[tuple[str, ...], type[CommonSettings]] = {
+    ("wakeline-gateway",): GatewaySettings, ("wakeline-brain",): BrainSettings, ("wakeline-runner",): RunnerSettings,
+    ("wakeline-archiver",): ArchiverSettings, ("wakeline", "migrate"): AdminSettings,
 }
-# Variables the manifests set for a setting another branch of issue 13 adds (the metrics
-# endpoint; deploy/k8s/config.yaml states the assumption). Accepted while the settings
-# classes lack them; once they have them they are checked like any other.
-PENDING_SETTINGS = {"WAKELINE_METRICS_PORT", "WAKELINE_METRICS_HOST"}
 # Secrets nobody generates: the installer creates them (docs/operations.md gives the commands).
 INSTALLER_SECRETS = {"wakeline-pg-service", "wakeline-pg-maintenance", "wakeline-anthropic"}
 # The one pod allowed outside the `restricted` rules, and exactly the grants runner.yaml explains.
@@ -361,9 +359,8 @@ def pod_templates(docs: list[Doc]) -> Iterator[tuple[Doc, dict[str, Any]]]:
             yield d, d.body["spec"]["template"]["spec"]
 
 
-def command_module(container: dict[str, Any]) -> str:
-    command = container.get("command", [])
-    return command[2] if command[:2] == ["python", "-m"] and len(command) > 2 else ""
+def command_of(container: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(container.get("command", []))
 
 
 def container_env(docs: list[Doc], container: dict[str, Any]) -> dict[str, Any]:
@@ -408,11 +405,10 @@ def only_environ(values: dict[str, str]) -> Iterator[None]:
 def built_settings(docs: list[Doc], container: dict[str, Any]) -> CommonSettings | str:
     """The container's settings class built from its environment (secrets as placeholders),
     or why it cannot be built."""
-    cls = SETTINGS_BY_COMMAND.get(command_module(container))
+    cls = SETTINGS_BY_COMMAND.get(command_of(container))
     if cls is None:
         return f"container {container.get('name')}: command {container.get('command')} runs no known service"
-    env = {k: (v if isinstance(v, str) else "placeholder-secret") for k, v in container_env(docs, container).items()
-           if k not in PENDING_SETTINGS}
+    env = {k: (v if isinstance(v, str) else "placeholder-secret") for k, v in container_env(docs, container).items()}
     try:
         with only_environ(env):
             return cls()
@@ -424,14 +420,14 @@ def env_problems(docs: list[Doc]) -> list[str]:
     out = []
     for doc, pod in pod_templates(docs):
         for container in pod["containers"]:
-            cls = SETTINGS_BY_COMMAND.get(command_module(container))
+            cls = SETTINGS_BY_COMMAND.get(command_of(container))
             if cls is None:
                 out.append(f"{doc}: container {container['name']} runs no known service")
                 continue
             exact, nested = settings_env_names(cls)
             for name in container_env(docs, container):
                 known = name in exact or any(name.startswith(p) and len(name) > len(p) for p in nested)
-                if not known and not (name in PENDING_SETTINGS and name not in exact):
+                if not known:
                     out.append(f"{doc}: {name} is no field of {cls.__name__}")
             built = built_settings(docs, container)
             if isinstance(built, str):
@@ -442,7 +438,7 @@ def env_problems(docs: list[Doc]) -> list[str]:
 def the_settings(docs: list[Doc]) -> CommonSettings | None:
     """The common settings every container shares (the ConfigMap), as the services read them;
     None when they do not parse (env_problems says why)."""
-    env = {k: v for k, v in config_maps(docs).get("wakeline-config", {}).items() if k not in PENDING_SETTINGS}
+    env = dict(config_maps(docs).get("wakeline-config", {}))
     try:
         with only_environ(env):
             return CommonSettings()
@@ -796,10 +792,24 @@ def kustomization_problems(directory: Path = MANIFESTS) -> list[str]:
             + [f"kustomization.yaml lists {f}, which does not exist" for f in sorted(listed - present)])
 
 
+def command_problems(docs: list[Doc]) -> list[str]:
+    """Each container runs an executable the wheel installs (a console script), not `python -m`:
+    the image's PATH has the scripts, and a script renamed in pyproject.toml shows here."""
+    scripts = set(PYPROJECT["project"]["scripts"])
+    out = []
+    for doc, pod in pod_templates(docs):
+        for container in pod["containers"]:
+            command = command_of(container)
+            if not command or command[0] not in scripts:
+                out.append(f"{doc}: container {container['name']}: command {list(command)} is not a console script "
+                           f"of the wheel ({', '.join(sorted(scripts))})")
+    return out
+
+
 def all_problems(docs: list[Doc], operations_doc: str, bootstrap_sql: str) -> list[str]:
     out = [p for d in docs for p in document_problems(d)]
     for check in (env_problems, topic_problems, acl_problems, connection_problems, security_problems,
-                  workload_problems, scaling_problems):
+                  workload_problems, scaling_problems, command_problems):
         out += check(docs)
     return out + reference_problems(docs, operations_doc) + role_problems(docs, bootstrap_sql)
 

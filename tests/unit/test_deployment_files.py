@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.packaging import PYPROJECT
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -27,9 +29,12 @@ def test_compose_names_every_service_in_services_dir():
     services = {p.name for p in (ROOT / "services").iterdir() if (p / "__main__.py").exists()}
     assert services == {"brain", "runner", "archiver", "gateway"}
     defined = compose()["services"]
+    scripts = PYPROJECT["project"]["scripts"]
     for name in services:
         assert name in defined, f"docker-compose.yml lacks service {name}"
-        assert f"wakeline_{name}" in " ".join(defined[name]["command"])
+        # the wheel's console script for it (the image installs only the wheel)
+        assert defined[name]["command"] == [f"wakeline-{name}"]
+        assert scripts[f"wakeline-{name}"] == f"wakeline_{name}.__main__:main"
 
 
 def test_compose_runs_a_three_node_kraft_cluster_from_the_official_image_and_scales_runners():

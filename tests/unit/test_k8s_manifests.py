@@ -60,6 +60,18 @@ def test_every_topic_of_topics_py_has_its_kafka_topic_as_admin_topics_makes_it()
     assert settings is not None and (settings.replication_factor, settings.min_insync_replicas) == (3, 2)
 
 
+def test_the_services_log_json_lines_and_serve_metrics_on_the_port_the_pods_expose():
+    settings = k.the_settings(DOCS)
+    assert settings is not None and settings.log_format == "json"
+    assert (settings.metrics_host, settings.metrics_port) == ("0.0.0.0", 9100)
+
+
+def test_every_container_runs_a_console_script_of_the_wheel():
+    assert k.command_problems(DOCS) == []
+    commands = {k.command_of(c) for _, pod in k.pod_templates(DOCS) for c in pod["containers"]}
+    assert commands == set(k.SETTINGS_BY_COMMAND)  # every service and the migrate Job, each once
+
+
 def test_every_principal_of_grants_has_a_kafka_user_with_the_same_acls():
     assert k.acl_problems(DOCS) == []
 
@@ -181,6 +193,9 @@ BROKEN = [
      "runner consumes as wakeline-runner"),
     ("TriggerAuthentication", "runner-kafka", _set("spec.secretTargetRef.0.name", "brain"),
      "password must be the Secret runner"),
+    ("Deployment", "archiver", _set(f"{POD}.containers.0.command", ["python", "-m", "wakeline_archiver"]),
+     "is not a console script of the wheel"),
+    ("Job", "wakeline-migrate", _set(f"{POD}.containers.0.command", ["wakeline", "migrat"]), "runs no known service"),
     ("Deployment", "brain", _drop_env("brain", "WAKELINE_POSTGRES_PASSWORDS__WAKELINE_SERVICE"),
      "WAKELINE_POSTGRES_PASSWORDS__WAKELINE_SERVICE must be the Secret wakeline-pg-service"),
 ]

@@ -9,9 +9,15 @@ outside the checkout and run in tests/e2e/test_wheel_install.py.
 from __future__ import annotations
 
 import fnmatch
+import sys
 from pathlib import Path
 
-from tests.packaging import PYPROJECT, SETUPTOOLS, tree_packages
+import pytest
+
+from tests.packaging import (
+    PYPROJECT, SETUPTOOLS, imported_modules, installed_files, providing_distribution, runtime_distributions,
+    tree_packages,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,13 +55,26 @@ def test_every_service_and_operator_command_has_a_console_script():
     for service in ("brain", "runner", "archiver", "gateway"):
         assert scripts[f"wakeline-{service}"] == f"wakeline_{service}.__main__:main"
         assert (ROOT / "services" / service / "__main__.py").read_text().count("def main(") == 1
+    # the brain's replay check straight from Postgres (the `wakeline` command may not import the brain)
+    assert scripts["wakeline-replay-check"] == "wakeline_brain.replay_check:main"
 
 
 def test_the_wakeline_command_has_the_operator_sub_commands():
     from wakeline_gateway.cli import parser
 
     commands = parser()._subparsers._group_actions[0].choices  # noqa: SLF001 - argparse keeps them here
-    assert {"migrate", "topics", "acls", "checkpoints", "keys", "retention"} <= set(commands)
+    assert {"migrate", "topics", "acls", "checkpoints", "keys", "retention", "verify-direct"} <= set(commands)
+
+
+def test_verify_direct_is_the_operators_verify_with_its_own_arguments(capsys):
+    """Not the gateway's `verify`: the module's own parser takes the rest (here, refusing it)."""
+    from wakeline_gateway.cli import main
+
+    with pytest.raises(SystemExit) as refused:
+        main(["verify-direct", "--all"])  # --tenant is required by wakeline.verify, not by `wakeline verify`
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: wakeline verify-direct" in err and "--tenant" in err, err
 
 
 def test_the_dockerfile_installs_the_wheel_and_nothing_else_of_the_checkout():
@@ -64,3 +83,33 @@ def test_the_dockerfile_installs_the_wheel_and_nothing_else_of_the_checkout():
     assert "pip wheel" in dockerfile and "pip install --no-cache-dir /wheels/*.whl" in final_stage
     assert "COPY --from=wheel /wheels /wheels" in final_stage
     assert "COPY libs" not in final_stage and "COPY services" not in final_stage and "COPY deploy" not in final_stage
+
+
+def test_every_third_party_module_the_packages_import_comes_with_the_runtime_dependencies():
+    """An import whose distribution only `[test]` (or nothing) brings would pass every test in
+    the checkout's venv and fail where only the wheel's dependencies are installed. Each module
+    is traced to the installed distribution whose file it is and that must be one that
+    [project].dependencies pulls in. tests/e2e/test_wheel_install.py imports every module in a
+    venv holding only those."""
+    files = installed_files()
+    runtime = set(runtime_distributions())
+    own = set(SETUPTOOLS["package-dir"])
+    assert {"aiokafka", "fastapi", "opentelemetry-sdk"} <= runtime and "pytest" not in runtime
+    outside = {}
+    for part in ("libs", "services"):
+        for module, where in imported_modules(ROOT / part).items():
+            top = module.split(".")[0]
+            if top in sys.stdlib_module_names or top in own or top == "__future__":
+                continue
+            provider = providing_distribution(module, files)
+            if provider not in runtime:
+                outside[module] = (provider, sorted(where))
+    assert outside == {}
+
+
+def test_the_import_check_sees_a_test_only_import():
+    """yaml is installed (by [test]) but no runtime dependency brings it: the check must say so."""
+    files = installed_files()
+    assert providing_distribution("yaml.safe_load", files) == "pyyaml"
+    assert "pyyaml" not in runtime_distributions()
+    assert providing_distribution("opentelemetry.trace", files) == "opentelemetry-api"  # a namespace package
