@@ -61,7 +61,7 @@ def test_a_brain_that_ends_a_session_without_ending_the_turn_diverges_at_the_fir
 
 def test_a_brain_that_no_longer_compacts_diverges_at_the_recorded_compaction(monkeypatch):
     log = golden("recorded_compaction.jsonl")
-    monkeypatch.setattr(replay_check, "plan_compaction", lambda state, request: None)
+    monkeypatch.setattr(replay_check, "plan_compaction", lambda state, request, counted=None: None)
     found = first_divergence(log, tool_schemas())
     assert found is not None and found.seq == next(ev.seq for ev in log if ev.type == "compaction")
     assert found.now == "would call the model (no compaction)"
