@@ -12,7 +12,7 @@ import pytest
 
 from conftest_pg import fresh_tenant
 from gateway_harness import (
-    Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
+    OWNER, Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
 )
 from wakeline import witnesses
 from wakeline.events import parse_event
@@ -298,3 +298,49 @@ async def test_the_proof_endpoint_serves_an_inclusion_proof_the_public_key_alone
     assert (proof.head.seq, proof.head.hash) == (events[-1].seq, events[-1].hash)
     assert check_proof(proof, signer.public_key()) == []
     assert check_proof(proof, SeedSigner(os.urandom(32)).public_key()) != []
+
+
+async def test_tenant_cost_counts_the_summaries_the_model_wrote_and_equals_the_sessions_own_cost(gw) -> None:
+    _, client, seeder = gw
+    model = f"claude-cost-{uuid.uuid4().hex[:8]}"  # this test's rows only, in the module's tenant
+    agent = f"agent:{model}"
+    written = {"input_tokens": 400, "output_tokens": 30}
+    log = await seeder.session([
+        created(model=model),
+        draft("user_message", f"cmd-{uuid.uuid4()}", text="go"),
+        draft("turn_started", turn=1),
+        draft("model_turn", actor=agent, text="Looking.", stop_reason="tool_use", tool_call_ids=["tc-c1"],
+              usage={"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 50}),
+        draft("tool_call", actor=agent, tool_call_id="tc-c1", name="list_files", input={}),
+        draft("tool_result", "result:tc-c1", tool_call_id="tc-c1", name="list_files", output="a.txt"),
+        # a summary the model wrote: a model call with its usage
+        draft("compaction", actor=agent, summary="SUMMARY", covered_from_seq=2, covered_to_seq=3, tokens_before=900,
+              tokens_after=200, summary_model=model, usage=written, tokens_before_source="count_tokens"),
+        draft("model_turn", actor=agent, text="Done.",
+              usage={"input_tokens": 200, "output_tokens": 20, "cache_creation_input_tokens": 70}),
+        draft("turn_ended", turn=1),
+        draft("user_message", f"cmd-{uuid.uuid4()}", text="again"),
+        draft("turn_started", turn=2),
+        # a mechanical one: no model call, nothing to count
+        draft("compaction", summary="user: go", covered_from_seq=2, covered_to_seq=9, tokens_before=800,
+              tokens_after=100),
+        draft("model_turn", actor=agent, text="Again.", usage={"input_tokens": 5, "output_tokens": 1}),
+        draft("turn_ended", turn=2),
+    ])
+    expected = {"input_tokens": 705, "output_tokens": 61, "cache_read_input_tokens": 50,
+                "cache_creation_input_tokens": 70}
+    auditor = bearer(await api_key(seeder.tenant, "cost-auditor", "auditor"))
+    since = log[0].ts.isoformat()
+    answer = await client.get("/v1/audit/cost", params={"since": since}, headers=auditor)
+    assert answer.status_code == 200, answer.text
+    rows = [r for r in answer.json()["data"] if r["model"] == model]
+    assert len(rows) == 1 and rows[0]["actor"] == OWNER
+    assert (rows[0]["calls"], rows[0]["tokens"]) == (4, expected)  # three turns and the summary
+
+    own = (await client.get(f"/v1/sessions/{log[0].session_id}/cost")).json()
+    assert (own["model_calls"], own["tokens"]) == (4, expected)
+    assert [(c["tokens_before_source"], c["tokens_after_source"]) for c in own["compactions"]] == [
+        ("count_tokens", "estimate"), ("estimate", "estimate")]
+    # A model's wall time runs from the turn's start to its reply, through the summary call.
+    assert own["model_wall_s"] == round(sum((log[i].ts - log[j].ts).total_seconds()
+                                            for i, j in ((3, 2), (7, 5), (12, 10))), 3)
