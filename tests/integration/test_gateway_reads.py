@@ -6,19 +6,23 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from datetime import timedelta
 from html.parser import HTMLParser
 
 import pytest
 
-from conftest_pg import fresh_tenant
+from conftest_pg import fresh_month, fresh_tenant, owner_connection
 from gateway_harness import (
     OWNER, Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
 )
+from tests import factories
 from wakeline import witnesses
+from wakeline.events import ForkedPayload, SessionConfig
 from wakeline.events import parse_event
 from wakeline.fold import fold
 from wakeline.pg import TenantPool
 from wakeline.proofs import InclusionProof, check_proof
+from wakeline.retention import RetentionSettings, apply_retention
 from wakeline.settings import CommonSettings
 from wakeline.signer import sign_round
 from wakeline.signing import SeedSigner
@@ -344,3 +348,33 @@ async def test_tenant_cost_counts_the_summaries_the_model_wrote_and_equals_the_s
     # A model's wall time runs from the turn's start to its reply, through the summary call.
     assert own["model_wall_s"] == round(sum((log[i].ts - log[j].ts).total_seconds()
                                             for i, j in ((3, 2), (7, 5), (12, 10))), 3)
+
+
+async def test_a_fork_whose_inherited_prefix_retention_dropped_answers_409_prefix_unavailable(gw) -> None:
+    _, client, seeder = gw
+    name, start, end = await fresh_month()
+    parent = factories.sealed([created(), *one_turn(1)], tenant=seeder.tenant,
+                              stamps=factories.at([start + timedelta(days=1, minutes=i) for i in range(8)]))
+    await seeder.insert(parent, parent)
+    link = ForkedPayload(parent_session_id=parent[0].session_id, fork_seq=8, parent_hash=parent[7].hash,
+                         config=SessionConfig(), owner=OWNER)
+    fork = factories.sealed([draft(link, "cmd-fork"), draft("user_message", "cmd-fork", text="again")],
+                            tenant=seeder.tenant, after=parent[7],
+                            stamps=factories.LIVE)
+    await seeder.insert(fork, fork)
+    fork_id = fork[0].session_id
+    assert (await client.get(f"/v1/sessions/{fork_id}/transcript")).status_code == 200  # whole, before the drop
+
+    async with owner_connection() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", seeder.tenant)
+        await conn.execute("INSERT INTO retention_policies (tenant, keep, set_by) VALUES ($1, '1 day', 'admin:test')",
+                           seeder.tenant)
+    dropped = await apply_retention(RetentionSettings().postgres_maintenance_dsn, None, end + timedelta(days=1))
+    assert any(entry["partition_name"] == name for entry in dropped)
+
+    for path in ("transcript", "replay", "export?inherited=true"):
+        answer = await client.get(f"/v1/sessions/{fork_id}/{path}")
+        assert answer.status_code == 409, (path, answer.text)
+        assert answer.json()["code"] == "prefix_unavailable" and "inherits is gone" in answer.json()["detail"]
+    own = await client.get(f"/v1/sessions/{fork_id}/export")  # its own log is whole
+    assert own.status_code == 200 and [parse_event(line).seq for line in own.text.splitlines()] == [9, 10]
