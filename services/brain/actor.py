@@ -132,6 +132,9 @@ class SessionActor:
     # (seq, tokens) of the newest model turn since the last compaction: its recorded usage
     # (input, cache, output), a count of the request it answered that costs no call.
     _last_turn: tuple[int, int] | None = None
+    # The count a planned compaction was decided by, for its record once the memory file's
+    # read is in (a wake counts again).
+    _planned_count: TokenCount | None = None
 
     async def run(self, why: str) -> None:
         logs.bind(session_id=self.session_id)  # this task's lines, and its model calls'
@@ -461,12 +464,16 @@ class SessionActor:
             return None  # compacted just now: call with what is left rather than compact again
         if not self._near_window(state, request) and state.memory_read is None:
             return None  # far from the window by both figures: not worth a count
-        try:
-            counted = TokenCount(await count(request), "count_tokens")
-        except Exception as err:  # a count is advice: it never fails the turn
-            log.warning("session %s: count_tokens failed, the local estimate stands: %s", self.session_id, err)
-            counted = estimated(request)
-        return plan_compaction(state, request, counted=counted)
+        counted = self._planned_count if state.memory_read is not None else None
+        if counted is None:  # (the read of the memory file left the request as it was counted)
+            try:
+                counted = TokenCount(await count(request), "count_tokens")
+            except Exception as err:  # a count is advice: it never fails the turn
+                log.warning("session %s: count_tokens failed, the local estimate stands: %s", self.session_id, err)
+                counted = estimated(request)
+        plan = plan_compaction(state, request, counted=counted)
+        self._planned_count = counted if plan is not None else None
+        return plan
 
     def _near_window(self, state: SessionState, request: ModelRequest) -> bool:
         """Past half the window by the estimate, or by the newest turn's usage with what came
@@ -483,7 +490,7 @@ class SessionActor:
             self._last_turn = (event.seq, u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
                                + u.output_tokens)
         elif isinstance(event, e.ContextCompacted):
-            self._last_turn = None
+            self._last_turn = self._planned_count = None
 
     async def _summarize(self, state: SessionState, plan: Draft) -> None:
         """The model's summary of what `plan` covers, beside the loop like a model call; a

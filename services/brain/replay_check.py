@@ -14,7 +14,10 @@ The model's own token count that decided a compaction (`tokens_before` where
 `tokens_before_source` is `count_tokens`) and its count of what was left
 (`tokens_after`) are the model's answers too: the check re-plans with the recorded figure,
 as Claude's brain decided with it, and derives the estimate where the estimate decided.
-A read of the memory file takes the figure of the compaction it was read for.
+A read of the memory file takes the figure of the compaction it was read for (the count
+that decided the read; a brain woken between the read and its result counts the same
+request again, and should that count fail, the compaction records the estimate and the
+read is judged by it).
 
 What it takes as recorded, unchecked: markers (woke, snapshots, titles, file references),
 the session's creation or fork, commands it cannot rebuild from their events (cancel,

@@ -10,6 +10,7 @@ tests/integration/test_model_compaction.py.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Callable
 
@@ -68,19 +69,27 @@ def summarized(request: ModelRequest) -> bool:
     return "[Summary of earlier conversation]" in str(request.messages[0])
 
 
-async def drive(model: CountingClaude, window: int) -> list[e.Event]:
-    """One session: `model.rounds` tool rounds (each result 300 characters), to its end."""
+async def drive(model: CountingClaude, window: int, memory: str | None = None) -> list[e.Event]:
+    """One session: `model.rounds` tool rounds (each result 300 characters), to its end;
+    with `memory`, a MEMORY.md the runner reads back with that content."""
     part, sid = Partition(), f"s-{uuid.uuid4().hex[:8]}"
+    config: dict = {"model": MODEL, "context_window": window} | ({"memory_file": "MEMORY.md"} if memory else {})
     await part.writer.start()
     try:
         actor = part.actor(sid, model)
         part.deliver(actor, c.CreateSession(command_id=f"create-{uuid.uuid4()}", session_id=sid, tenant="t",
-                                            actor="user:ann", message="list the files six times",
-                                            config={"model": MODEL, "context_window": window}))
+                                            actor="user:ann", message="list the files six times", config=config))
         await run_until_idle(actor)
         for i in range(1, model.rounds + 1):
             part.deliver(actor, c.ToolResultReport(session_id=sid, tenant="t", tool_call_id=f"tc-{i}",
                                                    name="list_files", output="y" * 300, runner="r1"), TOOL_RESULTS)
+            await run_until_idle(actor)
+        reads = [ev for ev in part.events(sid) if ev.type == "tool_call" and ev.actor == "system:brain"]
+        for read in reads:  # the brain's read of the memory file, answered as a runner would
+            output = json.dumps({"path": "MEMORY.md", "content": memory, "size": len(memory or ""), "offset": 0,
+                                 "truncated": False})
+            part.deliver(actor, c.ToolResultReport(session_id=sid, tenant="t", tool_call_id=read.payload.tool_call_id,
+                                                   name="read_file", output=output, runner="r1"), TOOL_RESULTS)
             await run_until_idle(actor)
     finally:
         await part.writer.close()
@@ -154,3 +163,17 @@ async def test_the_last_turns_usage_asks_for_a_count_the_estimate_would_not() ->
 
     quiet = CountingClaude(lambda r: 7000)  # the same session with small usage: no count is asked
     assert compactions(await drive(quiet, window)) == [] and quiet.counts == []
+
+
+async def test_a_counted_compaction_reads_the_memory_file_first_and_records_the_count_that_decided_it() -> None:
+    model = CountingClaude(lambda r: 200 if summarized(r) else (5000 if len(r.messages) >= 13 else 300))
+    events = await drive(model, window=2048, memory="- the code word is PELICAN\n")
+    [read] = [ev for ev in events if ev.type == "tool_call" and ev.actor == "system:brain"]
+    [compaction] = compactions(events)
+    p = compaction.payload
+    assert read.seq < compaction.seq and p.memory == "- the code word is PELICAN\n" and p.summary_model == MODEL
+    assert (p.tokens_before, p.tokens_before_source, p.tokens_after_source) == (5000, "count_tokens", "count_tokens")
+    # counted once for the decision (the read left the request as it was), once for what is left
+    assert [len(r.messages) >= 13 and not summarized(r) for r in model.counts].count(True) == 1
+    assert "PELICAN" in str(model.calls[-1].messages[0])  # re-injected after the summary
+    assert first_divergence(events, tool_schemas()) is None
