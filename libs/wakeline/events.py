@@ -213,6 +213,9 @@ class ToolResultPayload(Frozen):
     duration_ms: int | None = None
 
 
+TokenSource = Literal["estimate", "count_tokens"]
+
+
 class CompactionPayload(Frozen):
     summary: str
     covered_from_seq: int
@@ -232,6 +235,13 @@ class CompactionPayload(Frozen):
     # missing, say). Both absent, and left out of the dump, where the config names none.
     memory_file: str | None = Field(default=None, exclude_if=lambda v: v is None)
     memory: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # Where `tokens_before` and `tokens_after` come from (issues 11, 15): the model's own
+    # count (`count_tokens`, Claude's API) or the local estimate (characters / 4: what the
+    # scripted model keeps, and what stands when a count fails). A counted `tokens_before`
+    # is what decided the compaction, so the replay check re-plans with it. "estimate" is
+    # left out of the dump: events sealed before these fields keep their hash.
+    tokens_before_source: TokenSource = Field(default="estimate", exclude_if=lambda v: v == "estimate")
+    tokens_after_source: TokenSource = Field(default="estimate", exclude_if=lambda v: v == "estimate")
 
 
 class ModelUnavailablePayload(Frozen):

@@ -34,7 +34,9 @@ from wakeline.limits import RecordTooLarge, check_record
 from wakeline.snapshots import resume, snapshot_payload
 from wakeline.state import SessionState
 from wakeline.topics import EVENTS, TOOL_CALLS, record_key
-from wakeline_brain.context import build_request, estimate_tokens, plan_compaction
+from wakeline_brain.context import (
+    TokenCount, build_request, counted_after, estimate_tokens, estimated, plan_compaction, usage_reading,
+)
 from wakeline_brain.forking import ForkRefused, fork_drafts
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.memory import compaction_step
@@ -99,12 +101,12 @@ class _RetryModel:
 
 @dataclass
 class _SummaryDone:
-    """The model's summary for a planned compaction (None: the call failed)."""
+    """A planned compaction, with the model's summary (or the mechanical one where that
+    call failed) and, where the model counts tokens, its count of what is left."""
 
     turn: int
     seq: int
-    plan: Draft
-    reply: ModelReply | None
+    compaction: Draft
 
 
 @dataclass
@@ -125,6 +127,14 @@ class SessionActor:
     # without one: a new owner calls at once).
     _retry_task: asyncio.Task | None = None
     _compacted_seq: int = -1  # the newest compaction's seq: none is planned right after one
+    # The compaction the model's count asked for, handed from `_call_model` to `_advance`.
+    _counted_plan: Draft | None = None
+    # (seq, tokens) of the newest model turn since the last compaction: its recorded usage
+    # (input, cache, output), a count of the request it answered that costs no call.
+    _last_turn: tuple[int, int] | None = None
+    # The count a planned compaction was decided by, for its record once the memory file's
+    # read is in (a wake counts again).
+    _planned_count: TokenCount | None = None
 
     async def run(self, why: str) -> None:
         logs.bind(session_id=self.session_id)  # this task's lines, and its model calls'
@@ -169,6 +179,8 @@ class SessionActor:
             events = await self._load(whole=True)
             self.state = await self._fold(events)
         self._snapshot_seq = max((ev.seq for ev in events if isinstance(ev, e.SnapshotTaken)), default=0)
+        for event in events:
+            self._note_tokens(event)
         self.tenant = self.state.tenant or self.tenant  # the log's owner, not the input's claim
         if self.state.last_seq:
             woke = e.WokePayload(host=self.deps.host, reason=why, from_seq=self.state.last_seq)
@@ -247,15 +259,15 @@ class SessionActor:
         if isinstance(item, _SummaryDone):
             self._model_task = None
             if self.state.awaiting_model and self.state.turns == item.turn and self.state.last_seq == item.seq:
-                model = self.state.config.model
-                return [model_compaction(item.plan, item.reply, model) if item.reply else item.plan], None
+                return [item.compaction], None
             return [], None
         if isinstance(item, _ModelDone):
             self._model_task = None
             if not (self.state.awaiting_model and self.state.turns == item.turn):
                 return [], None
             if item.compaction is not None:
-                return [compaction_step(self.state, item.compaction)], None
+                self._counted_plan = item.compaction  # `_advance` starts it, as any compaction
+                return [], None
             if item.reply:
                 return model_drafts(self.state, item.reply, f"agent:{self.state.config.model}"), None
             if item.retryable:
@@ -346,7 +358,7 @@ class SessionActor:
                 # request is sent (never a second compaction in a row).
                 compaction = None
                 if calls_model and not just_compacted(state):
-                    compaction = plan_compaction(state, build_request(state, self.deps.tools))
+                    compaction = self._planned_compaction(state)
                 if compaction is not None:
                     # first the memory file's read (a tool call), then, on its result, this again
                     compaction = compaction_step(state, compaction)
@@ -364,11 +376,31 @@ class SessionActor:
                 break
             state, more = self._sealed(step, state)
             events += more
+        self._counted_plan = None  # counted for this state only
         await self._write(events, state)
         if calls_model:
             self._model_task = asyncio.create_task(self._call_model(self.state))
         elif summarize is not None:
             self._model_task = asyncio.create_task(self._summarize(*summarize))
+
+    def _planned_compaction(self, state: SessionState) -> Draft | None:
+        """The compaction due before this model call: the one the model's own count asked
+        for (handed back by `_call_model`); for a model without a count, the estimate's.
+        A model that counts is never compacted on the estimate: its count decides."""
+        if self._counted_plan is not None:
+            return self._counted_plan
+        if self._counter(state) is not None:
+            return None  # `_call_model` counts first
+        return plan_compaction(state, build_request(state, self.deps.tools))
+
+    def _counter(self, state: SessionState) -> Callable[[ModelRequest], Awaitable[int]] | None:
+        """The model's token count (Claude's count_tokens); None for the scripted model."""
+        try:
+            model = self.deps.model_for(state.config.model)
+        except Exception:
+            return None  # the model call reports why
+        counter: Callable[[ModelRequest], Awaitable[int]] | None = getattr(model, "count_tokens", None)
+        return counter
 
     def _release_if_quiet(self) -> None:
         if self._quiet():
@@ -423,20 +455,42 @@ class SessionActor:
         return await model.complete(request, on_delta)
 
     async def _counted_compaction(self, model: Model, state: SessionState, request: ModelRequest) -> Draft | None:
-        """A compaction the model's own token count asks for (Claude's count_tokens), where
-        the local estimate (which `_advance` already acted on) is near enough the threshold
-        to be in doubt; None when the count says it fits, or there is no count."""
+        """The compaction the model's own count asks for; None while the request fits, or
+        for a model with no count (its estimate was planned in `_advance`). The API's count
+        decides, asked once the request is near the window (`_near_window`); where the count
+        fails, the local estimate stands."""
         count = getattr(model, "count_tokens", None)
-        if count is None or estimate_tokens(request) < state.config.context_window // 2:
-            return None
-        if self._compacted_seq == state.last_seq:
+        if count is None or self._compacted_seq == state.last_seq:
             return None  # compacted just now: call with what is left rather than compact again
-        try:
-            counted = await count(request)
-        except ModelError as err:
-            log.warning("session %s: count_tokens failed, the local estimate stands: %s", self.session_id, err)
-            return None
-        return plan_compaction(state, request, counted=counted)
+        if not self._near_window(state, request) and state.memory_read is None:
+            return None  # far from the window by both figures: not worth a count
+        counted = self._planned_count if state.memory_read is not None else None
+        if counted is None:  # (the read of the memory file left the request as it was counted)
+            try:
+                counted = TokenCount(await count(request), "count_tokens")
+            except Exception as err:  # a count is advice: it never fails the turn
+                log.warning("session %s: count_tokens failed, the local estimate stands: %s", self.session_id, err)
+                counted = estimated(request)
+        plan = plan_compaction(state, request, counted=counted)
+        self._planned_count = counted if plan is not None else None
+        return plan
+
+    def _near_window(self, state: SessionState, request: ModelRequest) -> bool:
+        """Past half the window by the estimate, or by the newest turn's usage with what came
+        since (which sees what characters / 4 misses: tools, images, dense text)."""
+        tokens = estimate_tokens(request)
+        if self._last_turn is not None:
+            tokens = max(tokens, usage_reading(state, *self._last_turn))
+        return tokens >= state.config.context_window // 2
+
+    def _note_tokens(self, event: e.Event) -> None:
+        """Keeps the newest model turn's usage until a compaction makes it stale."""
+        if isinstance(event, e.ModelResponded):
+            u = event.payload.usage
+            self._last_turn = (event.seq, u.input_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens
+                               + u.output_tokens)
+        elif isinstance(event, e.ContextCompacted):
+            self._last_turn = self._planned_count = None
 
     async def _summarize(self, state: SessionState, plan: Draft) -> None:
         """The model's summary of what `plan` covers, beside the loop like a model call; a
@@ -447,10 +501,27 @@ class SessionActor:
             model = self.deps.model_for(state.config.model)
             async with self.deps.model_slots or _NO_LIMIT:
                 reply = await model.complete(summary_request(state, plan))
+            compaction = model_compaction(plan, reply, state.config.model)
         except Exception:
             log.exception("session %s: the summary call failed; compacting mechanically", self.session_id)
-            reply = None
-        await self.mailbox.put(_SummaryDone(turn=state.turns, seq=state.last_seq, plan=plan, reply=reply))
+            compaction = plan
+        compaction = await self._count_after(state, compaction)
+        await self.mailbox.put(_SummaryDone(turn=state.turns, seq=state.last_seq, compaction=compaction))
+
+    async def _count_after(self, state: SessionState, compaction: Draft) -> Draft:
+        """`compaction` with the model's count of the request it leaves, where the model
+        counts; as it is (the estimate) otherwise, or when the count fails."""
+        count = self._counter(state)
+        if count is None:
+            return compaction
+        after = apply(state, self._seal(compaction, state))  # sealed only to be folded: never written
+        try:
+            tokens = await count(build_request(after, self.deps.tools))
+        except Exception as err:
+            log.warning("session %s: count_tokens after the compaction failed; its estimate stands: %s",
+                        self.session_id, err)
+            return compaction
+        return counted_after(compaction, TokenCount(tokens, "count_tokens"))
 
     async def _append(self, drafts: list[Draft], snapshot: bool = False) -> None:
         state, events = self._sealed(drafts, self.state)
@@ -465,6 +536,7 @@ class SessionActor:
             events.append(event)
             if isinstance(event, e.ContextCompacted):
                 self._compacted_seq = event.seq
+            self._note_tokens(event)
         return state, events
 
     async def _write(self, events: list[e.Event], state: SessionState, snapshot: bool = False) -> None:

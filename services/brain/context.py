@@ -1,4 +1,5 @@
-"""Builds the model's context from the log: `build_request` and `plan_compaction`. Pure.
+"""Builds the model's context from the log: `build_request` and `plan_compaction` (with the
+token figures it decides by: `TokenCount`). Pure.
 
 The context is a working set assembled per turn, not the record: the log stays lossless
 and compaction is itself an event. Tool output reaches the model as data, wrapped and
@@ -9,6 +10,7 @@ no summary of earlier turns rescues a single message too large to send.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from wakeline import events as e
@@ -39,26 +41,62 @@ def estimate_tokens(request: ModelRequest) -> int:
     return (len(request.system) + len(json.dumps(request.messages))) // CHARS_PER_TOKEN
 
 
-def plan_compaction(state: SessionState, request: ModelRequest, counted: int | None = None) -> Draft | None:
+@dataclass(frozen=True)
+class TokenCount:
+    """A request's size in tokens and where the figure comes from (`events.TokenSource`)."""
+
+    tokens: int
+    source: e.TokenSource = "estimate"
+
+
+def estimated(request: ModelRequest) -> TokenCount:
+    return TokenCount(estimate_tokens(request))
+
+
+def usage_reading(state: SessionState, turn_seq: int, turn_tokens: int) -> int:
+    """The model's own figure for the next request, without asking it: the tokens the turn
+    at `turn_seq` read and wrote (its recorded usage: input, cache and output), plus the
+    estimate of the messages that came after it (tool results, user messages)."""
+    since = [m for m in state.messages if m.seq > turn_seq]
+    cap_chars = state.config.context_window * CHARS_PER_TOKEN // 4
+    return turn_tokens + len(json.dumps(_merge([_render(m, cap_chars) for m in since]))) // CHARS_PER_TOKEN
+
+
+def compaction_due(state: SessionState, before: TokenCount) -> bool:
+    """At 3/4 of the window; or once the memory file was read for a compaction, which
+    decided it then (the read is the compaction's first step, never left without it)."""
+    return before.tokens >= state.config.context_window * 3 // 4 or state.memory_read is not None
+
+
+def plan_compaction(state: SessionState, request: ModelRequest, counted: TokenCount | None = None) -> Draft | None:
     """A compaction event when the context nears the window; None while it fits. `counted`
     is the model's own count of the request's tokens (Claude's count_tokens) where there
-    is one; the local estimate otherwise."""
-    before = counted if counted is not None else estimate_tokens(request)
-    if before < state.config.context_window * 3 // 4:
+    is one; the local estimate otherwise. The event records the
+    figure that decided it, and where it came from."""
+    before = counted if counted is not None else estimated(request)
+    if not compaction_due(state, before):
         return None
     cut = _cut_index(state.messages)
     if cut is None:
         return None
     covered, kept = state.messages[:cut], state.messages[cut:]
     summary = "\n".join(_gist(m) for m in covered)[: state.config.context_window]
-    after = before - sum(len(_gist(m)) for m in covered) // CHARS_PER_TOKEN + len(summary) // CHARS_PER_TOKEN
+    after = before.tokens - sum(len(_gist(m)) for m in covered) // CHARS_PER_TOKEN + len(summary) // CHARS_PER_TOKEN
     payload = e.CompactionPayload(summary=summary, covered_from_seq=covered[0].seq,
-                                  covered_to_seq=kept[0].seq - 1, tokens_before=before,
-                                  tokens_after=max(after, 0),
+                                  covered_to_seq=kept[0].seq - 1, tokens_before=before.tokens,
+                                  tokens_after=max(after, 0), tokens_before_source=before.source,
                                   # only a model with a prompt cache has one to lose (the scripted
                                   # model has none: its compactions stay as recorded before)
                                   resets_prompt_cache=not state.config.model.startswith("scripted:"))
     return Draft(payload=payload, actor="system:brain", trust="instruction")
+
+
+def counted_after(compaction: Draft, after: TokenCount) -> Draft:
+    """`compaction` with the model's count of the request it leaves as `tokens_after`."""
+    p = compaction.payload
+    assert isinstance(p, e.CompactionPayload)
+    payload = p.model_copy(update={"tokens_after": after.tokens, "tokens_after_source": after.source})
+    return Draft(payload=payload, actor=compaction.actor, trust=compaction.trust, causation_id=compaction.causation_id)
 
 
 def _cut_index(messages: tuple[Message, ...]) -> int | None:

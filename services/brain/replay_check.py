@@ -10,6 +10,15 @@ would now record something else, or would take a step the log does not hold, as 
 replayer does for workflow histories. Pure: no model is called (the recorded replies are
 the model's answers) and no tool runs.
 
+The model's own token count that decided a compaction (`tokens_before` where
+`tokens_before_source` is `count_tokens`) and its count of what was left
+(`tokens_after`) are the model's answers too: the check re-plans with the recorded figure,
+as Claude's brain decided with it, and derives the estimate where the estimate decided.
+A read of the memory file takes the figure of the compaction it was read for (the count
+that decided the read; a brain woken between the read and its result counts the same
+request again, and should that count fail, the compaction records the estimate and the
+read is judged by it).
+
 What it takes as recorded, unchecked: markers (woke, snapshots, titles, file references),
 the session's creation or fork, commands it cannot rebuild from their events (cancel,
 delete, takeover, handback, a person's tool result), and a session ended by an error (a
@@ -40,7 +49,7 @@ from wakeline.lineage import PrefixUnavailable, prefix_events
 from wakeline.pg import TenantPool
 from wakeline.state import SessionState
 from wakeline.tools import tool_schemas
-from wakeline_brain.context import build_request, plan_compaction
+from wakeline_brain.context import TokenCount, build_request, counted_after, plan_compaction
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.memory import compaction_step
 from wakeline_brain.model import ModelReply, ToolUse
@@ -100,18 +109,7 @@ def _expected(state: SessionState, events: Sequence[e.Event], i: int,
         return model_drafts(state, _reply(events, i), event.actor)
     if _own_step(event):
         if step is CALL_MODEL:
-            compaction = plan_compaction(state, build_request(state, tools))
-            if compaction is None:
-                return Divergence(event.seq, _describe(event), "would call the model (no compaction)")
-            compaction = compaction_step(state, compaction)  # the memory file's read comes first
-            if isinstance(compaction.payload, e.ToolCallPayload):
-                return [compaction]
-            written = event.payload if isinstance(event, e.ContextCompacted) else None
-            if written is not None and written.summary_model and writes_summary(state.config.model):
-                # the model's summary is its recorded output, like a model turn's reply
-                reply = ModelReply(text=written.summary, usage=written.usage or e.Usage())
-                return [model_compaction(compaction, reply, written.summary_model)]
-            return [compaction]
+            return _compaction(state, events, i, tools)
         if not step:
             return Divergence(event.seq, _describe(event), "would wait for an input here")
         return step
@@ -119,6 +117,47 @@ def _expected(state: SessionState, events: Sequence[e.Event], i: int,
         return Divergence(event.seq, _describe(event), f"would first record {_describe(step[0])}")
     command = _command(state, event)
     return handle_input(state, command) if command is not None else None
+
+
+def _compaction(state: SessionState, events: Sequence[e.Event], i: int,
+                tools: list[dict[str, Any]]) -> list[Draft] | Divergence:
+    """The compaction (or the read of the memory file that starts one) today's code would
+    record before the model call at `events[i]`, decided by the figure the log recorded."""
+    event = events[i]
+    compacted = _compaction_of(events, i)
+    compaction = plan_compaction(state, build_request(state, tools), _recorded_count(compacted))
+    if compaction is None:
+        return Divergence(event.seq, _describe(event), "would call the model (no compaction)")
+    compaction = compaction_step(state, compaction)  # the memory file's read comes first
+    if isinstance(compaction.payload, e.ToolCallPayload) or not isinstance(event, e.ContextCompacted):
+        return [compaction]
+    written = event.payload
+    if written.summary_model and writes_summary(state.config.model):
+        # the model's summary is its recorded output, like a model turn's reply
+        reply = ModelReply(text=written.summary, usage=written.usage or e.Usage())
+        compaction = model_compaction(compaction, reply, written.summary_model)
+    if written.tokens_after_source == "count_tokens":  # the model's count of what was left: recorded output
+        compaction = counted_after(compaction, TokenCount(written.tokens_after, written.tokens_after_source))
+    return [compaction]
+
+
+def _compaction_of(events: Sequence[e.Event], i: int) -> e.CompactionPayload | None:
+    """The compaction recorded at `events[i]`, or for the brain's read of the memory file
+    there, the compaction that read was for (the next one: the read decides nothing else)."""
+    for event in events[i:]:
+        if isinstance(event, e.ContextCompacted):
+            return event.payload
+        if isinstance(event, (e.ModelResponded, e.TurnEnded, e.SessionEnded)):
+            return None
+    return None
+
+
+def _recorded_count(compacted: e.CompactionPayload | None) -> TokenCount | None:
+    """The model's own count that decided a compaction, as the log recorded it (the API's
+    answer is an input, like a reply); None where the estimate decided: it is re-derived."""
+    if compacted is None or compacted.tokens_before_source == "estimate":
+        return None
+    return TokenCount(compacted.tokens_before, compacted.tokens_before_source)
 
 
 def _batch(events: Sequence[e.Event], i: int) -> list[e.Event]:

@@ -2,7 +2,7 @@
 compaction event its answer makes. Pure.
 
 `context.plan_compaction` decides when and what: the older messages up to where the recent
-exchanges begin (kept verbatim), with the token counts it estimates. For a Claude model the
+exchanges begin (kept verbatim), with the token figures it decided by. For a Claude model the
 summary of that older part is then written by the model itself, in a call of its own
 (`summary_request`), recorded with its usage in the compaction event (`model_compaction`).
 The system prompt is never part of what is summarized: every request sends it whole; the
@@ -61,7 +61,9 @@ def model_compaction(plan: Draft, reply: ModelReply, model: str) -> Draft:
     payload = e.CompactionPayload(summary=reply.text, covered_from_seq=p.covered_from_seq,
                                   covered_to_seq=p.covered_to_seq, tokens_before=p.tokens_before,
                                   tokens_after=max(after, 0), summary_model=model, usage=reply.usage,
-                                  memory_file=p.memory_file, memory=p.memory)
+                                  memory_file=p.memory_file, memory=p.memory,
+                                  tokens_before_source=p.tokens_before_source,
+                                  resets_prompt_cache=p.resets_prompt_cache)
     return Draft(payload=payload, actor=f"agent:{model}", trust="instruction")
 
 

@@ -151,12 +151,15 @@ def _csv_line(cells: Any) -> str:
 
 # Model calls of the tenant in [since, until), summed per (session owner, model, UTC day)
 # and per token count the calls recorded (every integer field of `usage`: cache tokens too).
+# A model call is a model turn or a summary the model wrote for a compaction (its actor is
+# agent:<model> and it records its usage), as a session's own cost (`cost.session_cost`) counts.
 COST_SQL = """
 SELECT s.owner AS actor, substr(e.actor, 7) AS model, (e.ts AT TIME ZONE 'UTC')::date AS day,
        u.key AS token, sum(u.value::bigint) AS tokens, count(*) AS calls
 FROM events e JOIN sessions s ON s.session_id = e.session_id,
      jsonb_each_text(coalesce(e.payload->'usage', '{}'::jsonb)) AS u
-WHERE e.type = 'model_turn' AND e.actor LIKE 'agent:%' AND e.ts >= $1 AND e.ts < $2
+WHERE (e.type = 'model_turn' OR (e.type = 'compaction' AND e.payload ? 'summary_model'))
+  AND e.actor LIKE 'agent:%' AND e.ts >= $1 AND e.ts < $2
   AND u.value ~ '^[0-9]+$'
 GROUP BY 1, 2, 3, 4 ORDER BY 3, 1, 2, 4
 """

@@ -1,9 +1,11 @@
 """What a session cost, from its own log: `session_cost(events)`. Pure.
 
 Tokens are the model's own counts as each `model_turn` recorded them (`usage`): every
-integer field of it, so cache tokens count once a model records them. Turns are
-`turn_started` events; model wall time runs from a turn's start (or the tool results it
-waited for) to the model's reply; tool wall time is what the runner measured
+integer field of it, so cache tokens count once a model records them; a summary the model
+wrote for a compaction is a model call too, with the usage its compaction event records.
+Turns are `turn_started` events; model wall time runs from a turn's start (or the tool
+results it waited for) to the model's reply, so a summary call made first (between those,
+before its compaction event) is inside it; tool wall time is what the runner measured
 (`duration_ms`), or the time from call to result when it did not. A fork's cost is its own
 log's: what its inherited prefix cost is its parent's (`GET` the parent's cost).
 """
@@ -16,8 +18,8 @@ from datetime import datetime
 from pydantic import BaseModel
 
 from wakeline.events import (
-    ContextCompacted, Event, ModelResponded, SessionForked, ToolCallRequested, ToolResultReceived, TurnStarted,
-    Usage,
+    ContextCompacted, Event, ModelResponded, SessionForked, TokenSource, ToolCallRequested, ToolResultReceived,
+    TurnStarted, Usage,
 )
 
 
@@ -33,6 +35,9 @@ class CompactionCostPublic(BaseModel):
     covered_to_seq: int
     tokens_before: int
     tokens_after: int
+    # the model's own count (count_tokens) or the local estimate (issue 15)
+    tokens_before_source: TokenSource = "estimate"
+    tokens_after_source: TokenSource = "estimate"
     resets_prompt_cache: bool = False  # the next request paid a cold prefill (issue 15)
 
 
@@ -106,6 +111,7 @@ def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
                 cost.compactions.append(CompactionCostPublic(
                     seq=event.seq, covered_from_seq=p.covered_from_seq, covered_to_seq=p.covered_to_seq,
                     tokens_before=p.tokens_before, tokens_after=p.tokens_after,
+                    tokens_before_source=p.tokens_before_source, tokens_after_source=p.tokens_after_source,
                     resets_prompt_cache=p.resets_prompt_cache))
             case SessionForked(payload=p):
                 cost.inherited_from, cost.fork_seq = p.parent_session_id, p.fork_seq

@@ -6,14 +6,23 @@ Fixtures only; what tests share besides them lives in `stack` (the processes), `
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 import httpx
 import pytest
 
 from tests.e2e.stack import require_database, running_stack
 
 
+@pytest.fixture(scope="session")
+def e2e_start() -> datetime:
+    """When this run's first stack started: every session since is one the e2e suite made
+    (the suite's database outlives runs), which test_zz_replay_sweep.py checks at the end."""
+    return datetime.now(UTC) - timedelta(seconds=1)
+
+
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def stack(tmp_path_factory, e2e_start):
     require_database()
     with running_stack(tmp_path_factory.mktemp("e2e")) as stack:
         yield stack

@@ -6,19 +6,23 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from datetime import timedelta
 from html.parser import HTMLParser
 
 import pytest
 
-from conftest_pg import fresh_tenant
+from conftest_pg import fresh_month, fresh_tenant, owner_connection
 from gateway_harness import (
-    Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
+    OWNER, Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
 )
+from tests import factories
 from wakeline import witnesses
+from wakeline.events import ForkedPayload, SessionConfig
 from wakeline.events import parse_event
 from wakeline.fold import fold
 from wakeline.pg import TenantPool
 from wakeline.proofs import InclusionProof, check_proof
+from wakeline.retention import RetentionSettings, apply_retention
 from wakeline.settings import CommonSettings
 from wakeline.signer import sign_round
 from wakeline.signing import SeedSigner
@@ -298,3 +302,79 @@ async def test_the_proof_endpoint_serves_an_inclusion_proof_the_public_key_alone
     assert (proof.head.seq, proof.head.hash) == (events[-1].seq, events[-1].hash)
     assert check_proof(proof, signer.public_key()) == []
     assert check_proof(proof, SeedSigner(os.urandom(32)).public_key()) != []
+
+
+async def test_tenant_cost_counts_the_summaries_the_model_wrote_and_equals_the_sessions_own_cost(gw) -> None:
+    _, client, seeder = gw
+    model = f"claude-cost-{uuid.uuid4().hex[:8]}"  # this test's rows only, in the module's tenant
+    agent = f"agent:{model}"
+    written = {"input_tokens": 400, "output_tokens": 30}
+    log = await seeder.session([
+        created(model=model),
+        draft("user_message", f"cmd-{uuid.uuid4()}", text="go"),
+        draft("turn_started", turn=1),
+        draft("model_turn", actor=agent, text="Looking.", stop_reason="tool_use", tool_call_ids=["tc-c1"],
+              usage={"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 50}),
+        draft("tool_call", actor=agent, tool_call_id="tc-c1", name="list_files", input={}),
+        draft("tool_result", "result:tc-c1", tool_call_id="tc-c1", name="list_files", output="a.txt"),
+        # a summary the model wrote: a model call with its usage
+        draft("compaction", actor=agent, summary="SUMMARY", covered_from_seq=2, covered_to_seq=3, tokens_before=900,
+              tokens_after=200, summary_model=model, usage=written, tokens_before_source="count_tokens"),
+        draft("model_turn", actor=agent, text="Done.",
+              usage={"input_tokens": 200, "output_tokens": 20, "cache_creation_input_tokens": 70}),
+        draft("turn_ended", turn=1),
+        draft("user_message", f"cmd-{uuid.uuid4()}", text="again"),
+        draft("turn_started", turn=2),
+        # a mechanical one: no model call, nothing to count
+        draft("compaction", summary="user: go", covered_from_seq=2, covered_to_seq=9, tokens_before=800,
+              tokens_after=100),
+        draft("model_turn", actor=agent, text="Again.", usage={"input_tokens": 5, "output_tokens": 1}),
+        draft("turn_ended", turn=2),
+    ])
+    expected = {"input_tokens": 705, "output_tokens": 61, "cache_read_input_tokens": 50,
+                "cache_creation_input_tokens": 70}
+    auditor = bearer(await api_key(seeder.tenant, "cost-auditor", "auditor"))
+    since = log[0].ts.isoformat()
+    answer = await client.get("/v1/audit/cost", params={"since": since}, headers=auditor)
+    assert answer.status_code == 200, answer.text
+    rows = [r for r in answer.json()["data"] if r["model"] == model]
+    assert len(rows) == 1 and rows[0]["actor"] == OWNER
+    assert (rows[0]["calls"], rows[0]["tokens"]) == (4, expected)  # three turns and the summary
+
+    own = (await client.get(f"/v1/sessions/{log[0].session_id}/cost")).json()
+    assert (own["model_calls"], own["tokens"]) == (4, expected)
+    assert [(c["tokens_before_source"], c["tokens_after_source"]) for c in own["compactions"]] == [
+        ("count_tokens", "estimate"), ("estimate", "estimate")]
+    # A model's wall time runs from the turn's start to its reply, through the summary call.
+    assert own["model_wall_s"] == round(sum((log[i].ts - log[j].ts).total_seconds()
+                                            for i, j in ((3, 2), (7, 5), (12, 10))), 3)
+
+
+async def test_a_fork_whose_inherited_prefix_retention_dropped_answers_409_prefix_unavailable(gw) -> None:
+    _, client, seeder = gw
+    name, start, end = await fresh_month()
+    parent = factories.sealed([created(), *one_turn(1)], tenant=seeder.tenant,
+                              stamps=factories.at([start + timedelta(days=1, minutes=i) for i in range(8)]))
+    await seeder.insert(parent, parent)
+    link = ForkedPayload(parent_session_id=parent[0].session_id, fork_seq=8, parent_hash=parent[7].hash,
+                         config=SessionConfig(), owner=OWNER)
+    fork = factories.sealed([draft(link, "cmd-fork"), draft("user_message", "cmd-fork", text="again")],
+                            tenant=seeder.tenant, after=parent[7],
+                            stamps=factories.LIVE)
+    await seeder.insert(fork, fork)
+    fork_id = fork[0].session_id
+    assert (await client.get(f"/v1/sessions/{fork_id}/transcript")).status_code == 200  # whole, before the drop
+
+    async with owner_connection() as conn, conn.transaction():
+        await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", seeder.tenant)
+        await conn.execute("INSERT INTO retention_policies (tenant, keep, set_by) VALUES ($1, '1 day', 'admin:test')",
+                           seeder.tenant)
+    dropped = await apply_retention(RetentionSettings().postgres_maintenance_dsn, None, end + timedelta(days=1))
+    assert any(entry["partition_name"] == name for entry in dropped)
+
+    for path in ("transcript", "replay", "export?inherited=true"):
+        answer = await client.get(f"/v1/sessions/{fork_id}/{path}")
+        assert answer.status_code == 409, (path, answer.text)
+        assert answer.json()["code"] == "prefix_unavailable" and "inherits is gone" in answer.json()["detail"]
+    own = await client.get(f"/v1/sessions/{fork_id}/export")  # its own log is whole
+    assert own.status_code == 200 and [parse_event(line).seq for line in own.text.splitlines()] == [9, 10]

@@ -1,6 +1,7 @@
 """The database holds a fork's `forked` event to a real point of its parent's log (0016),
-verify checks a fork's chain from there and its prefix in the parent, and when retention
-drops the month the prefix lived in, verify and the reads say that part is gone."""
+verify checks a fork's chain from there and its prefix in the parent (a prefix row a
+superuser changed is reported at its seq), and when retention drops the month the prefix
+lived in, verify and the reads say that part is gone."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import asyncpg
 import pytest
 
 from conftest_pg import fresh_month, fresh_tenant, owner_connection, require_postgres, service_connection, set_tenant
+from tampering import superuser, tampering
 from tests.factories import LIVE, SPEAKERS, at, draft, sealed
 from tests.unit.session_log import created, exchange
 from wakeline import verify
@@ -66,6 +68,37 @@ async def test_a_fork_linked_to_its_parents_hash_is_stored_and_verifies_with_its
     assert report.ok and report.events == 2 and report.last_seq == 10
     assert report.prefix is not None and report.prefix.ok and report.prefix.events == 8
     assert report.prefix.parent_session_id == parent[0].session_id
+
+
+async def _verified(tenant: str, session_id: str) -> verify.Report:
+    async with service_connection() as conn, conn.transaction():
+        await set_tenant(conn, tenant)
+        return await verify.verify_session(conn, session_id)
+
+
+async def test_a_parents_prefix_row_changed_behind_the_databases_back_fails_the_forks_verify_at_its_seq():
+    parent = await _parent()
+    tenant, parent_id = parent[0].tenant, parent[0].session_id
+    before, after = _fork_of(parent, 3), _fork_of(parent, 8)  # seq 5 is after one's fork point, in the other's
+    await _stored(tenant, before)
+    await _stored(tenant, after)
+    assert (await _verified(tenant, after[0].session_id)).ok
+    async with superuser() as conn, tampering(conn, parent) as partition:
+        changed = await conn.execute(
+            f"UPDATE {partition} SET payload = jsonb_set(payload, '{{input,cmd}}', '\"rm -rf /\"') "
+            "WHERE session_id = $1 AND seq = 5", parent_id)
+    assert changed == "UPDATE 1" and parent[4].type == "tool_call"
+
+    report = await _verified(tenant, after[0].session_id)
+    assert not report.ok and report.prefix is not None and not report.prefix.ok
+    assert (report.prefix.parent_session_id, report.prefix.parent.first_bad_seq) == (parent_id, 5)
+    assert report.prefix.parent.reason.startswith("hash mismatch")
+    # The fork's own report names the inherited problem at its fork point, with the cause.
+    assert report.first_bad_seq == 8 and report.reason.startswith(f"inherited prefix from {parent_id}: hash mismatch")
+    assert [p.seq for p in report.problems] == [8]  # its own rows still link and hash
+    # A fork taken before the changed row inherits nothing of it.
+    assert (await _verified(tenant, before[0].session_id)).ok
+    assert (await _verified(tenant, parent_id)).first_bad_seq == 5
 
 
 @pytest.mark.parametrize("how, error", [

@@ -10,7 +10,6 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,11 +18,11 @@ import pytest
 
 from conftest_pg import (
     EVENT_COLUMNS, fresh_month, fresh_session_id, fresh_tenant, insert_event, maintenance_connection,
-    require_postgres, service_connection, set_tenant, superuser_connection,
+    require_postgres, service_connection, set_tenant,
 )
 from tests import factories
 from tests.factories import Stamps, draft
-from tests.requirements import missing
+from tampering import superuser, tampering
 from wakeline.chain import Draft
 from wakeline.checkpoints import Checkpoint, Head, load_key, new_checkpoint, read_anchor, write_checkpoint
 from wakeline.event_store import event_row
@@ -44,16 +43,6 @@ DRAFTS = [
     draft("tool_result", tool_call_id="tc-1", name="bash", output="a.txt\n"),
     draft("model_turn", text="There is one file, a.txt."),
 ]
-
-
-@asynccontextmanager
-async def superuser() -> AsyncIterator[asyncpg.Connection]:
-    """conftest's superuser connection; its skip (not root, no local cluster) fails under CI."""
-    try:
-        async with superuser_connection() as conn:
-            yield conn
-    except pytest.skip.Exception as skipped:
-        missing(f"the tamper tests need the local cluster's superuser: {skipped}")
 
 
 def sealed(tenant: str, session_id: str, drafts: Sequence[Draft] = DRAFTS, at: Sequence[datetime] = ()) -> list[Event]:
@@ -99,43 +88,6 @@ async def setup(tmp_path: Path) -> AsyncIterator[Setup]:
     key = load_key(tmp_path / "keys" / "checkpoint.key")
     async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=2) as pool:
         yield await Setup(pool, tmp_path / "checkpoints", key).create()
-
-
-async def _always_triggers(conn: asyncpg.Connection, tables: list[str]) -> list[tuple[str, str]]:
-    rows = await conn.fetch("SELECT tgrelid::regclass::text AS t, tgname FROM pg_trigger "
-                            "WHERE tgrelid = ANY($1::regclass[]) AND NOT tgisinternal AND tgenabled = 'A' "
-                            # In the order given (partition before event_keys), the order an
-                            # insert locks them: by name, event_keys came first and could deadlock.
-                            "ORDER BY array_position($1::regclass[], tgrelid), 2", tables)
-    return [(r["t"], r["tgname"]) for r in rows]
-
-
-@asynccontextmanager
-async def tampering(conn: asyncpg.Connection, events: Sequence[Event]) -> AsyncIterator[str]:
-    """As superuser, in one transaction: the guard triggers of the events' partition,
-    event_keys and checkpoints off, the block's changes, the triggers back on as ALWAYS.
-    Yields the partition's name; the block changes rows there, not through `events`.
-
-    A superuser bypasses RLS; session_replication_role = replica would not skip ALWAYS
-    triggers, so they are disabled by name. Other sessions never see them off: the
-    ALTERs hold their locks until commit. Only the one partition is locked (a statement
-    on `events` without a ts bound would lock every partition, and deadlock with a
-    retention job detaching one).
-    """
-    async with conn.transaction():
-        # Locks in the order an insert takes them (events, its partition, event_keys via the
-        # trigger): the UPDATE below would otherwise take events last and deadlock with one.
-        await conn.execute("LOCK TABLE ONLY events IN ROW EXCLUSIVE MODE")
-        partitions = {await conn.fetchval("SELECT ensure_events_partition($1)", e.ts) for e in events}
-        assert len(partitions) == 1, "the test session spans a month boundary"
-        tables = [*partitions, "event_keys", "checkpoints"]
-        guards = await _always_triggers(conn, tables)
-        for table, trigger in guards:
-            await conn.execute(f'ALTER TABLE {table} DISABLE TRIGGER "{trigger}"')
-        yield partitions.pop()
-        for table, trigger in guards:
-            await conn.execute(f'ALTER TABLE {table} ENABLE ALWAYS TRIGGER "{trigger}"')
-        assert await _always_triggers(conn, tables) == guards
 
 
 def reasons(report: Report) -> list[tuple[int | None, str]]:

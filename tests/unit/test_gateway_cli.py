@@ -4,6 +4,8 @@ what it prints, and the exit code it derives from the session's end."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 import pytest
@@ -244,3 +246,39 @@ def test_run_live_shows_the_model_text_as_it_streams_and_a_restart(capsys) -> No
     assert "(model writing, turn 1) [hm]Hel\n" in out
     assert "(model writing, turn 1, restarted) Hello?[2J?]0;pwned?\n" in out
     assert out.index("restarted") < out.index("model_turn") < out.index("session_ended")
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def test_replay_check_all_since_judges_each_newer_session_and_exits_1_on_a_divergence(capsys):
+    clean = (GOLDEN / "recorded_compaction.jsonl").read_text()
+    diverging = (GOLDEN / "session_basic.jsonl").read_text()  # diverges at seq 6 (test_replay_check)
+    page = {"data": [{"session_id": "s-clean", "created_at": "2026-06-02T10:00:00+00:00"},
+                     {"session_id": "s-basic", "created_at": "2026-06-01T10:00:00+00:00"},
+                     {"session_id": "s-old", "created_at": "2026-05-01T10:00:00+00:00"}], "next_cursor": None}
+    fake = FakeGateway({("GET", "/v1/sessions"): [httpx.Response(200, json=page)],
+                        ("GET", "/v1/sessions/s-clean/export"): [httpx.Response(200, text=clean)],
+                        ("GET", "/v1/sessions/s-basic/export"): [httpx.Response(200, text=diverging)]})
+    with GatewayClient("http://gw", transport=httpx.MockTransport(fake)) as client:
+        code = main(["replay", "--check", "--all", "--since", "2026-05-15T00:00:00Z"], client=client)
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert code == 1 and len(lines) == 2 and "replays cleanly" in lines[0] and "diverges at seq 6" in lines[1]
+    assert "1 of 2 sessions replay cleanly" in err
+    exports = [r for r in fake.requests if r.url.path.endswith("/export")]
+    assert [r.url.path for r in exports] == ["/v1/sessions/s-clean/export", "/v1/sessions/s-basic/export"]
+    assert all(r.url.params["inherited"] == "true" for r in exports)  # a fork's history with its prefix
+
+
+def test_cost_prints_a_sessions_cost_or_the_tenants_since_an_age(capsys):
+    mine = {"session_id": "s1", "model_calls": 3, "tokens": {"input_tokens": 705}}
+    tenant = {"data": [{"actor": "user:ann", "model": "m", "day": "2026-06-01", "calls": 4, "tokens": {}}]}
+    code, out, _ = run(["cost", "s1"], {("GET", "/v1/sessions/s1/cost"): [httpx.Response(200, json=mine)]}, capsys)
+    assert code == 0 and json.loads(out) == mine
+    code, out, fake = run(["cost", "--since", "7d"], {("GET", "/v1/audit/cost"): [httpx.Response(200, json=tenant)]},
+                          capsys)
+    assert code == 0 and json.loads(out) == tenant
+    since = fake.requests[0].url.params["since"]
+    age = datetime.now(UTC) - datetime.fromisoformat(since)
+    assert 7 * 86400 - 60 < age.total_seconds() < 7 * 86400 + 60  # 7d: that long ago, as an ISO time

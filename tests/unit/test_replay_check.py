@@ -1,8 +1,10 @@
 """Replay against new code: recorded sessions through today's decision code and fold.
 
-`golden/recorded_*.jsonl` are whole histories the running services recorded (the e2e
+`golden/recorded_*.jsonl` are whole histories the running code recorded (the e2e
 suite's: a fork of a fork of a fork with its inherited prefix, and a session that
-compacted); they must replay cleanly. `session_basic.jsonl` was written by hand before
+compacted; and `make_claude_golden.py`'s: a Claude session with thinking, an approval, the
+memory file's read and a summary the model wrote, decided by the API's token count); they
+must replay cleanly. `session_basic.jsonl` was written by hand before
 turns were one model call each, and is kept as is for the fold's byte-for-byte test: the
 check reports exactly where today's brain would record something else.
 """
@@ -61,7 +63,7 @@ def test_a_brain_that_ends_a_session_without_ending_the_turn_diverges_at_the_fir
 
 def test_a_brain_that_no_longer_compacts_diverges_at_the_recorded_compaction(monkeypatch):
     log = golden("recorded_compaction.jsonl")
-    monkeypatch.setattr(replay_check, "plan_compaction", lambda state, request: None)
+    monkeypatch.setattr(replay_check, "plan_compaction", lambda state, request, counted=None: None)
     found = first_divergence(log, tool_schemas())
     assert found is not None and found.seq == next(ev.seq for ev in log if ev.type == "compaction")
     assert found.now == "would call the model (no compaction)"
@@ -75,3 +77,27 @@ def test_a_log_cut_anywhere_replays_cleanly_but_a_step_missing_inside_it_does_no
     found = first_divergence(log[:at] + log[at + 1:], tool_schemas())
     assert found is not None and found.seq == log[at + 1].seq
     assert found.recorded.startswith("turn_started") and "would record turn_ended" in found.now
+
+
+def test_the_claude_golden_session_holds_what_it_records_and_a_brain_deciding_otherwise_diverges(monkeypatch):
+    log = golden("recorded_claude_compaction.jsonl")
+    types = [(ev.type, ev.actor) for ev in log]
+    assert ("approval_granted", "user:alice") in types and ("tool_call", "system:brain") in types
+    [compaction] = [ev for ev in log if isinstance(ev, e.ContextCompacted)]
+    p = compaction.payload
+    assert p.summary_model == "claude-golden" and p.usage is not None and p.memory is not None
+    assert (p.tokens_before_source, p.tokens_after_source) == ("count_tokens", "count_tokens")
+    assert any(b.get("signature") for ev in log if isinstance(ev, e.ModelResponded) for b in ev.payload.blocks)
+    assert first_divergence(log, tool_schemas()) is None
+
+    # A brain that took its own estimate over the API's count records other token figures.
+    monkeypatch.setattr(replay_check, "_recorded_count", lambda compacted: None)
+    found = first_divergence(log, tool_schemas())
+    assert found is not None and found.seq == compaction.seq
+    assert found.recorded.startswith("compaction by agent:claude-golden") and "would record compaction" in found.now
+    # A brain that no longer compacts would not read the memory file for it.
+    monkeypatch.undo()
+    monkeypatch.setattr(replay_check, "plan_compaction", lambda state, request, counted=None: None)
+    read = next(ev for ev in log if ev.type == "tool_call" and ev.actor == "system:brain")
+    found = first_divergence(log, tool_schemas())
+    assert found is not None and (found.seq, found.now) == (read.seq, "would call the model (no compaction)")
