@@ -71,13 +71,23 @@ def _post(state: SessionState, cmd: c.PostMessage) -> list[Draft]:
     return [_draft(e.UserMessagePayload(text=cmd.text), cmd.actor, cmd.command_id)]
 
 
+def _ended(state: SessionState, cmd: c.CommandBase) -> list[Draft]:
+    """An ended session's calls wait for nothing: its turn is over (cancelled, say) while the
+    fold still lists what it awaited, so a grant or denial now would act on a dead turn."""
+    return [_rejected(cmd, "already_ended", "session has already ended: its tool calls await no approval")]
+
+
 def _approve(state: SessionState, cmd: c.ApproveToolCall) -> list[Draft]:
+    if state.status == "ended":
+        return _ended(state, cmd)
     if cmd.tool_call_id not in state.awaiting_approval:
         return [_rejected(cmd, "not_awaiting_approval", f"tool call {cmd.tool_call_id} is not awaiting approval")]
     return [_draft(e.ApprovalGrantedPayload(tool_call_id=cmd.tool_call_id), cmd.actor, cmd.command_id)]
 
 
 def _deny(state: SessionState, cmd: c.DenyToolCall) -> list[Draft]:
+    if state.status == "ended":
+        return _ended(state, cmd)
     if cmd.tool_call_id not in state.awaiting_approval:
         return [_rejected(cmd, "not_awaiting_approval", f"tool call {cmd.tool_call_id} is not awaiting approval")]
     call = next(p for p in state.pending_tool_calls if p.tool_call_id == cmd.tool_call_id)

@@ -106,6 +106,23 @@ def test_continuing_an_ended_session_extends_the_same_sequence():
     assert first_broken_seq(log.events) is None
 
 
+def test_a_cancelled_sessions_pending_call_can_be_neither_approved_nor_denied():
+    sid, log = str(uuid.uuid4()), Log()
+    log.append(handle_input(log.state, create(sid, require_approval=["list_files"])), sid)
+    drive(log, sid, ScriptedModel(load_policy(POLICIES, "demo")))
+    [call_id] = log.state.awaiting_approval
+    cancel = c.CancelSession(command_id="x1", session_id=sid, tenant="t")
+    log.append(handle_input(log.state, cancel), sid)
+    assert log.state.status == "ended"
+    for cmd in (c.ApproveToolCall(command_id="a1", session_id=sid, tenant="t", tool_call_id=call_id),
+                c.DenyToolCall(command_id="d1", session_id=sid, tenant="t", tool_call_id=call_id, reason="late")):
+        drafts = handle_input(log.state, cmd)
+        assert [d.payload.type for d in drafts] == ["input_rejected"]
+        assert drafts[0].payload.code == "already_ended"
+        log.append(drafts, sid)
+    assert not [e for e in log.events if e.type in ("approval_granted", "approval_denied", "tool_result")]
+
+
 def test_tool_requiring_approval_waits_and_denial_records_an_error_result():
     sid, log = str(uuid.uuid4()), Log()
     log.append(handle_input(log.state, create(sid, require_approval=["list_files"])), sid)
