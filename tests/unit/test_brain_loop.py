@@ -117,7 +117,7 @@ def test_a_cancelled_sessions_pending_call_can_be_neither_approved_nor_denied():
     for cmd in (c.ApproveToolCall(command_id="a1", session_id=sid, tenant="t", tool_call_id=call_id),
                 c.DenyToolCall(command_id="d1", session_id=sid, tenant="t", tool_call_id=call_id, reason="late")):
         drafts = handle_input(log.state, cmd)
-        assert [d.payload.type for d in drafts] == ["input_rejected"]
+        assert [type(d.payload).__name__ for d in drafts] == ["InputRejectedPayload"]
         assert drafts[0].payload.code == "already_ended"
         log.append(drafts, sid)
     assert not [e for e in log.events if e.type in ("approval_granted", "approval_denied", "tool_result")]
