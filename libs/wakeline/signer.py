@@ -23,21 +23,20 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 
-from wakeline import witnesses
-from wakeline.checkpoints import stored_heads
+from wakeline import merkle, witnesses
+from wakeline.checkpoints import Head, stored_heads
 from wakeline.events import Frozen
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
+from wakeline.signed_checkpoints import Envelope, Refusal, SignedCut, guard_heads, new_statement
+from wakeline.signing import SeedSigner, Signer, file_signer, secret_signer
 from wakeline.witnesses import EvidenceSettings
-from wakeline.signed_checkpoints import Envelope, SignedCut, new_statement
-from wakeline.signing import SeedSigner, Signer, file_signer, secret_signer, signature_valid
-
-
 
 class SignerSettings(EvidenceSettings):
     signer_key_file: Path = Path(".data/signer/signer.key")
@@ -59,41 +58,90 @@ async def _through(conn: asyncpg.Connection) -> datetime | None:
     return value
 
 
-async def _unsigned_cuts(conn: asyncpg.Connection, now: datetime,
+async def _unsigned_cuts(conn: asyncpg.Connection, signed: set[SignedCut], now: datetime,
                          floor: timedelta) -> tuple[list[SignedCut], list[SignedCut]]:
     """(cuts to sign now, cuts refused: younger than the floor). Already signed ones are skipped."""
-    signed: set[SignedCut] = set()
-    for (statement,) in await conn.fetch("SELECT statement FROM signed_checkpoints"):
-        signed.update(Envelope(statement=statement, signature="").parsed().cuts)
     rows = await conn.fetch("SELECT range_from, range_to, session_id, seq, hash FROM retention_cuts(NULL)")
     cuts = [SignedCut(**dict(r)) for r in rows]
     fresh = [c for c in cuts if c not in signed]
     return [c for c in fresh if c.range_to <= now - floor], [c for c in fresh if c.range_to > now - floor]
 
 
+# What the store holds now at each (session, seq) given: the events row where it still is,
+# else event_keys' tombstone (retention dropped the row, not its registered hash). One
+# statement for every session whose head moved, each a primary-key probe of event_keys and
+# one of the event's own partition (by its ts).
+_HELD_AT = """
+SELECT s.session_id, coalesce(e.hash, k.hash) AS hash
+  FROM unnest($1::text[], $2::bigint[]) AS s(session_id, seq)
+  LEFT JOIN event_keys k ON k.session_id = s.session_id AND k.seq = s.seq
+  LEFT JOIN LATERAL (SELECT hash FROM events
+                      WHERE session_id = s.session_id AND seq = s.seq AND ts = k.ts) AS e ON true
+"""
+
+
+async def _held_at(conn: asyncpg.Connection, signed: dict[str, Head],
+                   found: dict[str, Head]) -> dict[str, str | None]:
+    moved = sorted((s, h.seq) for s, h in signed.items() if s in found and found[s].seq > h.seq)
+    if not moved:
+        return {}
+    rows = await conn.fetch(_HELD_AT, [s for s, _ in moved], [q for _, q in moved])
+    return {r["session_id"]: r["hash"] for r in rows}
+
+
+class SignerRefused(Exception):
+    """A round that cannot be signed at all (not one head: the whole tenant)."""
+
+
+@dataclass(frozen=True)
+class Round:
+    envelope: Envelope
+    refused_heads: tuple[Refusal, ...]  # each signed again at the head signed before
+    refused_cuts: tuple[SignedCut, ...]  # inside the signer's retention floor: left unsigned
+
+
 async def sign_round(pool: TenantPool, signer: Signer, tenant: str, settings: CommonSettings, sink: Path, *,
-                     floor: timedelta = timedelta(days=30), now: datetime | None = None) -> Envelope:
-    """One checkpoint of `tenant`: signed, then written to postgres, the topic and the sink."""
+                     floor: timedelta = timedelta(days=30), now: datetime | None = None) -> Round:
+    """One checkpoint of `tenant`: signed, then written to postgres, the topic and the sink.
+
+    A session's head is signed only as a continuation of the head this key signed for it
+    last (signed_checkpoints.guard_heads): one that went back (a cut tail), changed at the
+    same seq, or moved on without still holding the signed hash at the signed seq (a chain
+    rewritten consistently) is refused, logged, and the old head signed again instead.
+    Signing what the database reports would anchor a rewrite as if it were history.
+    """
     now = now or datetime.now(UTC)
+    public = signer.public_key()
     async with pool.transaction(tenant) as conn:
         # The newest statement this key signed, not merely the newest row: a row forged into
         # postgres must not become the predecessor (then the number it took is refused by
         # the unique (tenant, number) and the round fails loudly, instead of chaining on it).
-        previous = next((e for e, _ in reversed(await witnesses.read_postgres(conn))
-                         if signature_valid(signer.public_key(), e.statement.encode(), e.signature)), None)
+        found = await witnesses.newest_signed(conn, public, tenant)
+        previous, signed_heads = found if found is not None else (None, {})
+        if previous is not None and merkle.root(signed_heads) != previous.parsed().root:
+            label = f"#{previous.parsed().number} {previous.parsed().id}"
+            raise SignerRefused(f"tenant {tenant}: the heads postgres holds for checkpoint {label} do not hash to "
+                                "its signed root, so what was signed last is unknown; not signing on top of it "
+                                "(verify names that checkpoint)")
         heads = await stored_heads(conn)
         through = await _through(conn)
-        cuts, refused = await _unsigned_cuts(conn, now, floor)
-        for cut in refused:
+        signed_cuts = await witnesses.signed_cuts(conn, public, tenant)
+        cuts, refused_cuts = await _unsigned_cuts(conn, signed_cuts, now, floor)
+        held = await _held_at(conn, signed_heads, heads)
+        heads, refused = guard_heads(signed_heads, heads, held, [*signed_cuts, *cuts])
+        for cut in refused_cuts:
             print(json.dumps({"refused_cut": cut.model_dump(mode="json"), "tenant": tenant,
                               "why": f"its range ended less than {floor} ago (the signer's retention floor)"}),
                   file=sys.stderr, flush=True)
+        for refusal in refused:
+            print(json.dumps({"refused_head": refusal.model_dump(mode="json"), "tenant": tenant,
+                              "why": refusal.why}), file=sys.stderr, flush=True)
         envelope = new_statement(signer, tenant, heads, previous=previous, created_at=now, through=through,
                                  cuts=cuts)
         await witnesses.insert(conn, envelope, heads)
     await witnesses.publish(settings, envelope)
     witnesses.append_sink(sink, tenant, envelope)
-    return envelope
+    return Round(envelope=envelope, refused_heads=refused, refused_cuts=tuple(refused_cuts))
 
 
 class Lag(Frozen):
@@ -147,12 +195,12 @@ async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) ->
                 if forever and not due(lag, datetime.now(UTC), settings.signer_every_s, settings.signer_every_events):
                     continue
                 started = time.perf_counter()
-                envelope = await sign_round(pool, signer, tenant, settings, settings.signer_sink_dir, floor=floor)
-                statement = envelope.parsed()
+                done = await sign_round(pool, signer, tenant, settings, settings.signer_sink_dir, floor=floor)
+                statement = done.envelope.parsed()
                 print(json.dumps({"checkpoint": statement.number, "id": str(statement.id), "tenant": tenant,
                                   "sessions": statement.sessions, "cuts": len(statement.cuts),
-                                  "root": statement.root, "took_s": round(time.perf_counter() - started, 3)}),
-                      flush=True)
+                                  "refused_heads": len(done.refused_heads), "root": statement.root,
+                                  "took_s": round(time.perf_counter() - started, 3)}), flush=True)
             if not forever:
                 return
             await asyncio.sleep(settings.signer_poll_s)

@@ -1,8 +1,9 @@
 """Tamper evidence: `python -m wakeline.verify SID|--all --tenant T`.
 
 Recomputes a session's hash chain from its stored rows and compares it with the event_keys
-registry and the newest signed checkpoint (checkpoints.py), reporting the first bad seq and
-why. The hash is recomputed over the raw columns, not a parsed event, so a value pydantic
+registry, the newest HMAC checkpoint (checkpoints.py) and every head the Ed25519-signed
+checkpoints name for it (signed_checkpoints.py), reporting the first bad seq and why.
+The hash is recomputed over the raw columns, not a parsed event, so a value pydantic
 would coerce back (1.0 for 1, "5" for 5) is still a changed byte. Seqs that retention
 dropped are accepted as retained out when retention_log's cut vouches for them
 (retention_cuts.py); the chain is then checked across the cut through their tombstones.
@@ -38,7 +39,7 @@ from wakeline.fold import FoldError
 from wakeline.pg import TenantPool
 from wakeline.proofs import InclusionProof, build_proof
 from wakeline.retention_cuts import Cut, retained_out, session_cuts
-from wakeline.signed_checkpoints import Evidence, Genuine, SignedCut
+from wakeline.signed_checkpoints import Evidence, SignedCut
 from wakeline.snapshots import SnapshotMismatch, checked_fold
 from wakeline.witnesses import EvidenceSettings, gather, public_key
 
@@ -284,9 +285,9 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
     passes `vetted`, the newest genuine checkpoint per session, read before any rows.
 
     `evidence` (witnesses.gather: the signed checkpoints as postgres, the topic and the
-    sink hold them, cross-checked under the public key) adds: the chain against the newest
-    signed head of the session, and every retention cut signed by the signer (an unsigned
-    one excuses nothing). With `tenant_problems`, the evidence's own problems (a forged or
+    sink hold them, cross-checked under the public key) adds: the chain against every
+    head a genuine checkpoint signed for the session, and every retention cut signed by
+    the signer (an unsigned one excuses nothing). With `tenant_problems`, the evidence's own problems (a forged or
     missing checkpoint) are the session's too, since each checkpoint's root covers it.
     """
     if vetted is None:
@@ -318,8 +319,8 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
         found = head_problems(session_id, stored[0], hash_at) if stored else []
         checkpoint_id = stored[0].id if stored else None
     signed = evidence.newest_with(session_id) if evidence is not None else None
-    if signed is not None:
-        found.extend(signed_head_problems(session_id, signed, hash_at))
+    if evidence is not None:
+        found.extend(signed_head_problems(session_id, evidence, hash_at))
     if evidence is not None and tenant_problems:
         found.extend(Problem(seq=None, reason=p.reason) for p in evidence.problems)
     # By seq; problems of a checkpoint as a whole (no seq) last.
@@ -347,18 +348,23 @@ def _signed(session_id: str, cut: Cut) -> SignedCut:
                      hash=cut.hash)
 
 
-def signed_head_problems(session_id: str, signed: Genuine, hash_at: dict[int, str]) -> list[Problem]:
-    """The chain still holds, at the seq the signed checkpoint's heads name, the hash signed."""
-    assert signed.heads is not None  # newest_with returns only checkpoints with checked heads
-    head = signed.heads[session_id]
-    found = hash_at.get(head.seq)
-    since = f"rewritten since signed checkpoint {signed.label}"
-    if found is None:
-        return [Problem(seq=head.seq, reason=f"{since}: seq {head.seq} it anchored is missing")]
-    if found != head.hash:
-        return [Problem(seq=head.seq, reason=f"{since}: hash at seq {head.seq} is {found[:16]}…, "
-                                             f"the checkpoint signed {head.hash[:16]}…")]
-    return []
+def signed_head_problems(session_id: str, evidence: Evidence, hash_at: dict[int, str]) -> list[Problem]:
+    """The chain still holds, at every seq a genuine signed checkpoint named for the session,
+    the hash signed there: each distinct head once, named by the newest checkpoint signing it.
+
+    Every one, not only the newest: a newest head that a signer was made to sign over a
+    rewrite or a cut tail agrees with the rewritten chain; an older one does not.
+    """
+    problems = []
+    for head, signed in evidence.signed_heads(session_id):
+        found = hash_at.get(head.seq)
+        since = f"rewritten since signed checkpoint {signed.label}"
+        if found is None:
+            problems.append(Problem(seq=head.seq, reason=f"{since}: seq {head.seq} it anchored is missing"))
+        elif found != head.hash:
+            problems.append(Problem(seq=head.seq, reason=f"{since}: hash at seq {head.seq} is {found[:16]}…, "
+                                                         f"the checkpoint signed {head.hash[:16]}…"))
+    return problems
 
 
 async def session_ids(conn: asyncpg.Connection, anchored: Sequence[Checkpoint] = ()) -> list[str]:

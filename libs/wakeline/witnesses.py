@@ -27,8 +27,8 @@ from wakeline.checkpoints import CheckpointSettings, Head
 from wakeline.kafka_io import make_admin, make_consumer, make_producer
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
-from wakeline.signed_checkpoints import Envelope, Evidence, Problem, cross_check
-from wakeline.signing import parse_public_key, pinned
+from wakeline.signed_checkpoints import Envelope, Evidence, Problem, SignedCut, cross_check
+from wakeline.signing import parse_public_key, pinned, signature_valid
 from wakeline.topics import CHECKPOINTS
 
 # Kept forever and never compacted: a compacted topic keeps only a key's last record,
@@ -82,6 +82,41 @@ async def read_postgres(conn: asyncpg.Connection) -> list[tuple[Envelope, dict[s
 async def newest_postgres(conn: asyncpg.Connection) -> Envelope | None:
     row = await conn.fetchrow("SELECT statement, signature FROM signed_checkpoints ORDER BY number DESC LIMIT 1")
     return Envelope(statement=row["statement"], signature=row["signature"]) if row else None
+
+
+async def newest_signed(conn: asyncpg.Connection, public: bytes,
+                        tenant: str) -> tuple[Envelope, dict[str, Head]] | None:
+    """The newest row of `tenant` whose statement `public` verifies, with its heads.
+
+    Newest first, without the heads (they are most of a row's bytes) until the one is
+    found: a round reads one statement's heads, not every checkpoint kept. A row forged
+    past it costs one signature check each. Runs inside the caller's transaction.
+    """
+    async for row in conn.cursor("SELECT id, statement, signature FROM signed_checkpoints ORDER BY number DESC",
+                                 prefetch=8):
+        envelope = Envelope(statement=row["statement"], signature=row["signature"])
+        if (signature_valid(public, envelope.statement.encode(), envelope.signature)
+                and envelope.parsed().tenant == tenant):  # not another tenant's statement copied in
+            heads = await conn.fetchval("SELECT heads FROM signed_checkpoints WHERE id = $1", row["id"])
+            return envelope, {s: Head.model_validate(h) for s, h in json.loads(heads).items()}
+    return None
+
+
+# A statement's canonical JSON (no spaces) lists its cuts as "cuts":[...]: only the rows
+# with any are read, and never their heads.
+_WITH_CUTS = """SELECT statement, signature FROM signed_checkpoints WHERE statement LIKE '%"cuts":[{%'"""
+
+
+async def signed_cuts(conn: asyncpg.Connection, public: bytes, tenant: str) -> set[SignedCut]:
+    """Every retention cut a statement of `tenant` that `public` verifies has signed."""
+    found: set[SignedCut] = set()
+    for row in await conn.fetch(_WITH_CUTS):
+        envelope = Envelope(statement=row["statement"], signature=row["signature"])
+        if signature_valid(public, envelope.statement.encode(), envelope.signature):
+            statement = envelope.parsed()
+            if statement.tenant == tenant:
+                found.update(statement.cuts)
+    return found
 
 
 # -- the file sink ------------------------------------------------------------------------

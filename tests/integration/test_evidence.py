@@ -33,14 +33,14 @@ from tests import factories
 from tests.factories import Stamps, draft
 from tests.requirements import missing
 from wakeline import witnesses
-from wakeline.checkpoints import Head
+from wakeline.checkpoints import Head, stored_heads
 from wakeline.event_store import event_row
 from wakeline.events import Event
 from wakeline.kafka_io import make_admin, make_consumer
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.signed_checkpoints import Envelope, new_statement, sign_statement
-from wakeline.signer import anchoring_lag, due, sign_round
+from wakeline.signer import Round, anchoring_lag, due, sign_round
 from wakeline.signing import SeedSigner
 from wakeline.topics import CHECKPOINTS
 from wakeline.verify import Report, verify_all, verify_session
@@ -108,9 +108,12 @@ class Stack:
                 await insert_event(conn, as_row(event))
 
     async def sign(self, floor: timedelta = DAY) -> Envelope:
-        envelope = await sign_round(self.pool, self.signer, self.tenant, self.settings, self.sink, floor=floor)
-        self.signed.append(envelope)
-        return envelope
+        return (await self.sign_round(floor)).envelope
+
+    async def sign_round(self, floor: timedelta = DAY) -> Round:
+        done = await sign_round(self.pool, self.signer, self.tenant, self.settings, self.sink, floor=floor)
+        self.signed.append(done.envelope)
+        return done
 
     def label(self, n: int) -> str:
         return f"#{n} {self.signed[n - 1].parsed().id}"
@@ -195,6 +198,86 @@ async def test_a_consistently_rewritten_chain_is_reported_at_the_signed_seq(stac
     report = await stack.verify()
     assert reasons(report) == [(6, f"rewritten since signed checkpoint {stack.label(1)}: hash at seq 6 is "
                                    f"{resealed[-1].hash[:16]}…, the checkpoint signed {stack.events[-1].hash[:16]}…")]
+
+
+async def sign_what_the_database_says(stack: Stack) -> Envelope:
+    """A signer that signs whatever heads the database reports (as the signer once did):
+    genuine, with the signer's own key, chained on its newest statement, in all three witnesses."""
+    async with stack.pool.transaction(stack.tenant) as conn:
+        heads = await stored_heads(conn)
+    envelope = new_statement(stack.signer, stack.tenant, heads, previous=stack.signed[-1],
+                             created_at=datetime.now(UTC), through=None)
+    async with stack.pool.transaction(stack.tenant) as conn:
+        await witnesses.insert(conn, envelope, heads)
+    await witnesses.publish(stack.settings, envelope)
+    witnesses.append_sink(stack.sink, stack.tenant, envelope)
+    stack.signed.append(envelope)
+    return envelope
+
+
+async def cut_tail(stack: Stack, after: int) -> None:
+    """Every seq past `after` deleted from events and event_keys: a shorter, valid chain."""
+    async with superuser() as conn, guards_off(conn, [stack.partition(), "event_keys"]):
+        await conn.execute(f"DELETE FROM {stack.partition()} WHERE session_id = $1 AND seq > $2",
+                           stack.session_id, after)
+        await conn.execute("DELETE FROM event_keys WHERE session_id = $1 AND seq > $2", stack.session_id, after)
+
+
+async def test_the_signer_refuses_a_consistent_rewrite_and_signs_the_old_head_again(stack: Stack) -> None:
+    resealed = await rewrite_consistently(stack)
+    done = await stack.sign_round()
+    old = Head(seq=6, hash=stack.events[-1].hash)
+    assert [(r.session_id, r.signed, r.found) for r in done.refused_heads] == [
+        (stack.session_id, old, Head(seq=6, hash=resealed[-1].hash))]
+    evidence = await stack.evidence()
+    assert evidence.genuine[-1].heads == {stack.session_id: old}  # the rewrite was never signed
+    assert reasons(await stack.verify()) == [
+        (6, f"rewritten since signed checkpoint {stack.label(2)}: hash at seq 6 is {resealed[-1].hash[:16]}…, "
+            f"the checkpoint signed {stack.events[-1].hash[:16]}…")]
+
+
+async def test_the_signer_refuses_a_rewrite_that_moved_on_past_the_signed_head(stack: Stack) -> None:
+    resealed = await rewrite_consistently(stack)
+    more = factories.sealed([draft("user_message", text="and the backups")], stack.session_id, tenant=stack.tenant,
+                            after=resealed[-1], stamps=factories.LIVE)
+    await stack.insert(more)  # seq 7 chains onto the rewritten 6: the head moved forward
+    done = await stack.sign_round()
+    assert [(r.signed.seq, r.found) for r in done.refused_heads] == [(6, Head(seq=7, hash=more[0].hash))]
+    assert "holds hash" in done.refused_heads[0].why and "at seq 6" in done.refused_heads[0].why
+    # A head that moved on over the chain it signed is signed as before.
+    honest = factories.sealed([draft("user_message", text="more")], stack.session_id, tenant=stack.tenant,
+                              after=more[-1], stamps=factories.LIVE)
+    await stack.insert(honest)
+    assert [r.session_id for r in (await stack.sign_round()).refused_heads] == [stack.session_id]
+
+
+async def test_the_signer_refuses_a_cut_tail_and_verify_reports_the_signed_seq(stack: Stack) -> None:
+    await cut_tail(stack, after=4)
+    assert (await stack.verify(evidence=False)).ok  # a shorter chain is a valid chain
+    done = await stack.sign_round()
+    assert [(r.signed.seq, r.found.seq if r.found else None) for r in done.refused_heads] == [(6, 4)]
+    assert "went back from seq 6 to seq 4" in done.refused_heads[0].why
+    assert reasons(await stack.verify()) == [
+        (6, f"rewritten since signed checkpoint {stack.label(2)}: seq 6 it anchored is missing")]
+
+
+async def test_a_rewrite_signed_by_a_signer_that_signs_what_it_is_told_is_still_reported(stack: Stack) -> None:
+    resealed = await rewrite_consistently(stack)
+    await sign_what_the_database_says(stack)  # (6, new hash): the newest statement agrees with the rewrite
+    assert reasons(await stack.verify()) == [
+        (6, f"rewritten since signed checkpoint {stack.label(1)}: hash at seq 6 is {resealed[-1].hash[:16]}…, "
+            f"the checkpoint signed {stack.events[-1].hash[:16]}…"),
+        (None, f"checkpoint {stack.label(2)} contradicts checkpoint {stack.label(1)}: session {stack.session_id} "
+               f"at seq 6 has hash {resealed[-1].hash[:16]}…, {stack.events[-1].hash[:16]}… was signed: rewritten")]
+
+
+async def test_a_cut_tail_signed_by_a_signer_that_signs_what_it_is_told_is_still_reported(stack: Stack) -> None:
+    await cut_tail(stack, after=4)
+    await sign_what_the_database_says(stack)  # (4, hash of 4)
+    assert reasons(await stack.verify()) == [
+        (6, f"rewritten since signed checkpoint {stack.label(1)}: seq 6 it anchored is missing"),
+        (None, f"checkpoint {stack.label(2)} contradicts checkpoint {stack.label(1)}: session {stack.session_id} "
+               "went back from seq 6 to seq 4: its tail was cut")]
 
 
 async def test_heads_rewritten_in_postgres_to_match_a_rewrite_are_reported_against_the_signed_root(
