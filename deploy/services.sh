@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts or stops the four Wakeline services as separate processes on the local stack:
+# Starts or stops the Wakeline services (the four, and the checkpoint signer) as separate
+# processes on the local stack:
 #   deploy/services.sh up|down|status
 # Each service runs under deploy/supervise.sh, which restarts it when it exits (with
 # backoff, as docker-compose's `restart: unless-stopped`) and writes the pids itself:
@@ -14,9 +15,15 @@ PY="$ROOT/.venv/bin/python"
 RUN="${WAKELINE_RUN_DIR:-$ROOT/.data/run}"
 LOGS="${WAKELINE_LOG_DIR:-$ROOT/.data/logs}"
 READY_TIMEOUT="${WAKELINE_READY_TIMEOUT:-60}"
-SERVICES=(archiver runner brain gateway)
+SERVICES=(archiver runner brain gateway signer)
 # What each service logs once it is consuming; the gateway is ready when /healthz answers.
-declare -A READY=([archiver]='archiver .*started' [runner]='runner .*(consuming|started)' [brain]='brain .*started')
+declare -A READY=([archiver]='archiver .*started' [runner]='runner .*(consuming|started)' [brain]='brain .*started'
+                  [signer]='signer.*started')
+# The module each runs (`python -m ...`), and so what its command line holds: the signer
+# lives in the library (wakeline.signer run: every tenant that has events, on schedule).
+declare -A MODULE=([archiver]=wakeline_archiver [runner]=wakeline_runner [brain]=wakeline_brain
+                   [gateway]=wakeline_gateway [signer]=wakeline.signer)
+declare -A ARGS=([signer]=run)
 mkdir -p "$RUN" "$LOGS"
 
 # The pid in $RUN/<file> if that process is alive and its command line has <what> in it
@@ -29,7 +36,7 @@ pid_of() {
   echo "$pid"
 }
 supervisor() { pid_of "$1.supervisor.pid" "supervise.sh $1 "; }
-service() { pid_of "$1.pid" "wakeline_$1"; }
+service() { pid_of "$1.pid" "${MODULE[$1]}"; }
 
 # Readiness: the line that marks readiness, logged after this start's "supervise ... starting" line.
 ready() {
@@ -52,7 +59,7 @@ start_one() {
   # setsid without --fork execs in place (a background job of this non-interactive shell is
   # not a group leader), so $! is the supervisor itself: its pid is known at once, never
   # looked up. It outlives this shell and writes its own pid file and its service's.
-  (cd "$ROOT" && exec setsid "$SCRIPT_DIR/supervise.sh" "$s" "$RUN" "$LOGS/$s.log" "$PY" -m "wakeline_$s" \
+  (cd "$ROOT" && exec setsid "$SCRIPT_DIR/supervise.sh" "$s" "$RUN" "$LOGS/$s.log" "$PY" -m "${MODULE[$s]}" ${ARGS[$s]:-} \
      </dev/null >/dev/null 2>&1) &
   STARTED[$s]=$!
 }

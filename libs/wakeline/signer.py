@@ -1,4 +1,5 @@
-"""The checkpoint signer: `python -m wakeline.signer keygen|once|run|lag --tenant T ...`.
+"""The checkpoint signer: `wakeline-signer keygen|once|run|lag [--tenant T ...]` (or
+`python -m wakeline.signer`; without --tenant, every tenant that has events).
 
 It holds the Ed25519 private key (its own key file, `WAKELINE_SIGNER_KEY_FILE`, or the
 hex seed in `WAKELINE_SIGNER_KEY` for an environment secret; `signing.Signer` is the seam
@@ -28,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+from aiokafka.errors import KafkaError
 
 from wakeline import merkle, witnesses
 from wakeline.checkpoints import Head, stored_heads
@@ -185,30 +187,54 @@ def due(lag: Lag, now: datetime, every_s: float, every_events: int) -> bool:
     return (now - lag.checkpoint_at).total_seconds() >= every_s
 
 
-async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) -> None:
+async def tenants_of(pool: TenantPool, named: list[str]) -> list[str]:
+    """The tenants named, or when none is, every tenant with events (event_tenants(), 0019)."""
+    if named:
+        return named
+    async with pool.system_transaction() as conn:
+        return [r["tenant"] for r in await conn.fetch("SELECT event_tenants() AS tenant")]
+
+
+async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) -> int:
+    """Rounds for `tenants` (all of them when empty); returns how many rounds failed.
+
+    A tenant whose round fails (refused, the database or the broker down) is logged and
+    retried on the next poll; the others are signed meanwhile.
+    """
     signer = load_signer(settings, create=True)
     floor = timedelta(days=settings.signer_retention_floor_days)
+    failed = 0
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+        print(json.dumps({"signer": "started", "key_id": signer.key_id, "tenants": tenants or "all",
+                          "every_s": settings.signer_every_s, "every_events": settings.signer_every_events}),
+              flush=True)
         while True:
-            for tenant in tenants:
-                lag = await anchoring_lag(pool, tenant)
-                if forever and not due(lag, datetime.now(UTC), settings.signer_every_s, settings.signer_every_events):
+            for tenant in await tenants_of(pool, tenants):
+                try:
+                    lag = await anchoring_lag(pool, tenant)
+                    if forever and not due(lag, datetime.now(UTC), settings.signer_every_s,
+                                           settings.signer_every_events):
+                        continue
+                    started = time.perf_counter()
+                    done = await sign_round(pool, signer, tenant, settings, settings.signer_sink_dir, floor=floor)
+                except (SignerRefused, asyncpg.PostgresError, KafkaError, OSError) as exc:
+                    failed += 1
+                    print(json.dumps({"signer": "round failed", "tenant": tenant,
+                                      "error": f"{type(exc).__name__}: {exc}"}), file=sys.stderr, flush=True)
                     continue
-                started = time.perf_counter()
-                done = await sign_round(pool, signer, tenant, settings, settings.signer_sink_dir, floor=floor)
                 statement = done.envelope.parsed()
                 print(json.dumps({"checkpoint": statement.number, "id": str(statement.id), "tenant": tenant,
                                   "sessions": statement.sessions, "cuts": len(statement.cuts),
                                   "refused_heads": len(done.refused_heads), "root": statement.root,
                                   "took_s": round(time.perf_counter() - started, 3)}), flush=True)
             if not forever:
-                return
+                return failed
             await asyncio.sleep(settings.signer_poll_s)
 
 
 async def _lag(settings: SignerSettings, tenants: list[str]) -> None:
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
-        for tenant in tenants:
+        for tenant in await tenants_of(pool, tenants):
             print((await anchoring_lag(pool, tenant)).model_dump_json(), flush=True)
 
 
@@ -217,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["keygen", "once", "run", "lag"],
                         help="keygen: create the key and print the public key and fingerprint; once: one "
                              "checkpoint per tenant; run: checkpoint on schedule, forever; lag: unanchored events")
-    parser.add_argument("--tenant", action="append", default=[], help="repeatable")
+    parser.add_argument("--tenant", action="append", default=[],
+                        help="repeatable; without it, every tenant that has events")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     settings = SignerSettings()
     try:
@@ -225,12 +252,10 @@ def main(argv: list[str] | None = None) -> int:
             signer = load_signer(settings, create=True)
             print(json.dumps({"public_key": signer.public_key().hex(), "fingerprint": signer.key_id}))
             return 0
-        if not args.tenant:
-            parser.error("--tenant is required")
         if args.command == "lag":
             asyncio.run(_lag(settings, args.tenant))
-        else:
-            asyncio.run(run(settings, args.tenant, forever=args.command == "run"))
+        elif asyncio.run(run(settings, args.tenant, forever=args.command == "run")):
+            return 1  # `once` with a tenant whose round failed (said on stderr)
     except KeyboardInterrupt:
         return 0
     except (OSError, ValueError, asyncpg.PostgresError) as exc:

@@ -40,7 +40,7 @@ from wakeline.kafka_io import make_admin, make_consumer
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.signed_checkpoints import Envelope, new_statement, sign_statement
-from wakeline.signer import Round, anchoring_lag, due, sign_round
+from wakeline.signer import Round, anchoring_lag, due, sign_round, tenants_of
 from wakeline.signing import SeedSigner
 from wakeline.topics import CHECKPOINTS
 from wakeline.verify import Report, verify_all, verify_session
@@ -539,8 +539,19 @@ async def test_the_signer_run_mode_checkpoints_a_tenant_after_m_events(stack: St
         third = factories.sealed([draft("user_message", text="third")], stack.session_id, tenant=stack.tenant,
                                  after=more[-1], stamps=factories.LIVE)
         await stack.insert(third)
+        started = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
+        assert (started["signer"], started["tenants"]) == ("started", [stack.tenant])
         line = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
         assert (line["tenant"], line["checkpoint"], line["sessions"]) == (stack.tenant, 2, 1)
     finally:
         proc.terminate()
         await proc.wait()
+
+
+async def test_the_signer_finds_every_tenant_with_events_and_the_lookup_widens_nothing(stack: Stack) -> None:
+    found = await tenants_of(stack.pool, [])
+    assert stack.tenant in found and found == sorted(set(found))
+    assert await tenants_of(stack.pool, ["named"]) == ["named"]
+    async with stack.pool.system_transaction() as conn:  # the service role, no tenant set
+        await conn.fetch("SELECT event_tenants()")
+        assert await conn.fetchval("SELECT count(*) FROM event_keys") == 0
