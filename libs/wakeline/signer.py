@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ from pathlib import Path
 import asyncpg
 from aiokafka.errors import KafkaError
 
-from wakeline import merkle, witnesses
+from wakeline import merkle, metrics, witnesses
 from wakeline.checkpoints import Head, stored_heads
 from wakeline.events import Frozen
 from wakeline.pg import TenantPool
@@ -156,10 +157,21 @@ class Lag(Frozen):
     lag_s: float | None  # newest event ts - anchored_through (0 when all anchored; None: nothing anchored yet)
 
 
-async def anchoring_lag(pool: TenantPool, tenant: str) -> Lag:
-    """How much of `tenant`'s log no signed checkpoint covers yet (read from postgres)."""
+async def anchoring_lag(pool: TenantPool, tenant: str, public: bytes | None = None) -> Lag:
+    """How much of `tenant`'s log no signed checkpoint covers yet (read from postgres).
+
+    With `public`, measured from the newest statement it verifies (what the signer does:
+    a forged newer row claiming a late `through` must not make the log look anchored);
+    without, from the newest row. Counted by event time (`ts > through`): an event archived
+    late with a time before `through` is not counted, though the heads signed did not
+    hold it (docs/evidence.md, "Known limits"); the next round signs it.
+    """
     async with pool.transaction(tenant) as conn:
-        newest = await witnesses.newest_postgres(conn)
+        if public is None:
+            newest = await witnesses.newest_postgres(conn)
+        else:
+            found = await witnesses.newest_genuine(conn, public, tenant)
+            newest = found[1] if found is not None else None
         statement = newest.parsed() if newest else None
         newest_event = await _through(conn)
         through = statement.through if statement else None
@@ -187,6 +199,12 @@ def due(lag: Lag, now: datetime, every_s: float, every_events: int) -> bool:
     return (now - lag.checkpoint_at).total_seconds() >= every_s
 
 
+def observe(lag: Lag) -> None:
+    """The tenant's lag as the gauges an operator alerts on (docs/operations.md)."""
+    metrics.SIGNER_UNANCHORED.labels(lag.tenant).set(lag.unanchored_events)
+    metrics.SIGNER_LAG.labels(lag.tenant).set(math.inf if lag.lag_s is None else lag.lag_s)
+
+
 async def tenants_of(pool: TenantPool, named: list[str]) -> list[str]:
     """The tenants named, or when none is, every tenant with events (event_tenants(), 0019)."""
     if named:
@@ -204,6 +222,8 @@ async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) ->
     signer = load_signer(settings, create=True)
     floor = timedelta(days=settings.signer_retention_floor_days)
     failed = 0
+    if forever:
+        metrics.serve_metrics(settings, "signer")
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
         print(json.dumps({"signer": "started", "key_id": signer.key_id, "tenants": tenants or "all",
                           "every_s": settings.signer_every_s, "every_events": settings.signer_every_events}),
@@ -211,17 +231,23 @@ async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) ->
         while True:
             for tenant in await tenants_of(pool, tenants):
                 try:
-                    lag = await anchoring_lag(pool, tenant)
+                    lag = await anchoring_lag(pool, tenant, signer.public_key())
+                    observe(lag)
                     if forever and not due(lag, datetime.now(UTC), settings.signer_every_s,
                                            settings.signer_every_events):
                         continue
                     started = time.perf_counter()
                     done = await sign_round(pool, signer, tenant, settings, settings.signer_sink_dir, floor=floor)
+                    observe(await anchoring_lag(pool, tenant, signer.public_key()))
                 except (SignerRefused, asyncpg.PostgresError, KafkaError, OSError) as exc:
                     failed += 1
+                    metrics.SIGNER_ROUNDS.labels("failed").inc()
                     print(json.dumps({"signer": "round failed", "tenant": tenant,
                                       "error": f"{type(exc).__name__}: {exc}"}), file=sys.stderr, flush=True)
                     continue
+                metrics.SIGNER_ROUNDS.labels("signed").inc()
+                if done.refused_heads:
+                    metrics.SIGNER_REFUSED_HEADS.labels(tenant).inc(len(done.refused_heads))
                 statement = done.envelope.parsed()
                 print(json.dumps({"checkpoint": statement.number, "id": str(statement.id), "tenant": tenant,
                                   "sessions": statement.sessions, "cuts": len(statement.cuts),

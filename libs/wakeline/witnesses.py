@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
@@ -84,22 +85,30 @@ async def newest_postgres(conn: asyncpg.Connection) -> Envelope | None:
     return Envelope(statement=row["statement"], signature=row["signature"]) if row else None
 
 
-async def newest_signed(conn: asyncpg.Connection, public: bytes,
-                        tenant: str) -> tuple[Envelope, dict[str, Head]] | None:
-    """The newest row of `tenant` whose statement `public` verifies, with its heads.
+async def newest_genuine(conn: asyncpg.Connection, public: bytes, tenant: str) -> tuple[uuid.UUID, Envelope] | None:
+    """The newest row of `tenant` whose statement `public` verifies: (its id, the envelope).
 
-    Newest first, without the heads (they are most of a row's bytes) until the one is
-    found: a round reads one statement's heads, not every checkpoint kept. A row forged
-    past it costs one signature check each. Runs inside the caller's transaction.
+    Newest first, without the heads (they are most of a row's bytes): a row forged past it
+    costs one signature check each. Runs inside the caller's transaction.
     """
     async for row in conn.cursor("SELECT id, statement, signature FROM signed_checkpoints ORDER BY number DESC",
                                  prefetch=8):
         envelope = Envelope(statement=row["statement"], signature=row["signature"])
         if (signature_valid(public, envelope.statement.encode(), envelope.signature)
                 and envelope.parsed().tenant == tenant):  # not another tenant's statement copied in
-            heads = await conn.fetchval("SELECT heads FROM signed_checkpoints WHERE id = $1", row["id"])
-            return envelope, {s: Head.model_validate(h) for s, h in json.loads(heads).items()}
+            return row["id"], envelope
     return None
+
+
+async def newest_signed(conn: asyncpg.Connection, public: bytes,
+                        tenant: str) -> tuple[Envelope, dict[str, Head]] | None:
+    """The newest row of `tenant` whose statement `public` verifies, with its heads: a
+    round reads one statement's heads, not every checkpoint kept."""
+    found = await newest_genuine(conn, public, tenant)
+    if found is None:
+        return None
+    heads = await conn.fetchval("SELECT heads FROM signed_checkpoints WHERE id = $1", found[0])
+    return found[1], {s: Head.model_validate(h) for s, h in json.loads(heads).items()}
 
 
 # A statement's canonical JSON (no spaces) lists its cuts as "cuts":[...]: only the rows

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+import httpx
 import pytest
 from aiokafka import TopicPartition
 from aiokafka.admin import RecordsToDelete
@@ -30,6 +31,7 @@ from conftest_pg import (
     require_kafka, require_postgres, service_connection, set_tenant, superuser_connection,
 )
 from tests import factories
+from tests.e2e.stack import free_port
 from tests.factories import Stamps, draft
 from tests.requirements import missing
 from wakeline import witnesses
@@ -522,11 +524,30 @@ async def test_the_lag_counts_the_events_no_checkpoint_covers_yet(stack: Stack) 
     assert (await anchoring_lag(stack.pool, stack.tenant)).unanchored_events == 0
 
 
+async def scrape(port: int, tenant: str) -> dict[str, float]:
+    """The signer's samples for `tenant` (name -> value), and its unlabelled-by-tenant ones by name{labels}."""
+    async with httpx.AsyncClient() as client:
+        text = (await client.get(f"http://127.0.0.1:{port}/metrics", timeout=10)).text
+    found = {}
+    for line in text.splitlines():
+        if not line.startswith("wakeline_signer_"):
+            continue
+        name, value = line.rsplit(" ", 1)
+        if f'tenant="{tenant}"' in name:
+            name = name.split("{", 1)[0]
+        elif "tenant=" in name:
+            continue
+        found[name] = float(value)
+    return found
+
+
 async def test_the_signer_run_mode_checkpoints_a_tenant_after_m_events(stack: Stack, tmp_path: Path) -> None:
     key = tmp_path / "signer.key"
     key.write_text(stack.seed.hex())  # the key that signed #1: the run continues its chain
+    port = free_port()
     env = {**os.environ, "WAKELINE_SIGNER_KEY_FILE": str(key), "WAKELINE_SIGNER_SINK_DIR": str(stack.sink),
-           "WAKELINE_SIGNER_EVERY_S": "3600", "WAKELINE_SIGNER_EVERY_EVENTS": "3", "WAKELINE_SIGNER_POLL_S": "0.2"}
+           "WAKELINE_SIGNER_EVERY_S": "3600", "WAKELINE_SIGNER_EVERY_EVENTS": "3", "WAKELINE_SIGNER_POLL_S": "0.2",
+           "WAKELINE_METRICS_PORT": str(port)}
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.signer", "run", "--tenant",
                                                 stack.tenant, env=env, stdout=asyncio.subprocess.PIPE)
     try:
@@ -536,6 +557,9 @@ async def test_the_signer_run_mode_checkpoints_a_tenant_after_m_events(stack: St
         await asyncio.sleep(1.5)
         async with stack.pool.transaction(stack.tenant) as conn:
             assert await conn.fetchval("SELECT count(*) FROM signed_checkpoints") == 1
+        lagging = await scrape(port, stack.tenant)  # the operator's number: 2 events not anchored
+        assert lagging["wakeline_signer_unanchored_events"] == 2.0
+        assert lagging["wakeline_signer_lag_seconds"] == (more[-1].ts - stack.events[-1].ts).total_seconds()
         third = factories.sealed([draft("user_message", text="third")], stack.session_id, tenant=stack.tenant,
                                  after=more[-1], stamps=factories.LIVE)
         await stack.insert(third)
@@ -543,6 +567,9 @@ async def test_the_signer_run_mode_checkpoints_a_tenant_after_m_events(stack: St
         assert (started["signer"], started["tenants"]) == ("started", [stack.tenant])
         line = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
         assert (line["tenant"], line["checkpoint"], line["sessions"]) == (stack.tenant, 2, 1)
+        anchored = await scrape(port, stack.tenant)
+        assert (anchored["wakeline_signer_unanchored_events"], anchored["wakeline_signer_lag_seconds"]) == (0.0, 0.0)
+        assert anchored['wakeline_signer_rounds_total{outcome="signed"}'] == 1.0
     finally:
         proc.terminate()
         await proc.wait()
