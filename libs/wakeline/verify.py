@@ -398,16 +398,33 @@ async def verify_all(pool: TenantPool, tenant: str, *, key: bytes | None = None,
                         sessions=tuple(sessions), checkpoint_problems=tuple(checkpoint_found))
 
 
+class NoPublicKey(Exception):
+    """Verify was asked to run without the signed checkpoints and was not told it may."""
+
+
 async def _run(settings: EvidenceSettings, tenant: str, session_id: str | None,
-               proof: bool = False) -> tuple[TenantReport, InclusionProof | None]:
+               proof: bool = False, without_signed: bool = False) -> tuple[TenantReport, InclusionProof | None]:
+    # The public key first: without it nothing below could tell a rewritten history from
+    # the real one, so its absence is an error, not a quieter check (a host root need only
+    # delete the file). Going on without it is a choice said out loud.
+    public = public_key(settings)
+    if public is None and not (without_signed or settings.verify_without_signed_checkpoints):
+        raise NoPublicKey(
+            f"no public key to check the signed checkpoints with (WAKELINE_EVIDENCE_PUBLIC_KEY, or the file "
+            f"{settings.evidence_public_key_file}): refusing to verify on the hash chains and HMAC checkpoints alone. "
+            "Configure the signer's public key (and pin it: WAKELINE_EVIDENCE_KEY_FINGERPRINT), or pass "
+            "--without-signed-checkpoints (WAKELINE_VERIFY_WITHOUT_SIGNED_CHECKPOINTS=true) to check without them")
+    if public is None:
+        print("verify: --without-signed-checkpoints: signed checkpoints, their witnesses and signed retention cuts "
+              "NOT checked (a consistent rewrite, a cut tail or a forged retention_log row go unseen)",
+              file=sys.stderr)
+    elif settings.evidence_key_fingerprint is None:
+        print("verify: the public key is not pinned (WAKELINE_EVIDENCE_KEY_FINGERPRINT): whoever can replace "
+              f"{settings.evidence_public_key_file} chooses the key checked", file=sys.stderr)
     key = load_key(settings.checkpoint_key_file, create=False)
     if key is None:
         print(f"verify: no key at {settings.checkpoint_key_file}: HMAC checkpoint signatures not checked",
               file=sys.stderr)
-    public = public_key(settings)
-    if public is None:
-        print(f"verify: no public key (WAKELINE_EVIDENCE_PUBLIC_KEY or {settings.evidence_public_key_file}): "
-              "signed checkpoints and their witnesses not checked", file=sys.stderr)
     anchored = read_anchor(settings.checkpoint_dir, tenant)
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
         evidence = None if public is None else await gather(pool, settings, settings.signer_sink_dir, tenant, public)
@@ -424,7 +441,8 @@ def main(argv: list[str] | None = None) -> int:
     --proof, the session's inclusion proof as the last line).
 
     Exit 0 if all verify, 1 if anything is bad, 2 if the session is unknown, verification
-    could not run, or --proof found no signed checkpoint naming the session.
+    could not run (no public key without --without-signed-checkpoints, a key that is not
+    the pinned one), or --proof found no signed checkpoint naming the session.
     """
     parser = argparse.ArgumentParser(prog="python -m wakeline.verify")
     target = parser.add_mutually_exclusive_group(required=True)
@@ -433,12 +451,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tenant", required=True)
     parser.add_argument("--proof", action="store_true",
                         help="also print the session's head and Merkle path to a signed tenant root")
+    parser.add_argument("--without-signed-checkpoints", action="store_true",
+                        help="verify even with no public key: chains and HMAC checkpoints only (said on stderr)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.proof and args.all:
         parser.error("--proof is for one session")
     try:
         result, proof = asyncio.run(_run(EvidenceSettings(), args.tenant, None if args.all else args.session_id,
-                                         args.proof))
+                                         args.proof, args.without_signed_checkpoints))
+    except NoPublicKey as exc:
+        print(f"verify: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ValueError, asyncpg.PostgresError) as exc:
         print(f"verify: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -46,6 +46,9 @@ class EvidenceSettings(CheckpointSettings):
     # A pin: a public key with another fingerprint (sha256:<hex>) is refused.
     evidence_key_fingerprint: str | None = None
     signer_sink_dir: Path = Path(".data/witness")
+    # Verify with no public key at all (chains and HMAC checkpoints only): off, so a deleted
+    # key file is an error (verify exits 2), never a quieter verify that passes.
+    verify_without_signed_checkpoints: bool = False
 
 
 def public_key(settings: EvidenceSettings) -> bytes | None:

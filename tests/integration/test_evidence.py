@@ -505,6 +505,49 @@ async def test_an_inclusion_proof_from_the_cli_verifies_offline_with_the_public_
     assert code == 2 and "is not the pinned" in out
 
 
+async def test_verify_refuses_to_run_when_host_root_deletes_or_swaps_the_public_key_file(
+        stack: Stack, tmp_path: Path) -> None:
+    public = tmp_path / "signer.key.pub"
+    public.write_text(stack.signer.public_key().hex() + "\n")
+    env = {**os.environ, "WAKELINE_EVIDENCE_PUBLIC_KEY_FILE": str(public), "WAKELINE_SIGNER_SINK_DIR": str(stack.sink),
+           "WAKELINE_CHECKPOINT_KEY_FILE": str(tmp_path / "no-hmac-key")}
+    env.pop("WAKELINE_EVIDENCE_PUBLIC_KEY", None)
+    env.pop("WAKELINE_EVIDENCE_KEY_FINGERPRINT", None)
+    pinned = {**env, "WAKELINE_EVIDENCE_KEY_FINGERPRINT": stack.signer.key_id}
+    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=pinned)
+    assert code == 0, out
+    # Swapped for a key of host root's own: a pin refuses it before anything is read ...
+    public.write_text(MALLORY.public_key().hex() + "\n")
+    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=pinned)
+    assert code == 2 and "is not the pinned" in out, out
+    # ... and without a pin every genuine statement fails under it, in each witness: never a pass.
+    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=env)
+    report = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    assert code == 1 and report["signed_checkpoint"] is None, out
+    assert [p["reason"] for p in report["problems"]] == [
+        f"checkpoint {stack.label(1)} in the {w}: its signature does not verify (forged or altered)"
+        for w in ("postgres", "topic", "sink")]
+    assert "not pinned" in out
+    # Deleted: an error with the reason, not a verify on the chains alone that passes.
+    public.unlink()
+    for run_env in (env, pinned):
+        code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=run_env)
+        assert code == 2 and '"ok"' not in out, out
+        assert "no public key" in out or "a key fingerprint is pinned but there is no public key" in out, out
+    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant,
+                           "--without-signed-checkpoints", env=env)
+    assert code == 0 and "signed checkpoints, their witnesses and signed retention cuts NOT checked" in out, out
+
+
+async def test_a_deleted_tail_is_reported_on_the_ed25519_path_with_no_hmac_checkpoint(stack: Stack) -> None:
+    await cut_tail(stack, after=3)
+    report = await stack.verify()
+    assert report.signatures_checked is False and report.checkpoint_id is None  # no HMAC key, no HMAC checkpoint
+    assert (report.ok, report.first_bad_seq, report.signed_checkpoint) == (False, 6, 1)
+    assert reasons(report) == [(6, f"rewritten since signed checkpoint {stack.label(1)}: seq 6 it anchored is "
+                                   "missing")]
+
+
 async def test_the_lag_counts_the_events_no_checkpoint_covers_yet(stack: Stack) -> None:
     nothing = await anchoring_lag(stack.pool, fresh_tenant())
     assert (nothing.unanchored_events, nothing.lag_s, nothing.newest_checkpoint) == (0, 0.0, None)
