@@ -173,7 +173,7 @@ class Evidence:
     tenant: str
     problems: tuple[Problem, ...]
     genuine: tuple[Genuine, ...]  # by number
-    counts: dict[str, int] = field(default_factory=dict)  # witness -> records read
+    counts: dict[str, int] = field(default_factory=dict)  # witness -> records read (only the witnesses read)
 
     @cached_property
     def _signed_heads(self) -> dict[str, dict[Head, Genuine]]:
@@ -218,13 +218,14 @@ def _genuine(public: bytes, tenant: str, witness: Witness, envelope: Envelope) -
 
 def cross_check(public: bytes, tenant: str, postgres: Sequence[tuple[Envelope, Mapping[str, Head]]],
                 topic: Sequence[Envelope], sink: Sequence[Envelope],
-                unreadable: Sequence[Problem] = ()) -> Evidence:
+                unreadable: Sequence[Problem] = (), read: Sequence[Witness] = WITNESSES) -> Evidence:
     """The three witnesses' copies of a tenant's checkpoints, compared under `public` alone.
 
     Reported: a record whose signature fails (in which witness); a genuine checkpoint one
     witness lacks; a number missing from all three while a later one is there (its
     successor names it); a genuine checkpoint whose successor names another hash; heads
-    in postgres that do not hash to the signed root.
+    in postgres that do not hash to the signed root. `read`: the witnesses that were read
+    (the gateway reads postgres alone); one not read is never said to lack anything.
     """
     problems = list(unreadable)
     copies: dict[Witness, Sequence[Envelope]] = {"postgres": [e for e, _ in postgres], "topic": topic, "sink": sink}
@@ -252,7 +253,7 @@ def cross_check(public: bytes, tenant: str, postgres: Sequence[tuple[Envelope, M
             heads_of[statement.id] = parsed
     ordered = sorted(found.values(), key=lambda f: f[1].number)
     for envelope, statement in ordered:
-        missing = [w for w in WITNESSES if w not in present[statement.id]]
+        missing = [w for w in read if w not in present[statement.id]]
         if missing:
             problems.append(Problem(checkpoint=label(statement), reason=(
                 f"checkpoint {label(statement)} is missing from the {' and the '.join(missing)} "
@@ -261,7 +262,7 @@ def cross_check(public: bytes, tenant: str, postgres: Sequence[tuple[Envelope, M
     genuine = tuple(Genuine(e, s, heads_of.get(s.id)) for e, s in ordered)
     problems.extend(_head_problems(genuine))
     return Evidence(tenant=tenant, problems=tuple(problems), genuine=genuine,
-                    counts={w: len(copies[w]) for w in WITNESSES})
+                    counts={w: len(copies[w]) for w in read})
 
 
 def _id_of(envelope: Envelope) -> uuid.UUID | None:

@@ -90,6 +90,10 @@ class Report(Frozen):
     # none names the session or no public key was given (`evidence_checked`).
     signed_checkpoint: int | None = None
     evidence_checked: bool = False
+    # The witnesses of the signed checkpoints that were read and compared: all three for
+    # `python -m wakeline.verify`, ["postgres"] for the gateway's /verify (it reads neither
+    # the topic nor the sink), [] when no public key was given.
+    witnesses_checked: tuple[str, ...] = ()
 
 
 PrefixReport.model_rebuild()  # its `parent` is a Report, defined after it
@@ -340,7 +344,8 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
                   problems=tuple(problems), checkpoint_id=checkpoint_id, signatures_checked=key is not None,
                   prefix=prefix,
                   signed_checkpoint=signed.statement.number if signed else None,
-                  evidence_checked=evidence is not None)
+                  evidence_checked=evidence is not None,
+                  witnesses_checked=tuple(evidence.counts) if evidence is not None else ())
 
 
 def _signed(session_id: str, cut: Cut) -> SignedCut:

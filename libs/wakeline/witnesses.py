@@ -16,6 +16,7 @@ import os
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import quote
 
 import asyncpg
@@ -51,7 +52,20 @@ class EvidenceSettings(CheckpointSettings):
     verify_without_signed_checkpoints: bool = False
 
 
-def public_key(settings: EvidenceSettings) -> bytes | None:
+class KeySettings(Protocol):
+    """Where a public key is configured: EvidenceSettings, and the gateway's settings."""
+
+    @property
+    def evidence_public_key(self) -> str | None: ...
+
+    @property
+    def evidence_public_key_file(self) -> Path: ...
+
+    @property
+    def evidence_key_fingerprint(self) -> str | None: ...
+
+
+def public_key(settings: KeySettings) -> bytes | None:
     """The pinned public key, or None when none is configured (signed checkpoints unchecked)."""
     if settings.evidence_public_key is not None:
         text = settings.evidence_public_key
@@ -241,6 +255,15 @@ async def read_topic(settings: CommonSettings, tenant: str) -> tuple[list[Envelo
 
 
 # -- all three, for verify ----------------------------------------------------------------
+
+async def gather_postgres(pool: TenantPool, tenant: str, public: bytes) -> Evidence:
+    """The tenant's signed checkpoints as Postgres alone holds them, checked under `public`:
+    what the gateway can read. Their signatures, numbering and heads are checked; whether
+    the topic and the sink agree is not (`Evidence.counts` names postgres only)."""
+    async with pool.transaction(tenant) as conn:
+        in_postgres = await read_postgres(conn)
+    return cross_check(public, tenant, in_postgres, [], [], read=("postgres",))
+
 
 async def gather(pool: TenantPool, settings: CommonSettings, sink: Path, tenant: str, public: bytes) -> Evidence:
     """Reads the tenant's checkpoints from the three witnesses and cross-checks them."""

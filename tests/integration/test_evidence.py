@@ -594,20 +594,25 @@ async def test_the_signer_run_mode_checkpoints_a_tenant_after_m_events(stack: St
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.signer", "run", "--tenant",
                                                 stack.tenant, env=env, stdout=asyncio.subprocess.PIPE)
     try:
+        # Its metrics endpoint is up before it says it started.
+        started = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
+        assert (started["signer"], started["tenants"]) == ("started", [stack.tenant])
         more = factories.sealed([draft("user_message", text=f"more {i}") for i in range(2)], stack.session_id,
                                 tenant=stack.tenant, after=stack.events[-1], stamps=factories.LIVE)
         await stack.insert(more)  # 2 < 3: not due
-        await asyncio.sleep(1.5)
+        lagging: dict[str, float] = {}
+        for _ in range(300):  # until a poll has seen them (every 0.2 s), at most a minute
+            lagging = await scrape(port, stack.tenant)  # the operator's number: 2 events not anchored
+            if lagging.get("wakeline_signer_unanchored_events") == 2.0:
+                break
+            await asyncio.sleep(0.2)
+        assert lagging["wakeline_signer_unanchored_events"] == 2.0, lagging
+        assert lagging["wakeline_signer_lag_seconds"] == (more[-1].ts - stack.events[-1].ts).total_seconds()
         async with stack.pool.transaction(stack.tenant) as conn:
             assert await conn.fetchval("SELECT count(*) FROM signed_checkpoints") == 1
-        lagging = await scrape(port, stack.tenant)  # the operator's number: 2 events not anchored
-        assert lagging["wakeline_signer_unanchored_events"] == 2.0
-        assert lagging["wakeline_signer_lag_seconds"] == (more[-1].ts - stack.events[-1].ts).total_seconds()
         third = factories.sealed([draft("user_message", text="third")], stack.session_id, tenant=stack.tenant,
                                  after=more[-1], stamps=factories.LIVE)
         await stack.insert(third)
-        started = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
-        assert (started["signer"], started["tenants"]) == ("started", [stack.tenant])
         line = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
         assert (line["tenant"], line["checkpoint"], line["sessions"]) == (stack.tenant, 2, 1)
         anchored = await scrape(port, stack.tenant)
