@@ -16,7 +16,8 @@ ROOT="${WAKELINE_ROOT:-$(cd "$SCRIPT_DIR/.." && pwd)}"
 FILE="${WAKELINE_CREDENTIALS_FILE:-$ROOT/.data/credentials.env}"
 
 # Kafka principals (libs/wakeline/kafka_acls.py says what each may do) and Postgres roles.
-KAFKA_PRINCIPALS=(admin brain runner archiver gateway)
+# `signer` is docker-compose's (the local broker has no such user: the local signer is `admin`).
+KAFKA_PRINCIPALS=(admin brain runner archiver gateway signer)
 PG_ROLES=(wakeline_owner wakeline_service wakeline_maintenance)
 # Postgres's superuser in docker-compose.yml (the local cluster's logs in by peer, no password).
 EXTRA=(WAKELINE_POSTGRES_PASSWORDS__POSTGRES)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: the four services on the local stack, one agent session that uses tools in
+# The main job: the services (the four and the checkpoint signer) on the local stack, one agent session that uses tools in
 # its sandbox, streamed live, then its transcript and audit queries over it, with API keys. The stack is
 # left running to explore (`make down` stops it). Called by `make demo` after `make up`.
 set -euo pipefail
@@ -53,7 +53,21 @@ echo "== transcript (markers skipped; tool output shown as data):"
 echo "   (self-contained HTML: .data/demo-transcript.html)"
 
 echo
-echo "== hash chain, against a signed checkpoint of every chain head (HMAC key in .data/keys, not in Postgres):"
+echo "== hash chain, against an Ed25519-signed checkpoint of every chain head. The signer service holds"
+echo "   the private key (.data/signer/signer.key); verify reads only its public key, pinned by fingerprint,"
+echo "   and cross-checks the three witnesses (Postgres, the topic ${WAKELINE_TOPIC_PREFIX:-wakeline}.checkpoints, .data/witness/):"
+FINGERPRINT=$("$BIN/wakeline-signer" keygen | sed -n 's/.*"fingerprint": "\([^"]*\)".*/\1/p')
+# One round now, so the session's last events are anchored (the service signs on its schedule;
+# should it take the same number at the same moment, one insert loses: try once more).
+"$BIN/wakeline-signer" once --tenant default >/dev/null || "$BIN/wakeline-signer" once --tenant default >/dev/null
+WAKELINE_EVIDENCE_PUBLIC_KEY_FILE="$ROOT/.data/signer/signer.key.pub" WAKELINE_EVIDENCE_KEY_FINGERPRINT="$FINGERPRINT" \
+  "$BIN/wakeline" verify-direct "$SID" --tenant default --proof > "$ROOT/.data/demo-verify.jsonl"
+head -1 "$ROOT/.data/demo-verify.jsonl" | cut -c1-300
+tail -1 "$ROOT/.data/demo-verify.jsonl" > "$ROOT/.data/demo-proof.json"
+echo "   inclusion proof, checked offline with the public key alone:"
+"$BIN/wakeline" proof-check "$ROOT/.data/demo-proof.json" --public-key-file "$ROOT/.data/signer/signer.key.pub" \
+  --fingerprint "$FINGERPRINT"
+echo "== the same chain through the gateway (also against the older HMAC checkpoint, key in .data/keys):"
 "$BIN/wakeline" checkpoints write --tenant default
 "$BIN/wakeline" verify "$SID"
 

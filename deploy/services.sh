@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts or stops the four Wakeline services as separate processes on the local stack:
+# Starts or stops the Wakeline services (the four, and the checkpoint signer) as separate
+# processes on the local stack:
 #   deploy/services.sh up|down|status
 # Each service runs under deploy/supervise.sh, which restarts it when it exits (with
 # backoff, as docker-compose's `restart: unless-stopped`) and writes the pids itself:
@@ -14,9 +15,13 @@ PY="$ROOT/.venv/bin/python"
 RUN="${WAKELINE_RUN_DIR:-$ROOT/.data/run}"
 LOGS="${WAKELINE_LOG_DIR:-$ROOT/.data/logs}"
 READY_TIMEOUT="${WAKELINE_READY_TIMEOUT:-60}"
-SERVICES=(archiver runner brain gateway)
+SERVICES=(archiver runner brain gateway signer)
 # What each service logs once it is consuming; the gateway is ready when /healthz answers.
-declare -A READY=([archiver]='archiver .*started' [runner]='runner .*(consuming|started)' [brain]='brain .*started')
+declare -A READY=([archiver]='archiver .*started' [runner]='runner .*(consuming|started)' [brain]='brain .*started'
+                  [signer]='signer.*started')
+# Each runs its console script `wakeline-<service>` (so that is what its command line holds);
+# the signer's takes a sub-command (run: every tenant that has events, on schedule).
+declare -A ARGS=([signer]=run)
 mkdir -p "$RUN" "$LOGS"
 
 # The pid in $RUN/<file> if that process is alive and its command line has <what> in it
@@ -52,7 +57,7 @@ start_one() {
   # setsid without --fork execs in place (a background job of this non-interactive shell is
   # not a group leader), so $! is the supervisor itself: its pid is known at once, never
   # looked up. It outlives this shell and writes its own pid file and its service's.
-  (cd "$ROOT" && exec setsid "$SCRIPT_DIR/supervise.sh" "$s" "$RUN" "$LOGS/$s.log" "$ROOT/.venv/bin/wakeline-$s" \
+  (cd "$ROOT" && exec setsid "$SCRIPT_DIR/supervise.sh" "$s" "$RUN" "$LOGS/$s.log" "$ROOT/.venv/bin/wakeline-$s" ${ARGS[$s]:-} \
      </dev/null >/dev/null 2>&1) &
   STARTED[$s]=$!
 }

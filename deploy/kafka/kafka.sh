@@ -61,7 +61,7 @@ LOG_FILE="$DATA/server.log"            # broker stdout/stderr (log4j2 -> console
 # used by the one-time format and then lives on in meta.properties.
 CLUSTER_ID="${WAKELINE_KAFKA_CLUSTER_ID:-d2FrZWxpbmUta2Fma2EtMQ}"
 CREDENTIALS="$SCRIPT_DIR/../credentials.sh"
-PRINCIPALS=(admin brain runner archiver gateway)  # as in credentials.sh
+PRINCIPALS=(admin brain runner archiver gateway)  # as in credentials.sh, but signer (it is admin here)
 SCRAM_MARKER="$DATA/scram-users"                  # sha256 of the passwords its users have
 
 if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then JAVA="$JAVA_HOME/bin/java"; else JAVA="java"; fi

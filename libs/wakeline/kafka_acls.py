@@ -5,9 +5,9 @@ The broker denies whatever no ACL allows (`allow.everyone.if.no.acl.found=false`
 `<prefix>.events`, in transactions whose ids start with its group id; the gateway writes
 the inbox and only reads the events feed; the runner reads tool calls and answers with
 tool results. Dead letters are written by whoever rejects a record (brain, runner,
-archiver). Topics are granted by their literal names; groups and transactional ids by
-prefix (`<prefix>-brain`, ...), so `WAKELINE_GROUP_ID` and friends may add a suffix
-(`wakeline-brain-blue`) and stay covered.
+archiver). The checkpoint signer only writes `<prefix>.checkpoints`. Topics are granted
+by their literal names; groups and transactional ids by prefix (`<prefix>-brain`, ...), so
+`WAKELINE_GROUP_ID` and friends may add a suffix (`wakeline-brain-blue`) and stay covered.
 
 `grants(names)` is the table for one topic prefix (`wakeline.topics.names`); `GRANTS` is
 the one in force. `python -m wakeline.admin acls` creates those (idempotent: the broker
@@ -77,6 +77,10 @@ def grants(n: Names) -> tuple[Grant, ...]:
         *_group("archiver", n.group("archiver")),
         *_topics("gateway", Operation.WRITE, n.inbox),
         *_topics("gateway", Operation.READ, n.events, n.deltas),
+        # The checkpoint signer publishes each signed statement (witnesses.py) and reads
+        # nothing on Kafka. (The local stack's signer logs in as `admin`: its broker has no
+        # `signer` user; deploy/k8s gives it this one.)
+        *_topics("signer", Operation.WRITE, n.checkpoints),
     )
 
 

@@ -6,7 +6,7 @@ The metrics are defined here, in one place, so their names, labels and buckets a
 barely changes. Every process serves `GET /metrics` on its own port (`serve_metrics`):
 `WAKELINE_METRICS_PORT` when set (0: any free port, logged), else
 `WAKELINE_METRICS_PORT_BASE` + the service's offset (brain +1, runner +2, archiver +3,
-gateway +4); a second clone on the machine moves its base. A port already taken is
+gateway +4, signer +5); a second clone on the machine moves its base. A port already taken is
 logged as an error and the service runs on without metrics: a scrape target lost is not
 worth a session.
 
@@ -29,7 +29,7 @@ from wakeline.settings import CommonSettings
 
 log = logging.getLogger(__name__)
 
-PORT_OFFSETS = {"brain": 1, "runner": 2, "archiver": 3, "gateway": 4}
+PORT_OFFSETS = {"brain": 1, "runner": 2, "archiver": 3, "gateway": 4, "signer": 5}
 # Sub-millisecond to a minute: transactions, wakes, tool and model calls, HTTP requests.
 _SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -66,6 +66,17 @@ ARCHIVER_EVENTS = Counter("wakeline_archiver_records_total", "Events records the
                           ["outcome"])
 DEAD_LETTERS = Counter("wakeline_dead_letters_total", "Records sent to the dead-letter topic, by the service "
                        "that rejected them and the reason's code", ["service", "reason"])
+# The checkpoint signer (wakeline.signer), per tenant: a tenant label is bounded by the
+# tenants an operator created, and "which tenant is not anchored" is the question.
+SIGNER_UNANCHORED = Gauge("wakeline_signer_unanchored_events", "Events of a tenant with a time after the newest "
+                          "one its newest genuine signed checkpoint covers: not yet anchored", ["tenant"])
+SIGNER_LAG = Gauge("wakeline_signer_lag_seconds", "A tenant's newest event time minus the newest event time its "
+                   "newest genuine signed checkpoint covers (+Inf: nothing anchored yet)", ["tenant"])
+SIGNER_ROUNDS = Counter("wakeline_signer_rounds_total", "Signer rounds, by outcome (signed, failed: refused as a "
+                        "whole, or the database or the broker failed)", ["outcome"])
+SIGNER_REFUSED_HEADS = Counter("wakeline_signer_refused_heads_total", "Session heads the signer refused to sign "
+                               "(went back, changed at the same seq, or no longer chain to the head signed "
+                               "before) and signed the old head for instead", ["tenant"])
 HTTP_SECONDS = Histogram("wakeline_http_request_seconds", "Gateway requests, received to the last byte of the "
                          "response sent (a stream: until it closes)", ["method", "route", "status"],
                          buckets=_SECONDS)

@@ -7,8 +7,11 @@ sequence and the hash of the statement before it. Its canonical JSON is signed; 
 `signed_checkpoints` (with the heads), a record in `<prefix>.checkpoints`, a line in the
 file sink. `cross_check` compares the three copies under the public key alone and yields
 `Evidence`: the problems found (forged, missing somewhere, a gap in the numbers, heads
-that do not hash to the signed root) and the genuine checkpoints verify compares chains
-with. Pure: reading the witnesses is witnesses.py's job.
+that do not hash to the signed root, a session whose signed head went back or changed
+from one statement to the next) and the genuine checkpoints verify compares chains with.
+`guard_heads` is the signer's side of that last rule: a head that went back, changed at
+the same seq or no longer chains to the one signed before is refused, and the head signed
+before is signed again in its place. Pure: reading the witnesses is witnesses.py's job.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import hashlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime
 from typing import Literal
 
@@ -93,6 +97,60 @@ class Problem(Frozen):
     reason: str
 
 
+class Refusal(Frozen):
+    """A head the signer would not sign: it is not a continuation of the one it signed before."""
+
+    session_id: str
+    signed: Head  # the head the previous statement signed, signed again in its place
+    found: Head | None  # what the database reports now (None: the session has no head left)
+    why: str
+
+
+def head_break(session_id: str, before: Head, after: Head | None, *, covered: bool,
+               held_at_before: str | None = None, check_chain: bool = False) -> str | None:
+    """Why `after` cannot follow `before` as a session's signed head; None when it can.
+
+    `covered`: a signed retention cut names the session at or past `before.seq`, so the
+    session may have no head left. With `check_chain`, a head that moved forward must
+    still hold `before.hash` at `before.seq` (`held_at_before`: what the store holds there).
+    """
+    if after is None:
+        return None if covered else (f"session {session_id} has no head now, and no signed retention cut "
+                                     f"covers seq {before.seq} that was signed")
+    if after.seq < before.seq:
+        return f"session {session_id} went back from seq {before.seq} to seq {after.seq}: its tail was cut"
+    if after.seq == before.seq and after.hash != before.hash:
+        return (f"session {session_id} at seq {before.seq} has hash {after.hash[:16]}…, "
+                f"{before.hash[:16]}… was signed: rewritten")
+    if check_chain and after.seq > before.seq and held_at_before != before.hash:
+        held = "nothing" if held_at_before is None else f"hash {held_at_before[:16]}…"
+        return (f"session {session_id} moved on to seq {after.seq}, but holds {held} at seq {before.seq} where "
+                f"{before.hash[:16]}… was signed: rewritten")
+    return None
+
+
+def guard_heads(signed: Mapping[str, Head], found: Mapping[str, Head], held_at_signed: Mapping[str, str | None],
+                cuts: Sequence[SignedCut]) -> tuple[dict[str, Head], tuple[Refusal, ...]]:
+    """The heads to sign now, and the ones refused, given the heads signed last time.
+
+    `held_at_signed[s]`: the hash the store holds now at `signed[s].seq`, for each session
+    whose head moved forward. `cuts`: every retention cut signed so far or in this round.
+    A refused head is replaced by the one signed before, so the rest of the tenant stays
+    anchored and verify finds the session's chain against a head it no longer holds.
+    """
+    covered = {c.session_id: c.seq for c in sorted(cuts, key=lambda c: c.seq)}
+    heads = dict(found)
+    refused = []
+    for session_id, before in sorted(signed.items()):
+        after = found.get(session_id)
+        why = head_break(session_id, before, after, covered=covered.get(session_id, 0) >= before.seq,
+                         held_at_before=held_at_signed.get(session_id), check_chain=True)
+        if why is not None:
+            refused.append(Refusal(session_id=session_id, signed=before, found=after, why=why))
+            heads[session_id] = before
+    return heads, tuple(refused)
+
+
 @dataclass(frozen=True)
 class Genuine:
     """A checkpoint whose signature verifies; `heads` when postgres holds them and they hash to its root."""
@@ -115,7 +173,20 @@ class Evidence:
     tenant: str
     problems: tuple[Problem, ...]
     genuine: tuple[Genuine, ...]  # by number
-    counts: dict[str, int] = field(default_factory=dict)  # witness -> records read
+    counts: dict[str, int] = field(default_factory=dict)  # witness -> records read (only the witnesses read)
+
+    @cached_property
+    def _signed_heads(self) -> dict[str, dict[Head, Genuine]]:
+        found: dict[str, dict[Head, Genuine]] = {}
+        for cp in self.genuine:  # by number: the newest statement signing a head wins
+            for session_id, head in (cp.heads or {}).items():
+                found.setdefault(session_id, {})[head] = cp
+        return found
+
+    def signed_heads(self, session_id: str) -> list[tuple[Head, Genuine]]:
+        """Every distinct head any genuine checkpoint signed for the session, by seq, each
+        with the newest checkpoint that signed it: a chain must still hold all of them."""
+        return sorted(self._signed_heads.get(session_id, {}).items(), key=lambda f: (f[0].seq, f[1].statement.number))
 
     def newest_with(self, session_id: str) -> Genuine | None:
         """The newest genuine checkpoint whose heads (checked against its root) name the session."""
@@ -147,13 +218,14 @@ def _genuine(public: bytes, tenant: str, witness: Witness, envelope: Envelope) -
 
 def cross_check(public: bytes, tenant: str, postgres: Sequence[tuple[Envelope, Mapping[str, Head]]],
                 topic: Sequence[Envelope], sink: Sequence[Envelope],
-                unreadable: Sequence[Problem] = ()) -> Evidence:
+                unreadable: Sequence[Problem] = (), read: Sequence[Witness] = WITNESSES) -> Evidence:
     """The three witnesses' copies of a tenant's checkpoints, compared under `public` alone.
 
     Reported: a record whose signature fails (in which witness); a genuine checkpoint one
     witness lacks; a number missing from all three while a later one is there (its
     successor names it); a genuine checkpoint whose successor names another hash; heads
-    in postgres that do not hash to the signed root.
+    in postgres that do not hash to the signed root. `read`: the witnesses that were read
+    (the gateway reads postgres alone); one not read is never said to lack anything.
     """
     problems = list(unreadable)
     copies: dict[Witness, Sequence[Envelope]] = {"postgres": [e for e, _ in postgres], "topic": topic, "sink": sink}
@@ -181,15 +253,16 @@ def cross_check(public: bytes, tenant: str, postgres: Sequence[tuple[Envelope, M
             heads_of[statement.id] = parsed
     ordered = sorted(found.values(), key=lambda f: f[1].number)
     for envelope, statement in ordered:
-        missing = [w for w in WITNESSES if w not in present[statement.id]]
+        missing = [w for w in read if w not in present[statement.id]]
         if missing:
             problems.append(Problem(checkpoint=label(statement), reason=(
                 f"checkpoint {label(statement)} is missing from the {' and the '.join(missing)} "
                 f"(present in the {' and the '.join(w for w in WITNESSES if w in present[statement.id])})")))
     problems.extend(_chain_problems(ordered))
     genuine = tuple(Genuine(e, s, heads_of.get(s.id)) for e, s in ordered)
+    problems.extend(_head_problems(genuine))
     return Evidence(tenant=tenant, problems=tuple(problems), genuine=genuine,
-                    counts={w: len(copies[w]) for w in WITNESSES})
+                    counts={w: len(copies[w]) for w in read})
 
 
 def _id_of(envelope: Envelope) -> uuid.UUID | None:
@@ -215,4 +288,30 @@ def _chain_problems(ordered: Sequence[tuple[Envelope, Statement]]) -> list[Probl
             problems.append(Problem(checkpoint=label(statement), reason=(
                 f"checkpoint {label(statement)} does not name the hash of checkpoint #{expected - 1}")))
         expected, prev = statement.number + 1, envelope.digest
+    return problems
+
+
+def _head_problems(genuine: Sequence[Genuine]) -> list[Problem]:
+    """Each session's signed head, from one genuine statement (with checked heads) to the
+    next: never back, never another hash at the same seq, never gone without a signed cut.
+
+    A signer that signed whatever heads the database reported would sign a rewrite or a
+    cut tail as if it were history; two of its genuine statements then disagree here.
+    """
+    problems = []
+    before: Genuine | None = None
+    cuts: list[SignedCut] = []
+    for cp in genuine:
+        cuts.extend(cp.statement.cuts)
+        if cp.heads is None:
+            continue
+        if before is not None and before.heads is not None:
+            covered = {c.session_id: c.seq for c in sorted(cuts, key=lambda c: c.seq)}
+            for session_id, head in sorted(before.heads.items()):
+                why = head_break(session_id, head, cp.heads.get(session_id),
+                                 covered=covered.get(session_id, 0) >= head.seq)
+                if why is not None:
+                    problems.append(Problem(checkpoint=cp.label, reason=(
+                        f"checkpoint {cp.label} contradicts checkpoint {before.label}: {why}")))
+        before = cp
     return problems

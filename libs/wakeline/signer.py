@@ -1,4 +1,5 @@
-"""The checkpoint signer: `python -m wakeline.signer keygen|once|run|lag --tenant T ...`.
+"""The checkpoint signer: `wakeline-signer keygen|once|run|lag [--tenant T ...]` (or
+`python -m wakeline.signer`; without --tenant, every tenant that has events).
 
 It holds the Ed25519 private key (its own key file, `WAKELINE_SIGNER_KEY_FILE`, or the
 hex seed in `WAKELINE_SIGNER_KEY` for an environment secret; `signing.Signer` is the seam
@@ -21,23 +22,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+from aiokafka.errors import KafkaError
 
-from wakeline import witnesses
-from wakeline.checkpoints import stored_heads
+from wakeline import merkle, metrics, witnesses
+from wakeline.checkpoints import Head, stored_heads
 from wakeline.events import Frozen
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
+from wakeline.signed_checkpoints import Envelope, Refusal, SignedCut, guard_heads, new_statement
+from wakeline.signing import SeedSigner, Signer, file_signer, secret_signer
 from wakeline.witnesses import EvidenceSettings
-from wakeline.signed_checkpoints import Envelope, SignedCut, new_statement
-from wakeline.signing import SeedSigner, Signer, file_signer, secret_signer, signature_valid
-
-
 
 class SignerSettings(EvidenceSettings):
     signer_key_file: Path = Path(".data/signer/signer.key")
@@ -59,41 +61,90 @@ async def _through(conn: asyncpg.Connection) -> datetime | None:
     return value
 
 
-async def _unsigned_cuts(conn: asyncpg.Connection, now: datetime,
+async def _unsigned_cuts(conn: asyncpg.Connection, signed: set[SignedCut], now: datetime,
                          floor: timedelta) -> tuple[list[SignedCut], list[SignedCut]]:
     """(cuts to sign now, cuts refused: younger than the floor). Already signed ones are skipped."""
-    signed: set[SignedCut] = set()
-    for (statement,) in await conn.fetch("SELECT statement FROM signed_checkpoints"):
-        signed.update(Envelope(statement=statement, signature="").parsed().cuts)
     rows = await conn.fetch("SELECT range_from, range_to, session_id, seq, hash FROM retention_cuts(NULL)")
     cuts = [SignedCut(**dict(r)) for r in rows]
     fresh = [c for c in cuts if c not in signed]
     return [c for c in fresh if c.range_to <= now - floor], [c for c in fresh if c.range_to > now - floor]
 
 
+# What the store holds now at each (session, seq) given: the events row where it still is,
+# else event_keys' tombstone (retention dropped the row, not its registered hash). One
+# statement for every session whose head moved, each a primary-key probe of event_keys and
+# one of the event's own partition (by its ts).
+_HELD_AT = """
+SELECT s.session_id, coalesce(e.hash, k.hash) AS hash
+  FROM unnest($1::text[], $2::bigint[]) AS s(session_id, seq)
+  LEFT JOIN event_keys k ON k.session_id = s.session_id AND k.seq = s.seq
+  LEFT JOIN LATERAL (SELECT hash FROM events
+                      WHERE session_id = s.session_id AND seq = s.seq AND ts = k.ts) AS e ON true
+"""
+
+
+async def _held_at(conn: asyncpg.Connection, signed: dict[str, Head],
+                   found: dict[str, Head]) -> dict[str, str | None]:
+    moved = sorted((s, h.seq) for s, h in signed.items() if s in found and found[s].seq > h.seq)
+    if not moved:
+        return {}
+    rows = await conn.fetch(_HELD_AT, [s for s, _ in moved], [q for _, q in moved])
+    return {r["session_id"]: r["hash"] for r in rows}
+
+
+class SignerRefused(Exception):
+    """A round that cannot be signed at all (not one head: the whole tenant)."""
+
+
+@dataclass(frozen=True)
+class Round:
+    envelope: Envelope
+    refused_heads: tuple[Refusal, ...]  # each signed again at the head signed before
+    refused_cuts: tuple[SignedCut, ...]  # inside the signer's retention floor: left unsigned
+
+
 async def sign_round(pool: TenantPool, signer: Signer, tenant: str, settings: CommonSettings, sink: Path, *,
-                     floor: timedelta = timedelta(days=30), now: datetime | None = None) -> Envelope:
-    """One checkpoint of `tenant`: signed, then written to postgres, the topic and the sink."""
+                     floor: timedelta = timedelta(days=30), now: datetime | None = None) -> Round:
+    """One checkpoint of `tenant`: signed, then written to postgres, the topic and the sink.
+
+    A session's head is signed only as a continuation of the head this key signed for it
+    last (signed_checkpoints.guard_heads): one that went back (a cut tail), changed at the
+    same seq, or moved on without still holding the signed hash at the signed seq (a chain
+    rewritten consistently) is refused, logged, and the old head signed again instead.
+    Signing what the database reports would anchor a rewrite as if it were history.
+    """
     now = now or datetime.now(UTC)
+    public = signer.public_key()
     async with pool.transaction(tenant) as conn:
         # The newest statement this key signed, not merely the newest row: a row forged into
         # postgres must not become the predecessor (then the number it took is refused by
         # the unique (tenant, number) and the round fails loudly, instead of chaining on it).
-        previous = next((e for e, _ in reversed(await witnesses.read_postgres(conn))
-                         if signature_valid(signer.public_key(), e.statement.encode(), e.signature)), None)
+        found = await witnesses.newest_signed(conn, public, tenant)
+        previous, signed_heads = found if found is not None else (None, {})
+        if previous is not None and merkle.root(signed_heads) != previous.parsed().root:
+            label = f"#{previous.parsed().number} {previous.parsed().id}"
+            raise SignerRefused(f"tenant {tenant}: the heads postgres holds for checkpoint {label} do not hash to "
+                                "its signed root, so what was signed last is unknown; not signing on top of it "
+                                "(verify names that checkpoint)")
         heads = await stored_heads(conn)
         through = await _through(conn)
-        cuts, refused = await _unsigned_cuts(conn, now, floor)
-        for cut in refused:
+        signed_cuts = await witnesses.signed_cuts(conn, public, tenant)
+        cuts, refused_cuts = await _unsigned_cuts(conn, signed_cuts, now, floor)
+        held = await _held_at(conn, signed_heads, heads)
+        heads, refused = guard_heads(signed_heads, heads, held, [*signed_cuts, *cuts])
+        for cut in refused_cuts:
             print(json.dumps({"refused_cut": cut.model_dump(mode="json"), "tenant": tenant,
                               "why": f"its range ended less than {floor} ago (the signer's retention floor)"}),
                   file=sys.stderr, flush=True)
+        for refusal in refused:
+            print(json.dumps({"refused_head": refusal.model_dump(mode="json"), "tenant": tenant,
+                              "why": refusal.why}), file=sys.stderr, flush=True)
         envelope = new_statement(signer, tenant, heads, previous=previous, created_at=now, through=through,
                                  cuts=cuts)
         await witnesses.insert(conn, envelope, heads)
     await witnesses.publish(settings, envelope)
     witnesses.append_sink(sink, tenant, envelope)
-    return envelope
+    return Round(envelope=envelope, refused_heads=refused, refused_cuts=tuple(refused_cuts))
 
 
 class Lag(Frozen):
@@ -106,10 +157,21 @@ class Lag(Frozen):
     lag_s: float | None  # newest event ts - anchored_through (0 when all anchored; None: nothing anchored yet)
 
 
-async def anchoring_lag(pool: TenantPool, tenant: str) -> Lag:
-    """How much of `tenant`'s log no signed checkpoint covers yet (read from postgres)."""
+async def anchoring_lag(pool: TenantPool, tenant: str, public: bytes | None = None) -> Lag:
+    """How much of `tenant`'s log no signed checkpoint covers yet (read from postgres).
+
+    With `public`, measured from the newest statement it verifies (what the signer does:
+    a forged newer row claiming a late `through` must not make the log look anchored);
+    without, from the newest row. Counted by event time (`ts > through`): an event archived
+    late with a time before `through` is not counted, though the heads signed did not
+    hold it (docs/evidence.md, "Known limits"); the next round signs it.
+    """
     async with pool.transaction(tenant) as conn:
-        newest = await witnesses.newest_postgres(conn)
+        if public is None:
+            newest = await witnesses.newest_postgres(conn)
+        else:
+            found = await witnesses.newest_genuine(conn, public, tenant)
+            newest = found[1] if found is not None else None
         statement = newest.parsed() if newest else None
         newest_event = await _through(conn)
         through = statement.through if statement else None
@@ -137,30 +199,68 @@ def due(lag: Lag, now: datetime, every_s: float, every_events: int) -> bool:
     return (now - lag.checkpoint_at).total_seconds() >= every_s
 
 
-async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) -> None:
+def observe(lag: Lag) -> None:
+    """The tenant's lag as the gauges an operator alerts on (docs/operations.md)."""
+    metrics.SIGNER_UNANCHORED.labels(lag.tenant).set(lag.unanchored_events)
+    metrics.SIGNER_LAG.labels(lag.tenant).set(math.inf if lag.lag_s is None else lag.lag_s)
+
+
+async def tenants_of(pool: TenantPool, named: list[str]) -> list[str]:
+    """The tenants named, or when none is, every tenant with events (event_tenants(), 0019)."""
+    if named:
+        return named
+    async with pool.system_transaction() as conn:
+        return [r["tenant"] for r in await conn.fetch("SELECT event_tenants() AS tenant")]
+
+
+async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) -> int:
+    """Rounds for `tenants` (all of them when empty); returns how many rounds failed.
+
+    A tenant whose round fails (refused, the database or the broker down) is logged and
+    retried on the next poll; the others are signed meanwhile.
+    """
     signer = load_signer(settings, create=True)
     floor = timedelta(days=settings.signer_retention_floor_days)
+    failed = 0
+    if forever:
+        metrics.serve_metrics(settings, "signer")
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+        print(json.dumps({"signer": "started", "key_id": signer.key_id, "tenants": tenants or "all",
+                          "every_s": settings.signer_every_s, "every_events": settings.signer_every_events}),
+              flush=True)
         while True:
-            for tenant in tenants:
-                lag = await anchoring_lag(pool, tenant)
-                if forever and not due(lag, datetime.now(UTC), settings.signer_every_s, settings.signer_every_events):
+            for tenant in await tenants_of(pool, tenants):
+                try:
+                    lag = await anchoring_lag(pool, tenant, signer.public_key())
+                    observe(lag)
+                    if forever and not due(lag, datetime.now(UTC), settings.signer_every_s,
+                                           settings.signer_every_events):
+                        continue
+                    started = time.perf_counter()
+                    done = await sign_round(pool, signer, tenant, settings, settings.signer_sink_dir, floor=floor)
+                    observe(await anchoring_lag(pool, tenant, signer.public_key()))
+                except (SignerRefused, asyncpg.PostgresError, KafkaError, OSError) as exc:
+                    failed += 1
+                    metrics.SIGNER_ROUNDS.labels("failed").inc()
+                    print(json.dumps({"signer": "round failed", "tenant": tenant,
+                                      "error": f"{type(exc).__name__}: {exc}"}), file=sys.stderr, flush=True)
                     continue
-                started = time.perf_counter()
-                envelope = await sign_round(pool, signer, tenant, settings, settings.signer_sink_dir, floor=floor)
-                statement = envelope.parsed()
+                metrics.SIGNER_ROUNDS.labels("signed").inc()
+                if done.refused_heads:
+                    metrics.SIGNER_REFUSED_HEADS.labels(tenant).inc(len(done.refused_heads))
+                statement = done.envelope.parsed()
                 print(json.dumps({"checkpoint": statement.number, "id": str(statement.id), "tenant": tenant,
                                   "sessions": statement.sessions, "cuts": len(statement.cuts),
-                                  "root": statement.root, "took_s": round(time.perf_counter() - started, 3)}),
-                      flush=True)
+                                  "refused_heads": len(done.refused_heads), "root": statement.root,
+                                  "took_s": round(time.perf_counter() - started, 3)}), flush=True)
             if not forever:
-                return
+                return failed
             await asyncio.sleep(settings.signer_poll_s)
 
 
 async def _lag(settings: SignerSettings, tenants: list[str]) -> None:
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
-        for tenant in tenants:
+        for tenant in await tenants_of(pool, tenants):
             print((await anchoring_lag(pool, tenant)).model_dump_json(), flush=True)
 
 
@@ -169,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["keygen", "once", "run", "lag"],
                         help="keygen: create the key and print the public key and fingerprint; once: one "
                              "checkpoint per tenant; run: checkpoint on schedule, forever; lag: unanchored events")
-    parser.add_argument("--tenant", action="append", default=[], help="repeatable")
+    parser.add_argument("--tenant", action="append", default=[],
+                        help="repeatable; without it, every tenant that has events")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     settings = SignerSettings()
     try:
@@ -177,12 +278,10 @@ def main(argv: list[str] | None = None) -> int:
             signer = load_signer(settings, create=True)
             print(json.dumps({"public_key": signer.public_key().hex(), "fingerprint": signer.key_id}))
             return 0
-        if not args.tenant:
-            parser.error("--tenant is required")
         if args.command == "lag":
             asyncio.run(_lag(settings, args.tenant))
-        else:
-            asyncio.run(run(settings, args.tenant, forever=args.command == "run"))
+        elif asyncio.run(run(settings, args.tenant, forever=args.command == "run")):
+            return 1  # `once` with a tenant whose round failed (said on stderr)
     except KeyboardInterrupt:
         return 0
     except (OSError, ValueError, asyncpg.PostgresError) as exc:

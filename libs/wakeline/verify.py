@@ -1,8 +1,9 @@
 """Tamper evidence: `wakeline verify-direct SID|--all --tenant T` (= `python -m wakeline.verify`).
 
 Recomputes a session's hash chain from its stored rows and compares it with the event_keys
-registry and the newest signed checkpoint (checkpoints.py), reporting the first bad seq and
-why. The hash is recomputed over the raw columns, not a parsed event, so a value pydantic
+registry, the newest HMAC checkpoint (checkpoints.py) and every head the Ed25519-signed
+checkpoints name for it (signed_checkpoints.py), reporting the first bad seq and why.
+The hash is recomputed over the raw columns, not a parsed event, so a value pydantic
 would coerce back (1.0 for 1, "5" for 5) is still a changed byte. Seqs that retention
 dropped are accepted as retained out when retention_log's cut vouches for them
 (retention_cuts.py); the chain is then checked across the cut through their tombstones.
@@ -38,7 +39,7 @@ from wakeline.fold import FoldError
 from wakeline.pg import TenantPool
 from wakeline.proofs import InclusionProof, build_proof
 from wakeline.retention_cuts import Cut, retained_out, session_cuts
-from wakeline.signed_checkpoints import Evidence, Genuine, SignedCut
+from wakeline.signed_checkpoints import Evidence, SignedCut
 from wakeline.snapshots import SnapshotMismatch, checked_fold
 from wakeline.witnesses import EvidenceSettings, gather, public_key
 
@@ -89,6 +90,10 @@ class Report(Frozen):
     # none names the session or no public key was given (`evidence_checked`).
     signed_checkpoint: int | None = None
     evidence_checked: bool = False
+    # The witnesses of the signed checkpoints that were read and compared: all three for
+    # `python -m wakeline.verify`, ["postgres"] for the gateway's /verify (it reads neither
+    # the topic nor the sink), [] when no public key was given.
+    witnesses_checked: tuple[str, ...] = ()
 
 
 PrefixReport.model_rebuild()  # its `parent` is a Report, defined after it
@@ -284,9 +289,9 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
     passes `vetted`, the newest genuine checkpoint per session, read before any rows.
 
     `evidence` (witnesses.gather: the signed checkpoints as postgres, the topic and the
-    sink hold them, cross-checked under the public key) adds: the chain against the newest
-    signed head of the session, and every retention cut signed by the signer (an unsigned
-    one excuses nothing). With `tenant_problems`, the evidence's own problems (a forged or
+    sink hold them, cross-checked under the public key) adds: the chain against every
+    head a genuine checkpoint signed for the session, and every retention cut signed by
+    the signer (an unsigned one excuses nothing). With `tenant_problems`, the evidence's own problems (a forged or
     missing checkpoint) are the session's too, since each checkpoint's root covers it.
     """
     if vetted is None:
@@ -318,8 +323,8 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
         found = head_problems(session_id, stored[0], hash_at) if stored else []
         checkpoint_id = stored[0].id if stored else None
     signed = evidence.newest_with(session_id) if evidence is not None else None
-    if signed is not None:
-        found.extend(signed_head_problems(session_id, signed, hash_at))
+    if evidence is not None:
+        found.extend(signed_head_problems(session_id, evidence, hash_at))
     if evidence is not None and tenant_problems:
         found.extend(Problem(seq=None, reason=p.reason) for p in evidence.problems)
     # By seq; problems of a checkpoint as a whole (no seq) last.
@@ -339,7 +344,8 @@ async def verify_session(conn: asyncpg.Connection, session_id: str, *, key: byte
                   problems=tuple(problems), checkpoint_id=checkpoint_id, signatures_checked=key is not None,
                   prefix=prefix,
                   signed_checkpoint=signed.statement.number if signed else None,
-                  evidence_checked=evidence is not None)
+                  evidence_checked=evidence is not None,
+                  witnesses_checked=tuple(evidence.counts) if evidence is not None else ())
 
 
 def _signed(session_id: str, cut: Cut) -> SignedCut:
@@ -347,18 +353,23 @@ def _signed(session_id: str, cut: Cut) -> SignedCut:
                      hash=cut.hash)
 
 
-def signed_head_problems(session_id: str, signed: Genuine, hash_at: dict[int, str]) -> list[Problem]:
-    """The chain still holds, at the seq the signed checkpoint's heads name, the hash signed."""
-    assert signed.heads is not None  # newest_with returns only checkpoints with checked heads
-    head = signed.heads[session_id]
-    found = hash_at.get(head.seq)
-    since = f"rewritten since signed checkpoint {signed.label}"
-    if found is None:
-        return [Problem(seq=head.seq, reason=f"{since}: seq {head.seq} it anchored is missing")]
-    if found != head.hash:
-        return [Problem(seq=head.seq, reason=f"{since}: hash at seq {head.seq} is {found[:16]}…, "
-                                             f"the checkpoint signed {head.hash[:16]}…")]
-    return []
+def signed_head_problems(session_id: str, evidence: Evidence, hash_at: dict[int, str]) -> list[Problem]:
+    """The chain still holds, at every seq a genuine signed checkpoint named for the session,
+    the hash signed there: each distinct head once, named by the newest checkpoint signing it.
+
+    Every one, not only the newest: a newest head that a signer was made to sign over a
+    rewrite or a cut tail agrees with the rewritten chain; an older one does not.
+    """
+    problems = []
+    for head, signed in evidence.signed_heads(session_id):
+        found = hash_at.get(head.seq)
+        since = f"rewritten since signed checkpoint {signed.label}"
+        if found is None:
+            problems.append(Problem(seq=head.seq, reason=f"{since}: seq {head.seq} it anchored is missing"))
+        elif found != head.hash:
+            problems.append(Problem(seq=head.seq, reason=f"{since}: hash at seq {head.seq} is {found[:16]}…, "
+                                                         f"the checkpoint signed {head.hash[:16]}…"))
+    return problems
 
 
 async def session_ids(conn: asyncpg.Connection, anchored: Sequence[Checkpoint] = ()) -> list[str]:
@@ -392,16 +403,33 @@ async def verify_all(pool: TenantPool, tenant: str, *, key: bytes | None = None,
                         sessions=tuple(sessions), checkpoint_problems=tuple(checkpoint_found))
 
 
+class NoPublicKey(Exception):
+    """Verify was asked to run without the signed checkpoints and was not told it may."""
+
+
 async def _run(settings: EvidenceSettings, tenant: str, session_id: str | None,
-               proof: bool = False) -> tuple[TenantReport, InclusionProof | None]:
+               proof: bool = False, without_signed: bool = False) -> tuple[TenantReport, InclusionProof | None]:
+    # The public key first: without it nothing below could tell a rewritten history from
+    # the real one, so its absence is an error, not a quieter check (a host root need only
+    # delete the file). Going on without it is a choice said out loud.
+    public = public_key(settings)
+    if public is None and not (without_signed or settings.verify_without_signed_checkpoints):
+        raise NoPublicKey(
+            f"no public key to check the signed checkpoints with (WAKELINE_EVIDENCE_PUBLIC_KEY, or the file "
+            f"{settings.evidence_public_key_file}): refusing to verify on the hash chains and HMAC checkpoints alone. "
+            "Configure the signer's public key (and pin it: WAKELINE_EVIDENCE_KEY_FINGERPRINT), or pass "
+            "--without-signed-checkpoints (WAKELINE_VERIFY_WITHOUT_SIGNED_CHECKPOINTS=true) to check without them")
+    if public is None:
+        print("verify: --without-signed-checkpoints: signed checkpoints, their witnesses and signed retention cuts "
+              "NOT checked (a consistent rewrite, a cut tail or a forged retention_log row go unseen)",
+              file=sys.stderr)
+    elif settings.evidence_key_fingerprint is None:
+        print("verify: the public key is not pinned (WAKELINE_EVIDENCE_KEY_FINGERPRINT): whoever can replace "
+              f"{settings.evidence_public_key_file} chooses the key checked", file=sys.stderr)
     key = load_key(settings.checkpoint_key_file, create=False)
     if key is None:
         print(f"verify: no key at {settings.checkpoint_key_file}: HMAC checkpoint signatures not checked",
               file=sys.stderr)
-    public = public_key(settings)
-    if public is None:
-        print(f"verify: no public key (WAKELINE_EVIDENCE_PUBLIC_KEY or {settings.evidence_public_key_file}): "
-              "signed checkpoints and their witnesses not checked", file=sys.stderr)
     anchored = read_anchor(settings.checkpoint_dir, tenant)
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
         evidence = None if public is None else await gather(pool, settings, settings.signer_sink_dir, tenant, public)
@@ -418,7 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     --proof, the session's inclusion proof as the last line).
 
     Exit 0 if all verify, 1 if anything is bad, 2 if the session is unknown, verification
-    could not run, or --proof found no signed checkpoint naming the session.
+    could not run (no public key without --without-signed-checkpoints, a key that is not
+    the pinned one), or --proof found no signed checkpoint naming the session.
     """
     parser = argparse.ArgumentParser(prog="wakeline verify-direct")
     target = parser.add_mutually_exclusive_group(required=True)
@@ -427,12 +456,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tenant", required=True)
     parser.add_argument("--proof", action="store_true",
                         help="also print the session's head and Merkle path to a signed tenant root")
+    parser.add_argument("--without-signed-checkpoints", action="store_true",
+                        help="verify even with no public key: chains and HMAC checkpoints only (said on stderr)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.proof and args.all:
         parser.error("--proof is for one session")
     try:
         result, proof = asyncio.run(_run(EvidenceSettings(), args.tenant, None if args.all else args.session_id,
-                                         args.proof))
+                                         args.proof, args.without_signed_checkpoints))
+    except NoPublicKey as exc:
+        print(f"verify: {exc}", file=sys.stderr)
+        return 2
     except (OSError, ValueError, asyncpg.PostgresError) as exc:
         print(f"verify: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import quote
 
 import asyncpg
@@ -27,8 +29,8 @@ from wakeline.checkpoints import CheckpointSettings, Head
 from wakeline.kafka_io import make_admin, make_consumer, make_producer
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
-from wakeline.signed_checkpoints import Envelope, Evidence, Problem, cross_check
-from wakeline.signing import parse_public_key, pinned
+from wakeline.signed_checkpoints import Envelope, Evidence, Problem, SignedCut, cross_check
+from wakeline.signing import parse_public_key, pinned, signature_valid
 from wakeline.topics import CHECKPOINTS
 
 # Kept forever and never compacted: a compacted topic keeps only a key's last record,
@@ -45,9 +47,25 @@ class EvidenceSettings(CheckpointSettings):
     # A pin: a public key with another fingerprint (sha256:<hex>) is refused.
     evidence_key_fingerprint: str | None = None
     signer_sink_dir: Path = Path(".data/witness")
+    # Verify with no public key at all (chains and HMAC checkpoints only): off, so a deleted
+    # key file is an error (verify exits 2), never a quieter verify that passes.
+    verify_without_signed_checkpoints: bool = False
 
 
-def public_key(settings: EvidenceSettings) -> bytes | None:
+class KeySettings(Protocol):
+    """Where a public key is configured: EvidenceSettings, and the gateway's settings."""
+
+    @property
+    def evidence_public_key(self) -> str | None: ...
+
+    @property
+    def evidence_public_key_file(self) -> Path: ...
+
+    @property
+    def evidence_key_fingerprint(self) -> str | None: ...
+
+
+def public_key(settings: KeySettings) -> bytes | None:
     """The pinned public key, or None when none is configured (signed checkpoints unchecked)."""
     if settings.evidence_public_key is not None:
         text = settings.evidence_public_key
@@ -82,6 +100,49 @@ async def read_postgres(conn: asyncpg.Connection) -> list[tuple[Envelope, dict[s
 async def newest_postgres(conn: asyncpg.Connection) -> Envelope | None:
     row = await conn.fetchrow("SELECT statement, signature FROM signed_checkpoints ORDER BY number DESC LIMIT 1")
     return Envelope(statement=row["statement"], signature=row["signature"]) if row else None
+
+
+async def newest_genuine(conn: asyncpg.Connection, public: bytes, tenant: str) -> tuple[uuid.UUID, Envelope] | None:
+    """The newest row of `tenant` whose statement `public` verifies: (its id, the envelope).
+
+    Newest first, without the heads (they are most of a row's bytes): a row forged past it
+    costs one signature check each. Runs inside the caller's transaction.
+    """
+    async for row in conn.cursor("SELECT id, statement, signature FROM signed_checkpoints ORDER BY number DESC",
+                                 prefetch=8):
+        envelope = Envelope(statement=row["statement"], signature=row["signature"])
+        if (signature_valid(public, envelope.statement.encode(), envelope.signature)
+                and envelope.parsed().tenant == tenant):  # not another tenant's statement copied in
+            return row["id"], envelope
+    return None
+
+
+async def newest_signed(conn: asyncpg.Connection, public: bytes,
+                        tenant: str) -> tuple[Envelope, dict[str, Head]] | None:
+    """The newest row of `tenant` whose statement `public` verifies, with its heads: a
+    round reads one statement's heads, not every checkpoint kept."""
+    found = await newest_genuine(conn, public, tenant)
+    if found is None:
+        return None
+    heads = await conn.fetchval("SELECT heads FROM signed_checkpoints WHERE id = $1", found[0])
+    return found[1], {s: Head.model_validate(h) for s, h in json.loads(heads).items()}
+
+
+# A statement's canonical JSON (no spaces) lists its cuts as "cuts":[...]: only the rows
+# with any are read, and never their heads.
+_WITH_CUTS = """SELECT statement, signature FROM signed_checkpoints WHERE statement LIKE '%"cuts":[{%'"""
+
+
+async def signed_cuts(conn: asyncpg.Connection, public: bytes, tenant: str) -> set[SignedCut]:
+    """Every retention cut a statement of `tenant` that `public` verifies has signed."""
+    found: set[SignedCut] = set()
+    for row in await conn.fetch(_WITH_CUTS):
+        envelope = Envelope(statement=row["statement"], signature=row["signature"])
+        if signature_valid(public, envelope.statement.encode(), envelope.signature):
+            statement = envelope.parsed()
+            if statement.tenant == tenant:
+                found.update(statement.cuts)
+    return found
 
 
 # -- the file sink ------------------------------------------------------------------------
@@ -194,6 +255,15 @@ async def read_topic(settings: CommonSettings, tenant: str) -> tuple[list[Envelo
 
 
 # -- all three, for verify ----------------------------------------------------------------
+
+async def gather_postgres(pool: TenantPool, tenant: str, public: bytes) -> Evidence:
+    """The tenant's signed checkpoints as Postgres alone holds them, checked under `public`:
+    what the gateway can read. Their signatures, numbering and heads are checked; whether
+    the topic and the sink agree is not (`Evidence.counts` names postgres only)."""
+    async with pool.transaction(tenant) as conn:
+        in_postgres = await read_postgres(conn)
+    return cross_check(public, tenant, in_postgres, [], [], read=("postgres",))
+
 
 async def gather(pool: TenantPool, settings: CommonSettings, sink: Path, tenant: str, public: bytes) -> Evidence:
     """Reads the tenant's checkpoints from the three witnesses and cross-checks them."""

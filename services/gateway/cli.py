@@ -187,12 +187,14 @@ def verify(client: GatewayClient, args: argparse.Namespace) -> int:
     for report in reports:
         if report["ok"]:
             print(f"ok: {report['session_id']}: {report['events']} events, hash chain intact"
-                  + ("" if report["signatures_checked"] else " (checkpoint signatures not checked: no key)"))
-        if report.get("prefix"):
-            print(terminal.prefix_line(report["prefix"]))
+                  + ("" if report["signatures_checked"] else " (checkpoint signatures not checked: no key)")
+                  + (f"; signed checkpoints checked in {', '.join(report['witnesses_checked'])}"
+                     if report.get("evidence_checked") else "; signed checkpoints not checked (no public key)"))
         else:
             print(f"BROKEN: {report['session_id']}: first bad seq {report['first_bad_seq']}: "
                   f"{terminal.safe(report['reason'] or '')}")
+        if report.get("prefix"):
+            print(terminal.prefix_line(report["prefix"]))
     ok = all(r["ok"] for r in reports) and (not args.all or tenant["ok"])
     if getattr(args, "proof", False):
         if args.all:

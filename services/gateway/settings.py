@@ -12,8 +12,10 @@ from pydantic import Field
 
 from wakeline.checkpoints import CheckpointSettings
 from wakeline.settings import CommonSettings
+from wakeline.witnesses import EvidenceSettings
 
 _CHECKPOINT_DEFAULTS = CheckpointSettings.model_fields
+_EVIDENCE_DEFAULTS = EvidenceSettings.model_fields
 
 
 class GatewaySettings(CommonSettings):
@@ -22,6 +24,12 @@ class GatewaySettings(CommonSettings):
     # (`WAKELINE_CHECKPOINT_KEY_FILE`, `WAKELINE_CHECKPOINT_DIR`) and defaults, read here.
     checkpoint_key_file: Path = _CHECKPOINT_DEFAULTS["checkpoint_key_file"].default
     checkpoint_dir: Path = _CHECKPOINT_DEFAULTS["checkpoint_dir"].default
+    # And the signed checkpoints' public key (and pin), as `python -m wakeline.verify` reads
+    # them: /verify then checks the signed rows in Postgres and counts a retention cut only
+    # when a genuine statement signed it. It reads neither the topic nor the sink.
+    evidence_public_key: str | None = None
+    evidence_public_key_file: Path = _EVIDENCE_DEFAULTS["evidence_public_key_file"].default
+    evidence_key_fingerprint: str | None = None
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=18080, ge=0, le=65535)
     # How long a request waits for the event that answers its command before a 202.

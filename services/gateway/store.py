@@ -13,7 +13,7 @@ from datetime import datetime
 
 import asyncpg
 
-from wakeline import keys, verify
+from wakeline import keys, verify, witnesses
 from wakeline.checkpoints import Checkpoint
 from wakeline.event_store import EventQuery, EventStore, Scope
 from wakeline.events import Event
@@ -102,16 +102,23 @@ class SessionStore:
         return await self._events.last_seq(Scope(tenant), session_id)
 
     async def verify_session(self, scope: Scope, session_id: str, key: bytes | None,
-                             anchored: list[Checkpoint]) -> verify.Report:
-        """Recomputes the chain from the raw rows (wakeline.verify): rows, keys, checkpoints."""
+                             anchored: list[Checkpoint], public: bytes | None = None) -> verify.Report:
+        """Recomputes the chain from the raw rows (wakeline.verify): rows, keys, checkpoints,
+        and with `public` the signed checkpoints Postgres holds (witnesses.gather_postgres)."""
+        evidence = await witnesses.gather_postgres(self._pool, scope.tenant, public) if public else None
         async with self._pool.transaction(*scope) as conn:
-            return await verify.verify_session(conn, session_id, key=key, anchored=anchored)
+            # The tenant's checkpoint problems name its checkpoints and, for a head that went
+            # back, other sessions: an owner reading its own session is not shown those.
+            return await verify.verify_session(conn, session_id, key=key, anchored=anchored, evidence=evidence,
+                                               tenant_problems=scope.viewer is None)
 
     async def proof(self, scope: Scope, session_id: str) -> InclusionProof | None:
         """The session's head and Merkle path to the newest signed root naming it (wakeline.proofs)."""
         async with self._pool.transaction(*scope) as conn:
             return await proof_from_postgres(conn, session_id)
 
-    async def verify_tenant(self, tenant: str, key: bytes | None, anchored: list[Checkpoint]) -> verify.TenantReport:
-        return await verify.verify_all(self._pool, tenant, key=key, anchored=anchored)
+    async def verify_tenant(self, tenant: str, key: bytes | None, anchored: list[Checkpoint],
+                            public: bytes | None = None) -> verify.TenantReport:
+        evidence = await witnesses.gather_postgres(self._pool, tenant, public) if public else None
+        return await verify.verify_all(self._pool, tenant, key=key, anchored=anchored, evidence=evidence)
 

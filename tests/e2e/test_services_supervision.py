@@ -14,7 +14,7 @@ from pathlib import Path
 from tests.e2e.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = ("archiver", "runner", "brain", "gateway")
+SERVICES = ("archiver", "runner", "brain", "gateway", "signer")
 FAKE_SERVICE = """#!/usr/bin/env bash
 # stands in for the console script wakeline-<service>: logs what the real one logs when ready
 svc=${0##*/wakeline-}

@@ -13,6 +13,7 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -52,7 +53,10 @@ class HarnessSettings(GatewaySettings):
 
 
 def gateway_settings(**overrides: Any) -> HarnessSettings:
-    values: dict[str, Any] = dict(tenant=fresh_tenant(), wait_timeout_s=2.0, stream_poll_s=0.05)
+    # No signer's public key unless a test gives one: the checkout's own .data/signer (left
+    # by `make demo`) must not decide what these gateways verify.
+    values: dict[str, Any] = dict(tenant=fresh_tenant(), wait_timeout_s=2.0, stream_poll_s=0.05,
+                                  evidence_public_key_file=Path("/nonexistent/wakeline-tests/signer.key.pub"))
     values.update(overrides)
     return HarnessSettings(**values)
 

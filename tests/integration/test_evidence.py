@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+import httpx
 import pytest
 from aiokafka import TopicPartition
 from aiokafka.admin import RecordsToDelete
@@ -30,17 +31,18 @@ from conftest_pg import (
     require_kafka, require_postgres, service_connection, set_tenant, superuser_connection,
 )
 from tests import factories
+from tests.e2e.stack import free_port
 from tests.factories import Stamps, draft
 from tests.requirements import missing
 from wakeline import witnesses
-from wakeline.checkpoints import Head
+from wakeline.checkpoints import Head, stored_heads
 from wakeline.event_store import event_row
 from wakeline.events import Event
 from wakeline.kafka_io import make_admin, make_consumer
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.signed_checkpoints import Envelope, new_statement, sign_statement
-from wakeline.signer import anchoring_lag, due, sign_round
+from wakeline.signer import Round, anchoring_lag, due, sign_round, tenants_of
 from wakeline.signing import SeedSigner
 from wakeline.topics import CHECKPOINTS
 from wakeline.verify import Report, verify_all, verify_session
@@ -108,9 +110,12 @@ class Stack:
                 await insert_event(conn, as_row(event))
 
     async def sign(self, floor: timedelta = DAY) -> Envelope:
-        envelope = await sign_round(self.pool, self.signer, self.tenant, self.settings, self.sink, floor=floor)
-        self.signed.append(envelope)
-        return envelope
+        return (await self.sign_round(floor)).envelope
+
+    async def sign_round(self, floor: timedelta = DAY) -> Round:
+        done = await sign_round(self.pool, self.signer, self.tenant, self.settings, self.sink, floor=floor)
+        self.signed.append(done.envelope)
+        return done
 
     def label(self, n: int) -> str:
         return f"#{n} {self.signed[n - 1].parsed().id}"
@@ -195,6 +200,86 @@ async def test_a_consistently_rewritten_chain_is_reported_at_the_signed_seq(stac
     report = await stack.verify()
     assert reasons(report) == [(6, f"rewritten since signed checkpoint {stack.label(1)}: hash at seq 6 is "
                                    f"{resealed[-1].hash[:16]}…, the checkpoint signed {stack.events[-1].hash[:16]}…")]
+
+
+async def sign_what_the_database_says(stack: Stack) -> Envelope:
+    """A signer that signs whatever heads the database reports (as the signer once did):
+    genuine, with the signer's own key, chained on its newest statement, in all three witnesses."""
+    async with stack.pool.transaction(stack.tenant) as conn:
+        heads = await stored_heads(conn)
+    envelope = new_statement(stack.signer, stack.tenant, heads, previous=stack.signed[-1],
+                             created_at=datetime.now(UTC), through=None)
+    async with stack.pool.transaction(stack.tenant) as conn:
+        await witnesses.insert(conn, envelope, heads)
+    await witnesses.publish(stack.settings, envelope)
+    witnesses.append_sink(stack.sink, stack.tenant, envelope)
+    stack.signed.append(envelope)
+    return envelope
+
+
+async def cut_tail(stack: Stack, after: int) -> None:
+    """Every seq past `after` deleted from events and event_keys: a shorter, valid chain."""
+    async with superuser() as conn, guards_off(conn, [stack.partition(), "event_keys"]):
+        await conn.execute(f"DELETE FROM {stack.partition()} WHERE session_id = $1 AND seq > $2",
+                           stack.session_id, after)
+        await conn.execute("DELETE FROM event_keys WHERE session_id = $1 AND seq > $2", stack.session_id, after)
+
+
+async def test_the_signer_refuses_a_consistent_rewrite_and_signs_the_old_head_again(stack: Stack) -> None:
+    resealed = await rewrite_consistently(stack)
+    done = await stack.sign_round()
+    old = Head(seq=6, hash=stack.events[-1].hash)
+    assert [(r.session_id, r.signed, r.found) for r in done.refused_heads] == [
+        (stack.session_id, old, Head(seq=6, hash=resealed[-1].hash))]
+    evidence = await stack.evidence()
+    assert evidence.genuine[-1].heads == {stack.session_id: old}  # the rewrite was never signed
+    assert reasons(await stack.verify()) == [
+        (6, f"rewritten since signed checkpoint {stack.label(2)}: hash at seq 6 is {resealed[-1].hash[:16]}…, "
+            f"the checkpoint signed {stack.events[-1].hash[:16]}…")]
+
+
+async def test_the_signer_refuses_a_rewrite_that_moved_on_past_the_signed_head(stack: Stack) -> None:
+    resealed = await rewrite_consistently(stack)
+    more = factories.sealed([draft("user_message", text="and the backups")], stack.session_id, tenant=stack.tenant,
+                            after=resealed[-1], stamps=factories.LIVE)
+    await stack.insert(more)  # seq 7 chains onto the rewritten 6: the head moved forward
+    done = await stack.sign_round()
+    assert [(r.signed.seq, r.found) for r in done.refused_heads] == [(6, Head(seq=7, hash=more[0].hash))]
+    assert "holds hash" in done.refused_heads[0].why and "at seq 6" in done.refused_heads[0].why
+    # A head that moved on over the chain it signed is signed as before.
+    honest = factories.sealed([draft("user_message", text="more")], stack.session_id, tenant=stack.tenant,
+                              after=more[-1], stamps=factories.LIVE)
+    await stack.insert(honest)
+    assert [r.session_id for r in (await stack.sign_round()).refused_heads] == [stack.session_id]
+
+
+async def test_the_signer_refuses_a_cut_tail_and_verify_reports_the_signed_seq(stack: Stack) -> None:
+    await cut_tail(stack, after=4)
+    assert (await stack.verify(evidence=False)).ok  # a shorter chain is a valid chain
+    done = await stack.sign_round()
+    assert [(r.signed.seq, r.found.seq if r.found else None) for r in done.refused_heads] == [(6, 4)]
+    assert "went back from seq 6 to seq 4" in done.refused_heads[0].why
+    assert reasons(await stack.verify()) == [
+        (6, f"rewritten since signed checkpoint {stack.label(2)}: seq 6 it anchored is missing")]
+
+
+async def test_a_rewrite_signed_by_a_signer_that_signs_what_it_is_told_is_still_reported(stack: Stack) -> None:
+    resealed = await rewrite_consistently(stack)
+    await sign_what_the_database_says(stack)  # (6, new hash): the newest statement agrees with the rewrite
+    assert reasons(await stack.verify()) == [
+        (6, f"rewritten since signed checkpoint {stack.label(1)}: hash at seq 6 is {resealed[-1].hash[:16]}…, "
+            f"the checkpoint signed {stack.events[-1].hash[:16]}…"),
+        (None, f"checkpoint {stack.label(2)} contradicts checkpoint {stack.label(1)}: session {stack.session_id} "
+               f"at seq 6 has hash {resealed[-1].hash[:16]}…, {stack.events[-1].hash[:16]}… was signed: rewritten")]
+
+
+async def test_a_cut_tail_signed_by_a_signer_that_signs_what_it_is_told_is_still_reported(stack: Stack) -> None:
+    await cut_tail(stack, after=4)
+    await sign_what_the_database_says(stack)  # (4, hash of 4)
+    assert reasons(await stack.verify()) == [
+        (6, f"rewritten since signed checkpoint {stack.label(1)}: seq 6 it anchored is missing"),
+        (None, f"checkpoint {stack.label(2)} contradicts checkpoint {stack.label(1)}: session {stack.session_id} "
+               "went back from seq 6 to seq 4: its tail was cut")]
 
 
 async def test_heads_rewritten_in_postgres_to_match_a_rewrite_are_reported_against_the_signed_root(
@@ -420,6 +505,49 @@ async def test_an_inclusion_proof_from_the_cli_verifies_offline_with_the_public_
     assert code == 2 and "is not the pinned" in out
 
 
+async def test_verify_refuses_to_run_when_host_root_deletes_or_swaps_the_public_key_file(
+        stack: Stack, tmp_path: Path) -> None:
+    public = tmp_path / "signer.key.pub"
+    public.write_text(stack.signer.public_key().hex() + "\n")
+    env = {**os.environ, "WAKELINE_EVIDENCE_PUBLIC_KEY_FILE": str(public), "WAKELINE_SIGNER_SINK_DIR": str(stack.sink),
+           "WAKELINE_CHECKPOINT_KEY_FILE": str(tmp_path / "no-hmac-key")}
+    env.pop("WAKELINE_EVIDENCE_PUBLIC_KEY", None)
+    env.pop("WAKELINE_EVIDENCE_KEY_FINGERPRINT", None)
+    pinned = {**env, "WAKELINE_EVIDENCE_KEY_FINGERPRINT": stack.signer.key_id}
+    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=pinned)
+    assert code == 0, out
+    # Swapped for a key of host root's own: a pin refuses it before anything is read ...
+    public.write_text(MALLORY.public_key().hex() + "\n")
+    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=pinned)
+    assert code == 2 and "is not the pinned" in out, out
+    # ... and without a pin every genuine statement fails under it, in each witness: never a pass.
+    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=env)
+    report = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    assert code == 1 and report["signed_checkpoint"] is None, out
+    assert [p["reason"] for p in report["problems"]] == [
+        f"checkpoint {stack.label(1)} in the {w}: its signature does not verify (forged or altered)"
+        for w in ("postgres", "topic", "sink")]
+    assert "not pinned" in out
+    # Deleted: an error with the reason, not a verify on the chains alone that passes.
+    public.unlink()
+    for run_env in (env, pinned):
+        code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=run_env)
+        assert code == 2 and '"ok"' not in out, out
+        assert "no public key" in out or "a key fingerprint is pinned but there is no public key" in out, out
+    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant,
+                           "--without-signed-checkpoints", env=env)
+    assert code == 0 and "signed checkpoints, their witnesses and signed retention cuts NOT checked" in out, out
+
+
+async def test_a_deleted_tail_is_reported_on_the_ed25519_path_with_no_hmac_checkpoint(stack: Stack) -> None:
+    await cut_tail(stack, after=3)
+    report = await stack.verify()
+    assert report.signatures_checked is False and report.checkpoint_id is None  # no HMAC key, no HMAC checkpoint
+    assert (report.ok, report.first_bad_seq, report.signed_checkpoint) == (False, 6, 1)
+    assert reasons(report) == [(6, f"rewritten since signed checkpoint {stack.label(1)}: seq 6 it anchored is "
+                                   "missing")]
+
+
 async def test_the_lag_counts_the_events_no_checkpoint_covers_yet(stack: Stack) -> None:
     nothing = await anchoring_lag(stack.pool, fresh_tenant())
     assert (nothing.unanchored_events, nothing.lag_s, nothing.newest_checkpoint) == (0, 0.0, None)
@@ -439,18 +567,47 @@ async def test_the_lag_counts_the_events_no_checkpoint_covers_yet(stack: Stack) 
     assert (await anchoring_lag(stack.pool, stack.tenant)).unanchored_events == 0
 
 
+async def scrape(port: int, tenant: str) -> dict[str, float]:
+    """The signer's samples for `tenant` (name -> value), and its unlabelled-by-tenant ones by name{labels}."""
+    async with httpx.AsyncClient() as client:
+        text = (await client.get(f"http://127.0.0.1:{port}/metrics", timeout=10)).text
+    found = {}
+    for line in text.splitlines():
+        if not line.startswith("wakeline_signer_"):
+            continue
+        name, value = line.rsplit(" ", 1)
+        if f'tenant="{tenant}"' in name:
+            name = name.split("{", 1)[0]
+        elif "tenant=" in name:
+            continue
+        found[name] = float(value)
+    return found
+
+
 async def test_the_signer_run_mode_checkpoints_a_tenant_after_m_events(stack: Stack, tmp_path: Path) -> None:
     key = tmp_path / "signer.key"
     key.write_text(stack.seed.hex())  # the key that signed #1: the run continues its chain
+    port = free_port()
     env = {**os.environ, "WAKELINE_SIGNER_KEY_FILE": str(key), "WAKELINE_SIGNER_SINK_DIR": str(stack.sink),
-           "WAKELINE_SIGNER_EVERY_S": "3600", "WAKELINE_SIGNER_EVERY_EVENTS": "3", "WAKELINE_SIGNER_POLL_S": "0.2"}
+           "WAKELINE_SIGNER_EVERY_S": "3600", "WAKELINE_SIGNER_EVERY_EVENTS": "3", "WAKELINE_SIGNER_POLL_S": "0.2",
+           "WAKELINE_METRICS_PORT": str(port)}
     proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.signer", "run", "--tenant",
                                                 stack.tenant, env=env, stdout=asyncio.subprocess.PIPE)
     try:
+        # Its metrics endpoint is up before it says it started.
+        started = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
+        assert (started["signer"], started["tenants"]) == ("started", [stack.tenant])
         more = factories.sealed([draft("user_message", text=f"more {i}") for i in range(2)], stack.session_id,
                                 tenant=stack.tenant, after=stack.events[-1], stamps=factories.LIVE)
         await stack.insert(more)  # 2 < 3: not due
-        await asyncio.sleep(1.5)
+        lagging: dict[str, float] = {}
+        for _ in range(300):  # until a poll has seen them (every 0.2 s), at most a minute
+            lagging = await scrape(port, stack.tenant)  # the operator's number: 2 events not anchored
+            if lagging.get("wakeline_signer_unanchored_events") == 2.0:
+                break
+            await asyncio.sleep(0.2)
+        assert lagging["wakeline_signer_unanchored_events"] == 2.0, lagging
+        assert lagging["wakeline_signer_lag_seconds"] == (more[-1].ts - stack.events[-1].ts).total_seconds()
         async with stack.pool.transaction(stack.tenant) as conn:
             assert await conn.fetchval("SELECT count(*) FROM signed_checkpoints") == 1
         third = factories.sealed([draft("user_message", text="third")], stack.session_id, tenant=stack.tenant,
@@ -458,6 +615,18 @@ async def test_the_signer_run_mode_checkpoints_a_tenant_after_m_events(stack: St
         await stack.insert(third)
         line = json.loads(await asyncio.wait_for(proc.stdout.readline(), 60))
         assert (line["tenant"], line["checkpoint"], line["sessions"]) == (stack.tenant, 2, 1)
+        anchored = await scrape(port, stack.tenant)
+        assert (anchored["wakeline_signer_unanchored_events"], anchored["wakeline_signer_lag_seconds"]) == (0.0, 0.0)
+        assert anchored['wakeline_signer_rounds_total{outcome="signed"}'] == 1.0
     finally:
         proc.terminate()
         await proc.wait()
+
+
+async def test_the_signer_finds_every_tenant_with_events_and_the_lookup_widens_nothing(stack: Stack) -> None:
+    found = await tenants_of(stack.pool, [])
+    assert stack.tenant in found and found == sorted(set(found))
+    assert await tenants_of(stack.pool, ["named"]) == ["named"]
+    async with stack.pool.system_transaction() as conn:  # the service role, no tenant set
+        await conn.fetch("SELECT event_tenants()")
+        assert await conn.fetchval("SELECT count(*) FROM event_keys") == 0

@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest_pg import fresh_month, fresh_tenant, owner_connection
+from conftest_pg import fresh_month, fresh_tenant, owner_connection, superuser_connection
 from gateway_harness import (
     OWNER, Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
 )
@@ -28,6 +28,7 @@ from wakeline.signer import sign_round
 from wakeline.signing import SeedSigner
 from wakeline_gateway.replay import state_json
 from wakeline_gateway.transcript import ALLOWED_TAGS, CSP
+from test_evidence import guards_off
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(1)><a href="javascript:alert(1)">x</a>'
@@ -378,3 +379,39 @@ async def test_a_fork_whose_inherited_prefix_retention_dropped_answers_409_prefi
         assert answer.json()["code"] == "prefix_unavailable" and "inherits is gone" in answer.json()["detail"]
     own = await client.get(f"/v1/sessions/{fork_id}/export")  # its own log is whole
     assert own.status_code == 200 and [parse_event(line).seq for line in own.text.splitlines()] == [9, 10]
+
+
+async def test_verify_checks_the_signed_rows_in_postgres_when_the_gateway_has_the_public_key(tmp_path) -> None:
+    signer = SeedSigner(os.urandom(32))
+    settings = gateway_settings(evidence_public_key=signer.public_key().hex(), evidence_key_fingerprint=signer.key_id)
+    async with running_gateway(settings, role="auditor") as (_, client), \
+            TenantPool(settings.postgres_dsn, min_size=1, max_size=1) as pool:
+        seeder = Seeder(pool, settings.tenant)
+        events = await seeder.session([created()] + one_turn(1))
+        sid = events[0].session_id
+        common = CommonSettings()  # the signer publishes as the admin tool principal
+        await witnesses.ensure_topic(common)
+        await sign_round(pool, signer, settings.tenant, common, tmp_path / "sink")
+        clean = (await client.get(f"/v1/sessions/{sid}/verify")).json()
+        assert (clean["ok"], clean["evidence_checked"], clean["witnesses_checked"], clean["signed_checkpoint"]) == (
+            True, True, ["postgres"], 1), clean
+        last = events[-1].seq
+        async with superuser_connection() as conn, guards_off(conn, [partition_of(events[-1]), "event_keys"]):
+            await conn.execute(f"DELETE FROM {partition_of(events[-1])} WHERE session_id = $1 AND seq > 3", sid)
+            await conn.execute("DELETE FROM event_keys WHERE session_id = $1 AND seq > 3", sid)
+        cut = (await client.get(f"/v1/sessions/{sid}/verify")).json()
+        evidence = await witnesses.gather_postgres(pool, settings.tenant, signer.public_key())
+        label = f"#1 {evidence.genuine[0].statement.id}"
+        assert (cut["ok"], cut["first_bad_seq"], cut["reason"]) == (
+            False, last, f"rewritten since signed checkpoint {label}: seq {last} it anchored is missing"), cut
+        tenant = (await client.get("/v1/audit/verify")).json()
+        assert [(s["session_id"], s["ok"], s["witnesses_checked"]) for s in tenant["sessions"]] == [
+            (sid, False, ["postgres"])]
+    # The gateway without the public key reads the same cut chain as whole: it says it did not check.
+    async with running_gateway(gateway_settings(tenant=settings.tenant), role="auditor") as (_, bare):
+        unsigned = (await bare.get(f"/v1/sessions/{sid}/verify")).json()
+    assert (unsigned["ok"], unsigned["evidence_checked"], unsigned["witnesses_checked"]) == (True, False, [])
+
+
+def partition_of(event) -> str:
+    return f"events_y{event.ts.year:04d}m{event.ts.month:02d}"

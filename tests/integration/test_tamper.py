@@ -257,9 +257,12 @@ async def test_the_cli_prints_json_and_exits_1_on_a_tampered_session(setup: Setu
     async def cli(*args: str) -> tuple[int, list[dict]]:
         env = {**os.environ,  # keeps WAKELINE_POSTGRES_DSN etc. when the stack is not on the defaults
                "WAKELINE_CHECKPOINT_KEY_FILE": str(setup.directory.parent / "keys" / "checkpoint.key"),
-               "WAKELINE_CHECKPOINT_DIR": str(setup.directory)}
+               "WAKELINE_CHECKPOINT_DIR": str(setup.directory),
+               # The HMAC checkpoints alone, said so: without a public key verify refuses
+               # unless told (tests/integration/test_evidence.py holds that refusal).
+               "WAKELINE_EVIDENCE_PUBLIC_KEY_FILE": str(setup.directory.parent / "no-signer.key.pub")}
         proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.verify", *args,
-                                                    "--tenant", setup.tenant, env=env,
+                                                    "--tenant", setup.tenant, "--without-signed-checkpoints", env=env,
                                                     stdout=asyncio.subprocess.PIPE)
         out, _ = await asyncio.wait_for(proc.communicate(), 60)
         return proc.returncode, [json.loads(line) for line in out.decode().splitlines()]

@@ -42,7 +42,9 @@ from tests.packaging import PYPROJECT
 from wakeline.kafka_acls import Grant, Operation, Resource, grants
 from wakeline.kafka_io import topic_settings
 from wakeline.settings import AdminSettings, CommonSettings, Naming, _Location
+from wakeline.signer import SignerSettings
 from wakeline.topics import names
+from wakeline.witnesses import TOPIC_CONFIG as CHECKPOINTS_CONFIG
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_brain.settings import BrainSettings
 from wakeline_gateway.settings import GatewaySettings
@@ -57,9 +59,10 @@ K8S_VERSION = "1.33"  # the oldest Kubernetes the manifests are meant for (appAr
 SETTINGS_BY_COMMAND: dict[tuple[str, ...], type[CommonSettings]] = {
     ("wakeline-gateway",): GatewaySettings, ("wakeline-brain",): BrainSettings, ("wakeline-runner",): RunnerSettings,
     ("wakeline-archiver",): ArchiverSettings, ("wakeline", "migrate"): AdminSettings,
+    ("wakeline-signer", "run"): SignerSettings,
 }
 # Secrets nobody generates: the installer creates them (docs/operations.md gives the commands).
-INSTALLER_SECRETS = {"wakeline-pg-service", "wakeline-pg-maintenance", "wakeline-anthropic"}
+INSTALLER_SECRETS = {"wakeline-pg-service", "wakeline-pg-maintenance", "wakeline-anthropic", "wakeline-signer-key"}
 # The one pod allowed outside the `restricted` rules, and exactly the grants runner.yaml explains.
 RUNNER_CAPABILITIES = {"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID", "SYS_ADMIN", "SYS_CHROOT",
                        "NET_ADMIN"}
@@ -454,15 +457,21 @@ def topic_problems(docs: list[Doc]) -> list[str]:
         wanted = names(Naming().topic_prefix)
     clusters = {d.name for d in of_kind(docs, "Kafka")}
     topics = {d.body["spec"].get("topicName", d.name): d for d in of_kind(docs, "KafkaTopic")}
-    out = [f"topic {t} (wakeline.topics) has no KafkaTopic" for t in wanted.all_topics if t not in topics]
-    out += [f"{d}: topic {t} is not one of wakeline.topics" for t, d in topics.items() if t not in wanted.all_topics]
+    # The signed checkpoints' topic is no session topic: one partition, kept forever, never
+    # compacted (witnesses.ensure_topic creates it so).
+    every = (*wanted.all_topics, wanted.checkpoints)
+    out = [f"topic {t} (wakeline.topics) has no KafkaTopic" for t in every if t not in topics]
+    out += [f"{d}: topic {t} is not one of wakeline.topics" for t, d in topics.items() if t not in every]
     for topic, d in topics.items():
-        config = topic_settings(settings, topic)
+        checkpoints = topic == wanted.checkpoints
+        config = ({**CHECKPOINTS_CONFIG, "min.insync.replicas": str(settings.min_insync_replicas)} if checkpoints
+                  else topic_settings(settings, topic))
+        partitions = 1 if checkpoints else settings.partitions
         spec = d.body["spec"]
         if d.body["metadata"].get("labels", {}).get("strimzi.io/cluster") not in clusters:
             out.append(f"{d}: strimzi.io/cluster names no Kafka here")
-        if spec.get("partitions") != settings.partitions:
-            out.append(f"{d}: partitions {spec.get('partitions')}, the settings say {settings.partitions}")
+        if spec.get("partitions") != partitions:
+            out.append(f"{d}: partitions {spec.get('partitions')}, wanted {partitions}")
         if spec.get("replicas") != settings.replication_factor:
             out.append(f"{d}: replicas {spec.get('replicas')}, the settings say {settings.replication_factor}")
         found = {k: str(v) for k, v in spec.get("config", {}).items()}

@@ -55,7 +55,7 @@ def test_compose_runs_a_three_node_kraft_cluster_from_the_official_image_and_sca
 
 def test_every_wakeline_container_creates_and_checks_topics_with_replication_3_and_min_isr_2():
     services = compose()["services"]
-    for name in ("migrate", "brain", "runner", "archiver", "gateway"):
+    for name in ("migrate", "brain", "runner", "archiver", "gateway", "signer"):
         env = services[name]["environment"]
         assert env["WAKELINE_REPLICATION_FACTOR"] == "3", name
         assert env["WAKELINE_MIN_INSYNC_REPLICAS"] == "2", name
@@ -68,7 +68,7 @@ def test_compose_takes_every_password_from_the_environment_and_each_service_its_
         assert f"{role}:{role}" not in text
     services = compose()["services"]
     assert services["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith("${WAKELINE_POSTGRES_PASSWORDS__")
-    for name in ("brain", "runner", "archiver", "gateway"):
+    for name in ("brain", "runner", "archiver", "gateway", "signer"):
         env = services[name]["environment"]
         assert env["WAKELINE_KAFKA_USERNAME"] == name
         assert env["WAKELINE_KAFKA_PASSWORD"] == f"${{WAKELINE_KAFKA_PASSWORDS__{name.upper()}:?set it}}"

@@ -120,6 +120,18 @@ def test_verify_all_reads_the_tenant_report_and_fails_on_any_bad_session(capsys)
     assert "ok: a: 9 events" in out and "BROKEN: b: first bad seq 2: missing" in out
 
 
+def test_verify_of_a_whole_chain_prints_ok_and_never_broken_and_says_which_witnesses(capsys) -> None:
+    signed = dict(report("s", True), evidence_checked=True, witnesses_checked=["postgres"])
+    gateway = FakeGateway({("GET", "/v1/sessions/s/verify"): [httpx.Response(200, json=signed)]})
+    assert run_cli(["verify", "s"], gateway) == 0
+    out = capsys.readouterr().out
+    assert "BROKEN" not in out and "signed checkpoints checked in postgres" in out, out
+    unsigned = FakeGateway({("GET", "/v1/sessions/s/verify"): [httpx.Response(200, json=report("s", True))]})
+    assert run_cli(["verify", "s"], unsigned) == 0
+    out = capsys.readouterr().out
+    assert "BROKEN" not in out and "signed checkpoints not checked (no public key)" in out, out
+
+
 def test_audit_sends_filters_and_follows_the_cursor_up_to_the_limit(capsys) -> None:
     first = {"data": [dict(event(1, "tool_call", name="bash"), ts="2026-11-01T00:00:00Z", session_id="s1")],
              "count": 1, "next_cursor": "c1"}

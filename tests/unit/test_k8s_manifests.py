@@ -27,7 +27,7 @@ def test_every_file_is_in_the_kustomization_and_every_listed_file_exists():
 
 def test_the_manifests_hold_every_kind_the_deployment_needs():
     kinds = {(d.kind, d.name) for d in DOCS}
-    services = [("Deployment", s) for s in ("gateway", "brain", "runner", "archiver")]
+    services = [("Deployment", s) for s in ("gateway", "brain", "runner", "archiver", "signer")]
     for needed in [("Kafka", "wakeline"), ("KafkaNodePool", "dual"), ("Cluster", "wakeline-pg"),
                    ("Job", "wakeline-migrate"), ("Service", "gateway"), ("ScaledObject", "brain"),
                    ("ScaledObject", "runner"), *services]:
@@ -90,7 +90,7 @@ def test_every_secret_and_config_map_is_defined_or_generated_and_the_installers_
     generated = k.generated_secrets(DOCS)
     assert generated["wakeline-pg-app"] == "CloudNativePG"
     assert {n for n, by in generated.items() if by == "Strimzi user operator"} == {"brain", "runner", "archiver",
-                                                                                  "gateway"}
+                                                                                  "gateway", "signer"}
 
 
 def test_pods_are_restricted_but_the_runner_which_has_exactly_what_its_sandbox_needs():
@@ -160,6 +160,13 @@ BROKEN = [
     ("KafkaTopic", "wakeline.dead-letter", _set("spec.topicName", "wakeline.dead-letters"),
      "wakeline.dead-letter (wakeline.topics) has no KafkaTopic"),
     ("KafkaUser", "archiver", lambda b: b["spec"]["authorization"]["acls"].pop(), "lacks Grant(principal='archiver'"),
+    ("KafkaUser", "signer", lambda b: b["spec"]["authorization"]["acls"].pop(), "lacks Grant(principal='signer'"),
+    ("KafkaTopic", "wakeline.checkpoints", _set("spec.partitions", 6), "partitions 6, wanted 1"),
+    ("KafkaTopic", "wakeline.checkpoints", _set(("spec", "config", "cleanup.policy"), "compact"),
+     "'cleanup.policy': 'compact'"),
+    ("Deployment", "signer", _set(f"{POD}.containers.0.env.1.valueFrom.secretKeyRef.name", "gateway"),
+     "WAKELINE_KAFKA_PASSWORD must be the Secret signer"),
+    ("Deployment", "signer", _add_env("signer", "WAKELINE_SIGNER_EVERY", "60"), "WAKELINE_SIGNER_EVERY is no field"),
     ("KafkaUser", "gateway", _set("spec.authorization.acls.0.operations", ["Read", "Write"]),
      "which GRANTS does not"),
     ("KafkaUser", "gateway", _set("metadata.name", "gateway-x"), "principal gateway (kafka_acls.GRANTS) has no"),

@@ -13,7 +13,7 @@ import pytest
 from wakeline import merkle
 from wakeline.checkpoints import Head
 from wakeline.proofs import InclusionProof, build_proof, check_proof
-from wakeline.signed_checkpoints import Envelope, cross_check, new_statement, sign_statement
+from wakeline.signed_checkpoints import Envelope, SignedCut, cross_check, guard_heads, new_statement, sign_statement
 from wakeline.signing import SeedSigner, file_signer, fingerprint, parse_public_key, pinned, secret_signer
 
 SIGNER = SeedSigner(bytes(range(32)))
@@ -126,3 +126,69 @@ def test_a_key_file_is_private_its_public_key_published_and_a_pin_refuses_anothe
 
 def test_the_root_signed_is_the_root_of_the_heads() -> None:
     assert chain(1)[0].parsed().root == merkle.root(heads_of(0))
+
+
+# -- a session's signed head from one statement to the next -----------------------------------
+
+def statements(*heads: dict[str, Head], cuts: dict[int, tuple[SignedCut, ...]] | None = None) -> list[Envelope]:
+    out: list[Envelope] = []
+    for i, h in enumerate(heads):
+        out.append(new_statement(SIGNER, "t", h, previous=out[-1] if out else None,
+                                 created_at=T0 + timedelta(minutes=i), through=T0, cuts=(cuts or {}).get(i, ())))
+    return out
+
+
+def checked(envelopes: list[Envelope], heads: list[dict[str, Head]]):
+    pg = list(zip(envelopes, heads))
+    return cross_check(SIGNER.public_key(), "t", pg, list(envelopes), list(envelopes))
+
+
+def test_genuine_statements_whose_heads_for_a_session_go_back_or_change_are_named() -> None:
+    # The audit's case: three genuine statements, heads (6,a), (6,b), (4,c) for one session.
+    heads = [{"s": Head(seq=6, hash="a" * 64)}, {"s": Head(seq=6, hash="b" * 64)}, {"s": Head(seq=4, hash="c" * 64)}]
+    envelopes = statements(*heads)
+    evidence = checked(envelopes, heads)
+    one, two, three = (f"#{n} {e.parsed().id}" for n, e in enumerate(envelopes, start=1))
+    assert reasons(evidence) == [
+        f"checkpoint {two} contradicts checkpoint {one}: session s at seq 6 has hash {'b' * 16}…, {'a' * 16}… "
+        "was signed: rewritten",
+        f"checkpoint {three} contradicts checkpoint {two}: session s went back from seq 6 to seq 4: its tail was cut"]
+    assert [(h.seq, g.statement.number) for h, g in evidence.signed_heads("s")] == [(4, 3), (6, 1), (6, 2)]
+
+
+def test_heads_that_move_forward_or_a_session_a_signed_cut_covers_going_away_are_not_problems() -> None:
+    cut = SignedCut(range_from=T0 - timedelta(days=60), range_to=T0 - timedelta(days=30), session_id="s", seq=6,
+                    hash="a" * 64)
+    heads = [{"s": Head(seq=6, hash="a" * 64), "u": Head(seq=1, hash="d" * 64)},
+             {"s": Head(seq=6, hash="a" * 64), "u": Head(seq=3, hash="e" * 64)}, {"u": Head(seq=3, hash="e" * 64)}]
+    evidence = checked(statements(*heads, cuts={2: (cut,)}), heads)
+    assert reasons(evidence) == []
+    assert [(h.seq, g.statement.number) for h, g in evidence.signed_heads("s")] == [(6, 2)]
+    gone = checked(statements(*heads), heads)  # the same, without the cut
+    assert [r.split(": ", 1)[1] for r in reasons(gone)] == [
+        "session s has no head now, and no signed retention cut covers seq 6 that was signed"]
+
+
+def test_the_signer_guard_refuses_a_head_that_is_not_a_continuation_and_keeps_the_signed_one() -> None:
+    signed = {"same": Head(seq=6, hash="a" * 64), "rewritten": Head(seq=6, hash="a" * 64),
+              "cut": Head(seq=6, hash="a" * 64), "moved": Head(seq=6, hash="a" * 64),
+              "moved-over": Head(seq=6, hash="a" * 64), "gone": Head(seq=2, hash="a" * 64),
+              "retained": Head(seq=2, hash="a" * 64)}
+    found = {"same": Head(seq=6, hash="a" * 64), "rewritten": Head(seq=6, hash="b" * 64),
+             "cut": Head(seq=4, hash="c" * 64), "moved": Head(seq=9, hash="d" * 64),
+             "moved-over": Head(seq=9, hash="e" * 64), "new": Head(seq=1, hash="f" * 64)}
+    held = {"moved": "a" * 64, "moved-over": "9" * 64}
+    cut = SignedCut(range_from=T0, range_to=T0, session_id="retained", seq=2, hash="a" * 64)
+    heads, refused = guard_heads(signed, found, held, [cut])
+    assert heads == {**found, "rewritten": signed["rewritten"], "cut": signed["cut"],
+                     "moved-over": signed["moved-over"], "gone": signed["gone"]}
+    assert [(r.session_id, r.found) for r in refused] == [
+        ("cut", found["cut"]), ("gone", None), ("moved-over", found["moved-over"]),
+        ("rewritten", found["rewritten"])]
+    assert [r.why for r in refused] == [
+        "session cut went back from seq 6 to seq 4: its tail was cut",
+        "session gone has no head now, and no signed retention cut covers seq 2 that was signed",
+        f"session moved-over moved on to seq 9, but holds hash {'9' * 16}… at seq 6 where {'a' * 16}… was "
+        "signed: rewritten",
+        f"session rewritten at seq 6 has hash {'b' * 16}…, {'a' * 16}… was signed: rewritten"]
+    assert guard_heads({}, found, {}, []) == (found, ())  # nothing signed yet: every head is new

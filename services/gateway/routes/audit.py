@@ -21,6 +21,7 @@ from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDe
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
+from wakeline_gateway.routes.reads import signer_public_key
 from wakeline_gateway.shapes import (
     AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditExportQuery, AuditSessionPublic,
     AuditSessionsPublic, Principal, TenantCostPublic, TenantCostRowPublic,
@@ -112,10 +113,13 @@ async def tenant_cost(request: Request, caller: Auditor, audit: AuditDep, since:
 @router.get("/verify", response_model=verify.TenantReport)
 async def verify_tenant(request: Request, caller: Auditor, audit: AuditDep, store: StoreDep,
                         settings: SettingsDep) -> verify.TenantReport:
-    """Every session of the tenant: hash chains, event_keys and signed checkpoints."""
+    """Every session of the tenant: hash chains, event_keys, HMAC checkpoints and, with the
+    signer's public key, the Ed25519-signed checkpoints as Postgres holds them (not the topic
+    or the file sink: that cross-check is `python -m wakeline.verify --all`'s)."""
+    public = signer_public_key(settings)
     await record_audit_read(request, caller, audit, {})
     key = load_key(settings.checkpoint_key_file, create=False)
-    return await store.verify_tenant(caller.tenant, key, read_anchor(settings.checkpoint_dir, caller.tenant))
+    return await store.verify_tenant(caller.tenant, key, read_anchor(settings.checkpoint_dir, caller.tenant), public)
 
 
 @router.get("/access-log", response_model=AccessLogPublic)

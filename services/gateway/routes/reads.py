@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 
-from wakeline import verify
+from wakeline import verify, witnesses
 from wakeline.checkpoints import load_key, read_anchor
 from wakeline.event_store import EventQuery, Scope
 from wakeline.events import Event
@@ -114,11 +114,24 @@ async def replay_session(session: SessionDep, caller: Reader, store: StoreDep,
 
 @router.get("/verify", response_model=verify.Report)
 async def verify_session(session: SessionDep, caller: Reader, store: StoreDep, settings: SettingsDep) -> verify.Report:
-    """Recomputes the hash chain from the stored rows and compares it with the key registry
-    and the signed checkpoints; `first_bad_seq` and `reason` name the first problem."""
+    """Recomputes the hash chain from the stored rows and compares it with the key registry,
+    the HMAC checkpoints and, when the gateway has the signer's public key, the Ed25519-signed
+    checkpoints **as Postgres holds them** (`witnesses_checked: ["postgres"]`; a retention cut
+    then counts only when a genuine statement signed it). It does not read the topic or the
+    file sink: the cross-check of the three witnesses is `python -m wakeline.verify`'s.
+    `first_bad_seq` and `reason` name the first problem."""
     key = load_key(settings.checkpoint_key_file, create=False)
     anchored = read_anchor(settings.checkpoint_dir, caller.tenant)
-    return await store.verify_session(caller.scope, session.session_id, key, anchored)
+    return await store.verify_session(caller.scope, session.session_id, key, anchored, signer_public_key(settings))
+
+
+def signer_public_key(settings: SettingsDep) -> bytes | None:
+    """The gateway's copy of the signer's public key (None: not configured, said in the
+    report as `evidence_checked: false`); a key that is not the pinned one is a 503."""
+    try:
+        return witnesses.public_key(settings)
+    except (OSError, ValueError) as err:
+        raise ApiError(503, f"verify is misconfigured: {err}", code="verify_unavailable") from err
 
 
 @router.get("/proof", response_model=ProofPublic)
