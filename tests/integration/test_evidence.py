@@ -27,7 +27,7 @@ from aiokafka import TopicPartition
 from aiokafka.admin import RecordsToDelete
 
 from conftest_pg import (
-    EVENT_COLUMNS, fresh_month, fresh_session_id, fresh_tenant, insert_event, maintenance_connection,
+    EVENT_COLUMNS, fresh_month, guards_off, fresh_session_id, fresh_tenant, insert_event, maintenance_connection,
     require_kafka, require_postgres, service_connection, set_tenant, superuser_connection,
 )
 from tests import factories
@@ -73,21 +73,6 @@ async def superuser() -> AsyncIterator[asyncpg.Connection]:
             yield conn
     except pytest.skip.Exception as skipped:
         missing(f"the evidence tests need the local cluster's superuser: {skipped}")
-
-
-@asynccontextmanager
-async def guards_off(conn: asyncpg.Connection, tables: Sequence[str]) -> AsyncIterator[None]:
-    """As superuser, in one transaction: the ALWAYS guard triggers of `tables` off, then on again."""
-    async with conn.transaction():
-        await conn.execute("LOCK TABLE ONLY events IN ROW EXCLUSIVE MODE")
-        guards = await conn.fetch("SELECT tgrelid::regclass::text AS t, tgname FROM pg_trigger WHERE tgrelid = "
-                                  "ANY($1::regclass[]) AND NOT tgisinternal AND tgenabled = 'A' "
-                                  "ORDER BY array_position($1::regclass[], tgrelid), 2", list(tables))
-        for g in guards:
-            await conn.execute(f'ALTER TABLE {g["t"]} DISABLE TRIGGER "{g["tgname"]}"')
-        yield
-        for g in guards:
-            await conn.execute(f'ALTER TABLE {g["t"]} ENABLE ALWAYS TRIGGER "{g["tgname"]}"')
 
 
 class Stack:

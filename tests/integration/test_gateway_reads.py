@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest_pg import fresh_month, fresh_tenant, owner_connection, superuser_connection
+from conftest_pg import fresh_month, fresh_tenant, guards_off, owner_connection, superuser_connection
 from gateway_harness import (
     OWNER, Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
 )
@@ -28,7 +28,6 @@ from wakeline.signer import sign_round
 from wakeline.signing import SeedSigner
 from wakeline_gateway.replay import state_json
 from wakeline_gateway.transcript import ALLOWED_TAGS, CSP
-from test_evidence import guards_off
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(1)><a href="javascript:alert(1)">x</a>'
