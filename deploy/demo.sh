@@ -87,5 +87,5 @@ as_role "$ADMIN_KEY" audit --access-log --since 1h --limit 5
 
 echo "== session $SID ended with exit code $reason (0 = completed)."
 echo "   Explore: export WAKELINE_API_KEY=\$(cat .data/keys/demo-user.key); .venv/bin/wakeline sessions | events $SID | replay $SID"
-echo "            ${WAKELINE_GATEWAY_URL:-http://127.0.0.1:18080}/docs (Authorize with the same key)"
+echo "            ${WAKELINE_GATEWAY_URL:-http://127.0.0.1:${WAKELINE_HTTP_PORT:-18080}}/docs (Authorize with the same key)"
 echo "   Services keep running (logs in .data/logs/); 'make down' stops everything."

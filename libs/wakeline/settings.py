@@ -119,6 +119,12 @@ class CommonSettings(BaseSettings):
     # When set, the database every `*_dsn` names (its path replaced): `make test` sets
     # `wakeline_test`, so the suite and what it starts never write the demo's database.
     postgres_database: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_]{1,63}$")
+    # The local stack's ports, as deploy/kafka/kafka.sh and deploy/postgres/pg.sh read them:
+    # when set, `kafka_bootstrap` and every `*_dsn` left at its default point at 127.0.0.1 on
+    # them, so a second clone on one machine sets the ports and nothing else. A bootstrap or
+    # DSN set explicitly is kept as it is.
+    kafka_port: int | None = Field(default=None, ge=1, le=65535)
+    pg_port: int | None = Field(default=None, ge=1, le=65535)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -140,9 +146,14 @@ class CommonSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _dsn_database_and_passwords(self) -> CommonSettings:
+        if self.kafka_port is not None and "kafka_bootstrap" not in self.model_fields_set:
+            self.kafka_bootstrap = f"127.0.0.1:{self.kafka_port}"
         for name in type(self).model_fields:
             if name.endswith("_dsn"):
-                dsn = with_database(getattr(self, name), self.postgres_database)
+                dsn = getattr(self, name)
+                if self.pg_port is not None and name not in self.model_fields_set:
+                    dsn = with_port(dsn, self.pg_port)
+                dsn = with_database(dsn, self.postgres_database)
                 setattr(self, name, with_password(dsn, self.postgres_passwords))
         return self
 
@@ -159,6 +170,14 @@ class CommonSettings(BaseSettings):
                 f"no Kafka password for principal {self.kafka_username!r}: set WAKELINE_KAFKA_PASSWORD, or run "
                 f"`make up`, which generates {credentials_file()} (WAKELINE_CREDENTIALS_FILE names another)")
         return self.kafka_username, password.get_secret_value()
+
+
+def with_port(dsn: str, port: int) -> str:
+    """`dsn` on `port` of its host."""
+    parts = urlsplit(dsn)
+    where = parts.netloc.rsplit("@", 1)
+    host = where[-1].rsplit(":", 1)[0] if not where[-1].endswith("]") else where[-1]
+    return urlunsplit(parts._replace(netloc="@".join([*where[:-1], f"{host}:{port}"])))
 
 
 def with_database(dsn: str, database: str | None) -> str:

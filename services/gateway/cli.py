@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from datetime import UTC, datetime
 
-from pydantic import SecretStr
+from pydantic import SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from wakeline import keys as keys_admin
@@ -36,8 +36,17 @@ class CliSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="WAKELINE_", extra="ignore")
 
     gateway_url: str = "http://127.0.0.1:18080"
+    # The local gateway's port (GatewaySettings.http_port): the default URL follows it, so a
+    # second clone on one machine sets the port alone.
+    http_port: int | None = None
     timeout_s: float = 30.0
     api_key: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _url_on_the_port(self) -> CliSettings:
+        if self.http_port is not None and "gateway_url" not in self.model_fields_set:
+            self.gateway_url = f"http://127.0.0.1:{self.http_port}"
+        return self
 
 
 def run(client: GatewayClient, args: argparse.Namespace) -> int:

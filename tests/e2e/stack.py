@@ -95,7 +95,8 @@ class Stack:
         # Where the stack is and the names it runs under (`make test`: the suite's own topic
         # prefix and database), so the services write where this process reads.
         # The runner's cgroup parent and uid range are machine-wide: a second clone sets its own.
-        for key in ("WAKELINE_KAFKA_BOOTSTRAP", "WAKELINE_POSTGRES_DSN", "WAKELINE_PARTITIONS",
+        for key in ("WAKELINE_KAFKA_BOOTSTRAP", "WAKELINE_POSTGRES_DSN", "WAKELINE_KAFKA_PORT", "WAKELINE_PG_PORT",
+                    "WAKELINE_PARTITIONS",
                     "WAKELINE_TOPIC_PREFIX", "WAKELINE_POSTGRES_DATABASE", "WAKELINE_CGROUP_PARENT",
                     "WAKELINE_SANDBOX_UID_BASE", "WAKELINE_SANDBOX_UID_COUNT"):
             if key in os.environ:

@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("archiver", "runner", "brain", "gateway")
 # Where the stack is, and the runner's machine-wide ranges (two clones on one machine).
 PASSED_ON = ("WAKELINE_KAFKA_BOOTSTRAP", "WAKELINE_POSTGRES_DSN", "WAKELINE_POSTGRES_ADMIN_DSN",
+             "WAKELINE_KAFKA_PORT", "WAKELINE_PG_PORT",
              "WAKELINE_CGROUP_PARENT", "WAKELINE_SANDBOX_UID_BASE", "WAKELINE_SANDBOX_UID_COUNT")
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from pydantic import SecretStr
@@ -92,3 +94,47 @@ def test_a_dsn_that_names_a_password_keeps_it() -> None:
 def test_sasl_ssl_brings_a_tls_context(credentials: Path) -> None:
     auth = kafka_auth(CommonSettings(kafka_username="brain", kafka_security_protocol="SASL_SSL"))
     assert auth["security_protocol"] == "SASL_SSL" and auth["ssl_context"] is not None
+
+
+@pytest.fixture
+def no_stack_variables(monkeypatch):
+    """No WAKELINE_* of the shell (a helper's stack exports its own): only what the test sets."""
+    for key in [k for k in os.environ if k.startswith("WAKELINE_") and k != "WAKELINE_CREDENTIALS_FILE"]:
+        monkeypatch.delenv(key)
+    return monkeypatch
+
+
+def test_a_second_clone_sets_only_the_ports_and_every_address_follows(no_stack_variables) -> None:
+    from wakeline_gateway.cli import CliSettings
+
+    for key, value in (("WAKELINE_KAFKA_PORT", "29092"), ("WAKELINE_PG_PORT", "25432"), ("WAKELINE_HTTP_PORT", "28080"),
+                       ("WAKELINE_POSTGRES_DATABASE", "wakeline_test")):
+        no_stack_variables.setenv(key, value)
+    admin, retention = AdminSettings(), RetentionSettings()
+    assert admin.kafka_bootstrap == "127.0.0.1:29092"
+    dsns = (admin.postgres_dsn, admin.postgres_admin_dsn, retention.postgres_maintenance_dsn)
+    assert [(u.username, u.hostname, u.port, u.path) for u in map(urlsplit, dsns)] == [
+        (role, "127.0.0.1", 25432, "/wakeline_test")
+        for role in ("wakeline_service", "wakeline_owner", "wakeline_maintenance")]
+    assert CliSettings().gateway_url == "http://127.0.0.1:28080"
+
+
+def test_an_address_set_explicitly_wins_over_the_port(no_stack_variables) -> None:
+    from wakeline_gateway.cli import CliSettings
+
+    no_stack_variables.setenv("WAKELINE_KAFKA_PORT", "29092")
+    no_stack_variables.setenv("WAKELINE_PG_PORT", "25432")
+    no_stack_variables.setenv("WAKELINE_HTTP_PORT", "28080")
+    no_stack_variables.setenv("WAKELINE_KAFKA_BOOTSTRAP", "kafka-1:9092,kafka-2:9092")
+    no_stack_variables.setenv("WAKELINE_POSTGRES_DSN", "postgresql://wakeline_service@db:5432/wakeline")
+    no_stack_variables.setenv("WAKELINE_GATEWAY_URL", "https://gw.example:443")
+    admin = AdminSettings()
+    assert admin.kafka_bootstrap == "kafka-1:9092,kafka-2:9092"
+    assert urlsplit(admin.postgres_dsn).netloc.endswith("@db:5432")
+    assert urlsplit(admin.postgres_admin_dsn).port == 25432  # the one left at its default follows
+    assert CliSettings().gateway_url == "https://gw.example:443"
+
+
+def test_without_ports_the_defaults_are_the_local_stacks(no_stack_variables) -> None:
+    settings = CommonSettings()
+    assert settings.kafka_bootstrap == "127.0.0.1:19092" and urlsplit(settings.postgres_dsn).port == 15432
