@@ -8,7 +8,8 @@ page marks when it starts (`loadSessions`, `openSession`) and measures once what
 is drawn, with one forced layout at the end so that style and layout are counted.
 `list_ms` / `transcript_ms` run from the request to drawn (HTTP and the stream included);
 `render_ms` is the page's own time building and appending the DOM.
-The list is read with an admin key, so it is a full page of the tenant's sessions.
+The list is read with an admin key (the whole tenant) and holds a full page (20): short
+sessions are added first where the tenant has fewer.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tests.e2e.stack import Stack
 CHROMIUM = "/usr/bin/chromium"
 POLICIES = Path(__file__).resolve().parent / "policies"
 POLICY = "wide1000"
+LIST_PAGE = 20  # app.js's PAGE
 READ_MEASURE = "name => performance.getEntriesByName(name).map(m => ({ms: m.duration, ...m.detail}))"
 
 
@@ -40,18 +42,27 @@ def wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def long_session(url: str, key: str, policy: str = POLICY, timeout: float = 600) -> dict:
+def ended_session(client: httpx.Client, policy: str, title: str, timeout: float = 600) -> dict:
     """A session of `policy` run to its end; its row (with last_seq)."""
-    with httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {key}"}) as client:
-        created = client.post("/v1/sessions", json={"message": "list, many times", "title": "render bench",
-                                                    "config": {"model": f"scripted:{policy}", "max_turns": 100}})
-        assert created.status_code == 201, created.text
-        sid = created.json()["session_id"]
+    created = client.post("/v1/sessions", json={"message": "list, many times", "title": title,
+                                                "config": {"model": f"scripted:{policy}", "max_turns": 100}})
+    assert created.status_code == 201, created.text
+    sid = created.json()["session_id"]
 
-        def ended() -> dict | None:
-            row = client.get(f"/v1/sessions/{sid}").json()
-            return row if row["status"] == "ended" else None
-        return wait_for(ended, timeout, f"session {sid} to end")
+    def ended() -> dict | None:
+        row = client.get(f"/v1/sessions/{sid}").json()
+        return row if row["status"] == "ended" else None
+    return wait_for(ended, timeout, f"session {sid} to end")
+
+
+def sessions_to_show(url: str, key: str, policy: str, filler: str) -> dict:
+    """A full first page of the list (the console shows LIST_PAGE), topped up with short
+    `filler` sessions where the tenant has fewer; then the long session, newest."""
+    with httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {key}"}) as client:
+        listed = client.get("/v1/sessions", params={"limit": LIST_PAGE}).json()["count"]
+        for n in range(LIST_PAGE - 1 - listed):
+            ended_session(client, filler, f"filler {n}")
+        return ended_session(client, policy, "render bench")
 
 
 def page_figure(page, name: str, timeout: float = 60) -> dict[str, Any]:
@@ -92,7 +103,7 @@ def measure(browser, url: str, key: str, session: dict, repeats: int = 5) -> lis
     ]
 
 
-def run(repeats: int = 5, run_dir: Path | None = None, policy: str = POLICY) -> list[dict]:
+def run(repeats: int = 5, run_dir: Path | None = None, policy: str = POLICY, filler: str = "reply") -> list[dict]:
     """Starts a gateway of its own beside the running services, makes the session, measures."""
     from playwright.sync_api import sync_playwright
 
@@ -101,7 +112,7 @@ def run(repeats: int = 5, run_dir: Path | None = None, policy: str = POLICY) -> 
         stack.start("gateway-console", kind="gateway")
         stack.wait_gateway()
         key = stack.api_key(principal="bench-console", role="admin")
-        session = long_session(stack.url, key, policy)
+        session = sessions_to_show(stack.url, key, policy, filler)
         with sync_playwright() as manager:
             browser = manager.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             try:

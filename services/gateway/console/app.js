@@ -83,6 +83,7 @@ function listQuery() {
   return q;
 }
 
+const WHEN = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
 const tokens = (n) => (n >= 10000 ? `${Math.round(n / 1000)}k` : String(n));
 
 function row(s) {
@@ -90,7 +91,7 @@ function row(s) {
     el("div", {},
       el("strong", { class: "title", text: s.title || s.session_id }), " ",
       el("span", { class: `status ${s.status}`, text: s.ended_reason ? `${s.status} (${s.ended_reason})` : s.status }),
-      el("div", { class: "quiet", text: `${s.owner} · ${s.model || "?"} · last activity ${new Date(s.updated_at).toLocaleString()} · seq ${s.last_seq}` }),
+      el("div", { class: "quiet", text: `${s.owner} · ${s.model || "?"} · last activity ${WHEN.format(new Date(s.updated_at))} · seq ${s.last_seq}` }),
       el("div", { class: "quiet cost", text: `cost: ${s.cost.model_calls} model calls, ${tokens(s.cost.input_tokens)} in / ${tokens(s.cost.output_tokens)} out tokens` })));
   if (mayDelete(s)) {
     const bin = el("button", { type: "button", class: "bin danger", "aria-label": `Delete ${s.title || s.session_id}`, text: "🗑" });
@@ -266,11 +267,30 @@ function drawEvent(event) {
   return li;
 }
 
-// A chunk of the stream at once: one layout read and one append per chunk, not per event
-// (reading scrollHeight after each append forced a layout per event).
+// Events are drawn once per frame, however many arrived since (a history of a thousand
+// comes in a few frames): one layout read, one append and one scroll per frame, where
+// reading scrollHeight after each append forced a layout per event. A hidden tab, which
+// runs no frames, still draws within a tenth of a second.
 function onEvents(events) {
+  current.queue.push(...events);
+  if (current.flushing) return;
+  const view = current;
+  let done = false;
+  const go = () => { if (!done && current === view) { done = true; flush(); } };
+  view.flushing = true;
+  requestAnimationFrame(go);
+  setTimeout(go, 100);
+}
+
+function flush() {
   const started = performance.now();
-  const stick = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+  const events = current.queue;
+  current.queue = [];
+  current.flushing = false;
+  // While the history at open is still arriving nothing is read from the layout and nothing
+  // scrolled (each would lay out the whole growing transcript again); it scrolls once, at the end.
+  const catchingUp = !current.measured;
+  const stick = !catchingUp && window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
   const batch = document.createDocumentFragment();
   let lastLi = null;
   let hands = false;
@@ -288,14 +308,17 @@ function onEvents(events) {
   if (live) live.before(batch); else $("transcript").append(batch); // the streaming turn stays last
   drawMeta();
   if (hands) drawHands();
-  if (costly) drawCost();
+  if (costly && !catchingUp) drawCost(); // the history's cost is the one asked at open
   if (stick) (live || lastLi).scrollIntoView({ block: "end" });
-  current.renderMs += performance.now() - started;
-  if (!current.measured && current.lastSeq >= current.session.last_seq) {
+  if (catchingUp && current.lastSeq >= current.session.last_seq) {
     current.measured = true; // the history as it was at open is drawn: the bench's figure
+    (live || lastLi).scrollIntoView({ block: "end" });
+    current.renderMs += performance.now() - started;
     measure("console:transcript", current.openedAt,
       { events: $("transcript").childElementCount, render_ms: current.renderMs });
+    return;
   }
+  current.renderMs += performance.now() - started;
 }
 
 // ---- the model writing, live (deltas: never in the log; the model_turn replaces them) ----
@@ -305,6 +328,7 @@ function dropLive() {
 }
 
 function onDelta(delta) {
+  if (current.queue.length) flush(); // what committed before this delta is drawn before it
   let live = current.live;
   if (!live || live.call !== delta.call) {
     // A finished call is replaced by its model_turn, so a call still on the page when
@@ -355,7 +379,8 @@ async function drawCost() {
 const myHands = () => (me.role === "service" ? me.actor : `human:${me.principal}`);
 
 function drawHands() {
-  for (const form of $("transcript").querySelectorAll(".hands-form")) form.remove();
+  for (const form of current.handsForms) form.remove(); // kept, not searched for in a long transcript
+  current.handsForms = [];
   if (current.hands !== myHands()) return;
   for (const [id, name] of current.open) {
     const cell = current.pairs.get(id);
@@ -368,6 +393,7 @@ function drawHands() {
       command("POST", `tool-results/${encodeURIComponent(id)}`, "result submitted", { output: output.value });
     });
     cell.append(form);
+    current.handsForms.push(form);
   }
 }
 
@@ -445,7 +471,7 @@ async function openSession(id) {
   // follow a stream into one transcript and every event would show twice.
   if (mine !== opening) return;
   const view = { id, session, lastSeq: 0, pairs: new Map(), pending: new Map(), open: new Map(), hands: null,
-    live: null, openedAt, renderMs: 0, measured: false };
+    live: null, openedAt, renderMs: 0, measured: false, queue: [], flushing: false, handsForms: [] };
   current = view;
   drawMeta();
   const writable = owns(session);

@@ -44,13 +44,17 @@ export function reasoning(text) {
   return d;
 }
 
+// One formatter for every event: `toLocaleTimeString` builds one per call, which a
+// thousand-event transcript paid a thousand times.
+const CLOCK = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit", second: "2-digit" });
+
 function head(event) {
   return el("div", { class: "head" },
     el("span", { class: "seq", text: `#${event.seq}` }),
     el("span", { class: "type", text: event.type }),
     el("span", { class: "actor", text: event.actor }),
     el("span", { class: `trust trust-${event.trust}`, text: event.trust }),
-    el("time", { text: new Date(event.ts).toLocaleTimeString() }));
+    el("time", { text: CLOCK.format(new Date(event.ts)) }));
 }
 
 function summary(event) {
