@@ -6,6 +6,7 @@ The browser and page fixtures are `console_browser`'s (Chromium is the machine's
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import threading
@@ -320,6 +321,10 @@ def test_the_audit_form_queries_pages_and_downloads_csv(stack, keys, page):
         page.click("#a-csv")
     csv = Path(download.value.path()).read_text().splitlines()
     assert len(csv) == len(rows) + 1 and sid in "\n".join(csv), csv[:3]
+    with page.expect_download() as download:
+        page.click("#a-jsonl")
+    lines = [json.loads(line) for line in Path(download.value.path()).read_text().splitlines()]
+    assert [(e["session_id"], str(e["seq"]), e["type"]) for e in lines] == [(r[1], r[2], r[3]) for r in rows]
 
     page.click("#a-sessions")  # the sessions those events belong to: the same form, another question
     page.wait_for_selector(f"#as-results tbody tr[data-session='{sid}']")
