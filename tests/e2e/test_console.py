@@ -6,19 +6,25 @@ The browser and page fixtures are `console_browser`'s (Chromium is the machine's
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
 import threading
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 
 from tests.e2e.console_browser import expect_ui, open_session, shot, sign_in
 from tests.e2e.sessions import create_session, wait_ended
+from wakeline.event_store import INSERT_ROWS, event_row
+from wakeline.events import parse_event
+from wakeline.settings import CommonSettings
 
 HOSTILE_PORT = 47613  # named in tests/e2e/policies/hostileconsole.json
 # Every write/delete control of a session view, by data-act.
@@ -185,6 +191,43 @@ def test_a_pending_call_is_denied_the_session_woken_and_then_cancelled_from_the_
     assert "ended: cancelled" in ended.text_content()
     with api(stack, keys["user"]) as user:
         assert wait_ended(user, stack, sid)["ended_reason"] == "cancelled"
+
+
+def forge_next_event(tenant: str, last: dict) -> int:
+    """Stores an event after `last` whose link does not match it (as a tampered store would),
+    straight into Postgres as the service role, in a thread of its own (this one runs the
+    page's Playwright loop). Returns its seq."""
+    forged = parse_event({**last, "seq": last["seq"] + 1, "event_id": str(uuid.uuid4()), "prev_hash": "0" * 64})
+
+    async def insert() -> None:
+        conn = await asyncpg.connect(CommonSettings().postgres_dsn)
+        try:
+            async with conn.transaction():
+                await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
+                await conn.execute(INSERT_ROWS, *([value] for value in event_row(forged)))
+        finally:
+            await conn.close()
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, insert()).result(timeout=60)
+    return forged.seq
+
+
+def test_verify_says_where_a_chain_breaks(stack, page):
+    tenant = f"console-{uuid.uuid4().hex[:8]}"  # a tenant of its own: the test database outlives runs
+    key = stack.api_key("console-verifier", "user", tenant=tenant)
+    with api(stack, key) as user:
+        sid = create_session(user, "tools3", "to be tampered with")
+        wait_ended(user, stack, sid)
+        last = user.get(f"/v1/sessions/{sid}/events", params={"limit": 1000}).json()["data"][-1]
+    sign_in(page, stack, key, f"console-verifier · user · tenant {tenant}")
+    open_session(page, stack, sid)
+    page.click("#s-actions button[data-act=verify]")
+    expect_ui(page.locator("#s-notice")).to_contain_text(f"Chain intact: {last['seq']} events")
+    bad = forge_next_event(tenant, last)
+    page.click("#s-actions button[data-act=verify]")
+    expect_ui(page.locator("#s-notice")).to_contain_text(f"Chain broken at seq {bad}")
+    assert page.get_attribute("#s-notice", "class") == "error"
+    shot(page, "verify-broken")
 
 
 def test_take_over_hand_back_and_fork_from_a_step(stack, keys, page):
