@@ -259,6 +259,21 @@ def test_take_over_hand_back_and_fork_from_a_step(stack, keys, page):
     expect_ui(page.locator("#s-forks")).to_contain_text(f"fork at seq {at}")
     assert page.get_attribute("#s-forks button[data-goto]", "data-goto") == fork
     assert page.get_attribute("#s-forks .here", "aria-current") == "true"
+
+    # a fork of the fork: the tree is drawn from the root, as deep as the forks go
+    page.click(f"#s-forks button[data-goto='{fork}']")
+    expect_ui(page.locator("#s-meta")).to_contain_text(f"{fork} ·")  # drawn once its transcript is its own
+    page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=60_000)
+    deep_at = int(page.get_attribute("#transcript li[data-type=tool_result] >> nth=-1", "data-seq"))
+    assert deep_at > at
+    page.click(f"#transcript li[data-seq='{deep_at}'] button.fork")
+    page.fill(f"#transcript li[data-seq='{deep_at}'] .fork-form input", "and another")
+    page.press(f"#transcript li[data-seq='{deep_at}'] .fork-form input", "Enter")
+    expect_ui(page.locator("#s-meta")).to_contain_text(f"fork of {fork} at {deep_at}")
+    deeper = page.url.rsplit("/", 1)[1]
+    path = f"#s-forks li[data-node='{sid}'] li[data-node='{fork}'] li[data-node='{deeper}']"
+    expect_ui(page.locator(f"{path} > strong.here")).to_contain_text(f"fork at seq {deep_at}")
+    expect_ui(page.locator(f"#s-forks li[data-node='{sid}'] > button[data-goto='{sid}']")).to_have_count(1)
     shot(page, "tree")
 
 
