@@ -32,6 +32,7 @@ def main() -> None:
     emit(asyncio.run(audit_query.run()))
     emit(fold_speed.run(repeats=3))
     emit(asyncio.run(prompt_cache.run()))  # no services: the local Messages API server only
+    emit(asyncio.run(prompt_cache.run_mixed()))  # thinking, a second message, compactions
     stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-")))
     for name in ("archiver", "runner", "brain"):
         stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES))

@@ -12,6 +12,14 @@ left out) that sits before a breakpoint whose whole prefix is identical to a pre
 previous request marked with a breakpoint: what that request wrote to the cache and this
 one can read. With caching off there are no breakpoints, so the share is 0 and every
 request pays the whole prefix again; on, it should be nearly all of it.
+
+`run_mixed` measures the same over a session closer to a real one (`mixed_requests`):
+extended thinking on (every reply starts with a signed thinking block, sent back), a
+second user message after the first answer, and compactions whose summary the model
+writes in a call of its own (`summary.summary_request`), decided as the actor decides them
+on the local estimate (`plan_compaction`). The summary calls are their own prefix and are
+left out of the chain; the first request after a compaction is reported apart: the summary
+replaced the cached prefix, so only the tools and system prompt can be served then.
 """
 
 from __future__ import annotations
@@ -23,16 +31,17 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from tests.fakes.messages_api import Canned, FakeMessagesAPI, message, text_block, tool_use_block
+from tests.fakes.messages_api import Canned, FakeMessagesAPI, message, text_block, thinking_block, tool_use_block
 from wakeline import commands as c
 from wakeline.chain import Draft, seal
 from wakeline.fold import apply
 from wakeline.state import SessionState
 from wakeline.tools import tool_schemas
 from wakeline_brain.claude import ClaudeModel
-from wakeline_brain.context import build_request
+from wakeline_brain.context import build_request, plan_compaction
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
+from wakeline_brain.summary import just_compacted, model_compaction, summary_request
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 OUTPUT = "".join(f"file_{i:03d}.py  {i * 37 % 5000:>6} bytes\n" for i in range(60))  # ~1.7 kB a result
@@ -134,6 +143,103 @@ async def run(turns: int = 30) -> list[dict[str, Any]]:
     return lines
 
 
+def _system_text(body: dict[str, Any]) -> str:
+    system = body.get("system", "")
+    return system if isinstance(system, str) else "".join(b.get("text", "") for b in system)
+
+
+def mixed_responder(answers_at: tuple[int, ...]):  # type: ignore[no-untyped-def]
+    """Conversation call n (from 1) answers at `answers_at`, else asks for a listing; every
+    reply starts with its thinking. A summary call gets a short summary."""
+    count = 0
+
+    def answer(body: dict[str, Any]) -> Canned:
+        nonlocal count
+        if _system_text(body).startswith("You are compacting"):
+            return message([text_block("SUMMARY: directories listed so far, each with its files; nothing failed.")],
+                           output_tokens=20)
+        count += 1
+        thinking = thinking_block(f"Call {count}: which directory is next?", f"sig-bench-{count:03d}")
+        if count in answers_at:
+            return message([thinking, text_block(f"Listed them all ({count}).")], "end_turn")
+        return message([thinking, text_block(f"Step {count}: listing again."),
+                        tool_use_block("list_files", {"path": f"dir{count}"}, id=f"toolu_{count:03d}")], "tool_use")
+    return answer
+
+
+async def mixed_requests(cache: bool = True, turns: int = 30, context_window: int = 8192) -> dict[str, Any]:
+    """One mixed session's requests: the conversation's bodies in order, the summary calls'
+    bodies, the indices (in the conversation's) of the first request after each compaction
+    and of the first request after the second user message."""
+    first_answer = turns // 2
+    out: dict[str, Any] = {"bodies": [], "summaries": [], "after_compaction": [], "after_second_message": None}
+    with FakeMessagesAPI() as api:
+        api.respond_with(mixed_responder((first_answer, turns)))
+        model = ClaudeModel("claude-bench", "bench-key", base_url=api.base_url, max_retries=0, prompt_cache=cache)
+        session, second = Session(), "Now list them again, the other way round."
+        session.append(handle_input(session.state, c.CreateSession(
+            command_id="create", session_id="bench-cache", tenant="bench", actor="user:bench",
+            message="List every directory, one call each.",
+            config={"model": "claude-bench", "max_turns": turns + 5, "max_tokens": 4096, "thinking_budget": 1024,
+                    "context_window": context_window})))
+        compacted = False
+        try:
+            while True:
+                step = next_step(session.state)
+                if step is None and second:  # the first task answered: the user asks again
+                    session.append(handle_input(session.state, c.PostMessage(
+                        command_id="post", session_id="bench-cache", tenant="bench", actor="user:bench", text=second)))
+                    second, out["after_second_message"] = "", len(out["bodies"])
+                    continue
+                if step is None:
+                    break
+                if step is not CALL_MODEL:
+                    session.append(step)  # type: ignore[arg-type]
+                    continue
+                plan = None if just_compacted(session.state) else plan_compaction(
+                    session.state, build_request(session.state, tool_schemas()))
+                if plan is not None:  # as the actor: the model writes the summary, then the request is sent
+                    summary = await model.complete(summary_request(session.state, plan))
+                    out["summaries"].append(api.bodies()[-1])
+                    session.append([model_compaction(plan, summary, "claude-bench")])
+                    compacted = True
+                    continue
+                reply = await model.complete(build_request(session.state, tool_schemas()))
+                if compacted:
+                    out["after_compaction"].append(len(out["bodies"]))
+                    compacted = False
+                out["bodies"].append(api.bodies()[-1])
+                session.append(model_drafts(session.state, reply, "agent:claude-bench"))
+                for call in session.state.pending_tool_calls:
+                    session.append(handle_input(session.state, c.ToolResultReport(
+                        session_id="bench-cache", tenant="bench", tool_call_id=call.tool_call_id, name=call.name,
+                        output=OUTPUT, runner="bench")))
+        finally:
+            await model.close()
+    return out
+
+
+async def run_mixed(turns: int = 30) -> list[dict[str, Any]]:
+    lines = []
+    for cache in (True, False):
+        got = await mixed_requests(cache, turns)
+        bodies = got["bodies"]
+        shares = [cacheable_share(a, b) for a, b in zip(bodies, bodies[1:])]
+        after = set(got["after_compaction"])
+        steady = [s for i, s in enumerate(shares, start=1) if i not in after]
+        second = got["after_second_message"]
+        lines.append({"bench": "prompt_cache_mixed", "cache": "on" if cache else "off", "requests": len(bodies),
+                      "summary_calls": len(got["summaries"]), "compactions_before": sorted(after),
+                      "max_breakpoints": max(sum(marked for _, marked in pieces(b)) for b in bodies + got["summaries"]),
+                      "cacheable_share_mean": round(statistics.fmean(shares), 4),
+                      "cacheable_share_mean_between_compactions": round(statistics.fmean(steady), 4),
+                      "cacheable_share_after_compaction": [round(shares[i - 1], 4) for i in sorted(after)],
+                      "cacheable_share_after_second_message": round(shares[second - 1], 4) if second else None,
+                      "cacheable_share_last": round(shares[-1], 4),
+                      "input_chars_last": sum(len(p) for p, _ in pieces(bodies[-1]))})
+    return lines
+
+
 if __name__ == "__main__":
-    for line in asyncio.run(run()):
+    for line in asyncio.run(run()) + asyncio.run(run_mixed()):
         print(json.dumps(line))

@@ -236,11 +236,12 @@ class _Building:
 
 def _blocks(raw: tuple[dict[str, Any], ...]) -> tuple[Block, ...]:
     """A model turn's blocks as state blocks; one of a kind the brain does not act on is
-    kept whole (`OtherBlock`), to go back as it came."""
+    kept whole (`OtherBlock`), to go back as it came, and so is a text block that carries
+    more than its text (`citations`): rebuilt as `{type, text}` it would lose them."""
     out: list[Block] = []
     for b in raw:
         kind = b.get("type")
-        if kind == "text":
+        if kind == "text" and not set(b) - {"type", "text"}:
             out.append(TextBlock(b.get("text", "")))
         elif kind == "thinking":
             out.append(ThinkingBlock(b.get("thinking", ""), b.get("signature", "")))

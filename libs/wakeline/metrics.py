@@ -50,7 +50,9 @@ WAKE_SECONDS = Histogram("wakeline_brain_wake_seconds", "Waking a session: readi
                          "the tail, folding it, appending `woke`", buckets=_SECONDS)
 MODEL_SECONDS = Histogram("wakeline_model_call_seconds", "One model call, request to reply or error",
                           ["adapter", "outcome"], buckets=_SECONDS)
-MODEL_TOKENS = Counter("wakeline_model_tokens_total", "Tokens the model reported", ["adapter", "direction"])
+MODEL_TOKENS = Counter("wakeline_model_tokens_total", "Tokens the model reported: input (uncached), output, and "
+                       "the input the prompt cache wrote (cache_creation) and served (cache_read)",
+                       ["adapter", "direction"])
 TOOL_SECONDS = Histogram("wakeline_tool_call_seconds", "One tool call in the runner, received to result ready",
                          ["tool", "outcome"], buckets=_SECONDS)
 RUNNER_QUEUE = Gauge("wakeline_runner_queue_depth", "Tool calls accepted by this runner and not yet running "

@@ -68,11 +68,22 @@ class RedactedThinkingBlock:
 
 @dataclass(frozen=True)
 class OtherBlock:
-    """A block of a kind the brain does not act on (a server tool's use or result, say),
-    kept as the API returned it so the next request sends it back whole."""
+    """A block of a kind the brain does not act on (a server tool's use or result, say), or a
+    text block with more than its text (its `citations`), kept as the API returned it so the
+    next request sends it back whole."""
 
     raw: dict[str, Any]
     type: Literal["other"] = "other"
+
+
+def text_of(block: "Block") -> str | None:
+    """The text of a text block, a plain one or one kept whole (`OtherBlock`); None for
+    other blocks. For readers of the conversation (summaries), not for requests."""
+    if isinstance(block, TextBlock):
+        return block.text
+    if isinstance(block, OtherBlock) and block.raw.get("type") == "text":
+        return str(block.raw.get("text", ""))
+    return None
 
 
 Block = Union[TextBlock, ThinkingBlock, RedactedThinkingBlock, ToolUseBlock, ToolResultBlock, OtherBlock]

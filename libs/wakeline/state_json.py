@@ -25,7 +25,8 @@ _SETS = ("awaiting_approval",)
 # of shape (a field of the state, its config or a payload it holds) changes the schema's
 # hash on its own. A snapshot of another format is not resumed from nor compared.
 # 2: tool results' ids left the dedupe set; command ids kept as packed 64-bit digests.
-FOLD_REVISION = 2
+# 3: a model turn's text block with more than its text (citations) folds to an OtherBlock.
+FOLD_REVISION = 3
 STATE_FORMAT = f"{FOLD_REVISION}.{hashlib.sha256(canonical_json(_STATE.json_schema())).hexdigest()[:12]}"
 
 

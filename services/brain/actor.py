@@ -440,9 +440,13 @@ class SessionActor:
 
     async def _summarize(self, state: SessionState, plan: Draft) -> None:
         """The model's summary of what `plan` covers, beside the loop like a model call; a
-        failed call falls back to the mechanical summary (the turn goes on either way)."""
+        failed call falls back to the mechanical summary (the turn goes on either way). It is
+        a model call like a turn's, so it takes one of the brain's `model_slots` too: a burst
+        of compactions must not pile onto an overloaded API past the bound."""
         try:
-            reply = await self.deps.model_for(state.config.model).complete(summary_request(state, plan))
+            model = self.deps.model_for(state.config.model)
+            async with self.deps.model_slots or _NO_LIMIT:
+                reply = await model.complete(summary_request(state, plan))
         except Exception:
             log.exception("session %s: the summary call failed; compacting mechanically", self.session_id)
             reply = None

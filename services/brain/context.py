@@ -15,6 +15,7 @@ from wakeline import events as e
 from wakeline.chain import Draft
 from wakeline.state import (
     Message, OtherBlock, RedactedThinkingBlock, SessionState, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
+    text_of,
 )
 from wakeline_brain.model import ModelRequest
 
@@ -72,8 +73,9 @@ def _cut_index(messages: tuple[Message, ...]) -> int | None:
 def _gist(message: Message) -> str:
     parts = []
     for block in message.blocks:
-        if isinstance(block, TextBlock):
-            parts.append(block.text[:300])
+        text = text_of(block)  # a cited text block too (kept whole, as an OtherBlock)
+        if text is not None:
+            parts.append(text[:300])
         elif isinstance(block, ToolUseBlock):
             parts.append(f"called {block.name}({json.dumps(block.input)[:200]})")
         elif isinstance(block, ToolResultBlock):

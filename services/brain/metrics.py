@@ -81,8 +81,13 @@ class TimedModel:
             outcome = "ok"
         finally:
             metrics.MODEL_SECONDS.labels(self._adapter, outcome).observe(asyncio.get_running_loop().time() - began)
-        metrics.MODEL_TOKENS.labels(self._adapter, "input").inc(reply.usage.input_tokens)
-        metrics.MODEL_TOKENS.labels(self._adapter, "output").inc(reply.usage.output_tokens)
+        usage = reply.usage
+        metrics.MODEL_TOKENS.labels(self._adapter, "input").inc(usage.input_tokens)
+        metrics.MODEL_TOKENS.labels(self._adapter, "output").inc(usage.output_tokens)
+        # Input the prompt cache wrote and served, apart from `input` (the API counts them
+        # apart): their ratio is the hit rate an operator watches (docs/operations.md).
+        metrics.MODEL_TOKENS.labels(self._adapter, "cache_creation").inc(usage.cache_creation_input_tokens)
+        metrics.MODEL_TOKENS.labels(self._adapter, "cache_read").inc(usage.cache_read_input_tokens)
         return reply
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from wakeline import events as e
 from wakeline.chain import Draft
-from wakeline.state import Message, SessionState, TextBlock, ToolResultBlock, ToolUseBlock
+from wakeline.state import Message, SessionState, ToolResultBlock, ToolUseBlock, text_of
 from wakeline_brain.context import CHARS_PER_TOKEN
 from wakeline_brain.model import ModelReply, ModelRequest
 
@@ -68,8 +68,9 @@ def model_compaction(plan: Draft, reply: ModelReply, model: str) -> Draft:
 def _line(message: Message, cap: int) -> str:
     parts = []
     for block in message.blocks:
-        if isinstance(block, TextBlock):
-            parts.append(block.text[:cap])
+        text = text_of(block)  # a cited text block too (kept whole, as an OtherBlock)
+        if text is not None:
+            parts.append(text[:cap])
         elif isinstance(block, ToolUseBlock):
             parts.append(f"[called {block.name} with {block.input}]"[:cap])
         elif isinstance(block, ToolResultBlock):

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from bench.prompt_cache import cacheable_share, pieces
 from tests.e2e.console_browser import expect_ui, open_session, shot, sign_in
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stack import require_database, running_stack
@@ -127,6 +128,27 @@ def without_cache_marks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in b.items() if k != "cache_control"} for b in blocks]
 
 
+def assert_breakpoints(body: dict[str, Any]) -> None:
+    """Where the brain puts its cache marks (`claude.cache_breakpoints`): the last tool, the
+    system prompt, the newest message's last block that may carry one, at most four in all."""
+    assert [("cache_control" in t) for t in body["tools"]] == [False] * (len(body["tools"]) - 1) + [True]
+    assert [("cache_control" in b) for b in body["system"]] == [True]
+    newest = [b for b in body["messages"][-1]["content"] if b["type"] not in ("thinking", "redacted_thinking")]
+    assert "cache_control" in newest[-1]
+    assert not any("cache_control" in b for m in body["messages"] for b in m["content"]
+                   if b["type"] in ("thinking", "redacted_thinking"))
+    assert sum(marked for _, marked in pieces(body)) <= 4
+
+
+def assert_keeps_marked_prefix(previous: dict[str, Any], body: dict[str, Any]) -> None:
+    """`body` carries `previous`'s newest breakpoint over the same prefix, byte for byte, marks
+    included: what `previous` wrote to the cache, `body` reads."""
+    before, now = pieces(previous), pieces(body)
+    newest = max(i for i, (_, marked) in enumerate(before) if marked)
+    assert now[: newest + 1] == before[: newest + 1]
+    assert cacheable_share(previous, body) == sum(len(p) for p, _ in now[: newest + 1]) / sum(len(p) for p, _ in now)
+
+
 def test_a_529_storm_over_20_sessions_parks_them_and_every_one_completes(stack, client, api, script):
     tags = [f"storm-{i}" for i in range(20)]
     for tag in tags:
@@ -143,6 +165,8 @@ def test_a_529_storm_over_20_sessions_parks_them_and_every_one_completes(stack, 
         assert [e.type for e in events].count("model_turn") == 2
         assert [e.payload.reason for e in events if e.type == "session_ended"] == ["completed"]
         assert script.calls[tag] == 5 + 2  # every 529 and the two answers: nothing lost, nothing doubled
+        for body in requests_of(api, tag):
+            assert_breakpoints(body)
 
 
 def test_thinking_blocks_go_back_unchanged_after_a_kill_9_of_the_brain(stack, client, api, script):
@@ -158,12 +182,22 @@ def test_thinking_blocks_go_back_unchanged_after_a_kill_9_of_the_brain(stack, cl
     assert any(e.type == "woke" and e.payload.host == "brain-claude-2" for e in events)
     [turn] = [e for e in events if e.type == "model_turn" and e.payload.stop_reason == "tool_use"]
     assert list(turn.payload.blocks) == script.sent[tag]  # stored as returned
-    after = [b for b in requests_of(api, tag) if tool_results(b)]
+    bodies = requests_of(api, tag)
+    after = [b for b in bodies if tool_results(b)]
     assert after, "no request after the tool result"
     for body in after:  # rebuilt from the log by the new brain
         assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
         assistant = [m for m in body["messages"] if m["role"] == "assistant"]
         assert without_cache_marks(assistant[0]["content"]) == script.sent[tag]
+    # The cache marks: where they belong in every request, and the first request the new
+    # brain sends keeps the killed brain's last marked prefix identical (a cache hit).
+    for body in bodies:
+        assert_breakpoints(body)
+    first_after = bodies.index(after[0])
+    assert first_after > 0 and not tool_results(bodies[first_after - 1])  # sent by the killed brain
+    assert_keeps_marked_prefix(bodies[first_after - 1], after[0])
+    for previous, body in zip(bodies, bodies[1:]):
+        assert_keeps_marked_prefix(previous, body)
 
 
 def test_a_stream_cut_by_the_server_mid_turn_is_redone(stack, client, api, script):

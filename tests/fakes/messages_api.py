@@ -21,7 +21,13 @@ drops the connection after that many events, as a lost stream does.
 the body (its JSON length / 4). The server checks what the real API requires
 (an API key in `x-api-key` or `Authorization: Bearer`, an `anthropic-version` header, and
 `model`, `max_tokens`, `messages` in the body) and answers like the real API when something
-is missing, so a client that forgets them fails the test. An exhausted queue answers 500 with
+is missing, so a client that forgets them fails the test. It also refuses, with the API's
+400 `invalid_request_error`, what the API refuses that the brain's prompt caching and
+thinking could get wrong: more than four `cache_control` breakpoints, one on a thinking
+block, and (thinking on) a thinking block without its signature, or a request ending with
+tool results whose assistant turn does not start with its thinking blocks.
+`cut_tool_use_block` streams a tool input cut part-way (a reply cut at max_tokens),
+`server_tool_use_block` a server tool's use (a pause_turn reply). An exhausted queue answers 500 with
 `x-should-retry: false`, so a test that scripted too few responses fails fast instead of
 hanging in the SDK's retry loop.
 
@@ -84,6 +90,20 @@ def tool_use_block(name: str, input: dict[str, Any], id: str | None = None) -> d
     return {"type": "tool_use", "id": id or _next_id("toolu"), "name": name, "input": input}
 
 
+def cut_tool_use_block(name: str, partial_json: str, id: str | None = None) -> dict[str, Any]:
+    """A tool_use the reply hit max_tokens while writing: streamed, its input is `partial_json`
+    (JSON cut part-way) as the API sends it, so the SDK gets what it makes of a cut input.
+    Not streamed, its input is `{}`. `_partial_json` is the fake's own and never sent."""
+    return {"type": "tool_use", "id": id or _next_id("toolu"), "name": name, "input": {},
+            "_partial_json": partial_json}
+
+
+def server_tool_use_block(name: str, input: dict[str, Any], id: str | None = None) -> dict[str, Any]:
+    """A server tool's use (web search, say), which the API runs itself; a `pause_turn` reply
+    may end on one, for the client to send back so the API resumes."""
+    return {"type": "server_tool_use", "id": id or _next_id("srvtoolu"), "name": name, "input": input}
+
+
 def thinking_block(thinking: str, signature: str = "sig-fake") -> dict[str, Any]:
     return {"type": "thinking", "thinking": thinking, "signature": signature}
 
@@ -124,10 +144,11 @@ def sse_events(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             first = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [{"type": "thinking_delta", "thinking": piece} for piece in _halves(block["thinking"])]
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
-        elif kind == "tool_use":
-            first = {**block, "input": {}}
+        elif kind in ("tool_use", "server_tool_use"):
+            wire = block.get("_partial_json")
+            first = {k: v for k, v in block.items() if k != "_partial_json"} | {"input": {}}
             deltas = [{"type": "input_json_delta", "partial_json": piece}
-                      for piece in _halves(json.dumps(block["input"]))]
+                      for piece in _halves(wire if wire is not None else json.dumps(block["input"]))]
         else:  # redacted_thinking and anything else: whole in its start
             first, deltas = block, []
         out.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": first}))
@@ -185,6 +206,72 @@ def credential(headers: dict[str, str]) -> str | None:
         return headers["x-api-key"]
     scheme, _, token = headers.get("authorization", "").partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _unstreamed(body: dict[str, Any]) -> dict[str, Any]:
+    """A canned body as a non-streamed answer: without the fake's own keys."""
+    if not isinstance(body.get("content"), list):
+        return body
+    return {**body, "content": [{k: v for k, v in b.items() if k != "_partial_json"} for b in body["content"]]}
+
+
+# --- what the real API refuses ------------------------------------------------------------------
+
+MAX_CACHE_BREAKPOINTS = 4
+
+
+def _blocks_of(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(where, block) for every block of the request that may carry `cache_control`."""
+    out = [(f"tools.{i}", t) for i, t in enumerate(body.get("tools") or []) if isinstance(t, dict)]
+    system = body.get("system")
+    if isinstance(system, list):
+        out += [(f"system.{i}", b) for i, b in enumerate(system) if isinstance(b, dict)]
+    for i, m in enumerate(body.get("messages") or []):
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, list):
+            out += [(f"messages.{i}.content.{j}", b) for j, b in enumerate(content) if isinstance(b, dict)]
+    return out
+
+
+def _cache_control_problem(body: dict[str, Any]) -> str | None:
+    """The API refuses more than four breakpoints, and one on a thinking block."""
+    marked = [(where, b) for where, b in _blocks_of(body) if "cache_control" in b]
+    if len(marked) > MAX_CACHE_BREAKPOINTS:
+        return (f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+                f"Found {len(marked)}.")
+    for where, block in marked:
+        if block.get("type") in ("thinking", "redacted_thinking"):
+            return f"{where}.{block['type']}.cache_control: Extra inputs are not permitted"
+    return None
+
+
+def _thinking_problem(body: dict[str, Any]) -> str | None:
+    """With thinking enabled, the API wants the assistant turn whose tool results the request
+    ends with to start with its thinking (as it was returned: a thinking block with its
+    signature, or a redacted one), and every thinking block sent back to keep its signature."""
+    thinking = body.get("thinking")
+    if not (isinstance(thinking, dict) and thinking.get("type") == "enabled"):
+        return None
+    for where, block in _blocks_of(body):
+        if block.get("type") == "thinking" and not block.get("signature"):
+            return f"{where}.thinking.signature: Field required"
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    if len(messages) < 2 or messages[-1].get("role") != "user":
+        return None
+    last = messages[-1].get("content")
+    if not (isinstance(last, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in last)):
+        return None
+    turn = messages[-2]
+    content = turn.get("content") if turn.get("role") == "assistant" else None
+    if not isinstance(content, list) or not any(b.get("type") == "tool_use" for b in content if isinstance(b, dict)):
+        return None
+    first = content[0].get("type") if content and isinstance(content[0], dict) else None
+    if first not in ("thinking", "redacted_thinking"):
+        return (f"messages.{len(messages) - 2}.content.0.type: Expected `thinking` or `redacted_thinking`, "
+                f"but found `{first}`. When `thinking` is enabled, a final `assistant` message must start "
+                "with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks). "
+                "We recommend you include thinking blocks from previous turns.")
+    return None
 
 
 # --- the server ---------------------------------------------------------------------------
@@ -266,7 +353,7 @@ class FakeMessagesAPI:
         if canned.status == 200 and isinstance(body, dict) and body.get("stream"):
             return StreamingResponse(self._stream(canned), media_type="text/event-stream",
                                      headers={"cache-control": "no-cache", **canned.headers})
-        return JSONResponse(canned.body, status_code=canned.status, headers=canned.headers)
+        return JSONResponse(_unstreamed(canned.body), status_code=canned.status, headers=canned.headers)
 
     @staticmethod
     async def _stream(canned: Canned) -> AsyncIterator[bytes]:
@@ -295,6 +382,9 @@ class FakeMessagesAPI:
             if key not in body:
                 return error(400, "invalid_request_error", f"{key}: Field required",
                              retry_after=None, headers=no_retry)
+        problem = _cache_control_problem(body) or _thinking_problem(body)
+        if problem is not None:
+            return error(400, "invalid_request_error", problem, retry_after=None, headers=no_retry)
         return None
 
     async def _not_found(self, request: Request) -> JSONResponse:

@@ -47,10 +47,12 @@ class Partition:
                          now=lambda: datetime.now(UTC), new_id=lambda: str(uuid.uuid4()))
         return SessionActor(session_id=session_id, tenant="t", partition=PARTITION, writer=self.writer, deps=deps)
 
-    def deliver(self, actor: SessionActor, item: object, topic: str = INBOX) -> None:
+    def deliver(self, actor: SessionActor, item: object, topic: str = INBOX) -> int:
+        """Puts `item` in the actor's mailbox as the record at the returned offset."""
         tp, offset = TopicPartition(topic, PARTITION), next(self._offsets)
         self.tracker.add(tp, offset)
         actor.mailbox.put_nowait((item, (tp, offset)))
+        return offset
 
     def events(self, session_id: str) -> list[Event]:
         return [parse_event(s.value) for t in self.producer.committed for s in t.sent

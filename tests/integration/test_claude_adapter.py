@@ -233,7 +233,9 @@ THINKING_REPLY = [thinking_block("List first, then read.", "EqQBCkgIARABGAIiQL-s
 async def test_thinking_and_redacted_thinking_come_back_as_blocks_with_their_signature(api, model) -> None:
     api.enqueue(message(THINKING_REPLY, "tool_use"))
 
-    reply = await model.complete(ModelRequest(model=MODEL, system=SYSTEM, messages=MESSAGES, tools=TOOLS,
+    # The first message only: MESSAGES ends on a tool result whose turn has no thinking, which
+    # the API (and the fake) refuses with thinking on.
+    reply = await model.complete(ModelRequest(model=MODEL, system=SYSTEM, messages=MESSAGES[:1], tools=TOOLS,
                                               max_tokens=4096, thinking_budget=2048, session_id="s", seq=1))
 
     assert reply.blocks == THINKING_REPLY  # streamed, reassembled, exactly as sent
@@ -342,3 +344,47 @@ async def test_count_tokens_asks_the_api(api, model) -> None:
     assert received.path == "/v1/messages/count_tokens"
     assert "max_tokens" not in received.body and received.body["messages"][0]["content"][-1]["cache_control"]
     assert counted == len(__import__("json").dumps(received.body, sort_keys=True)) // 4
+
+
+async def test_fake_refuses_more_than_four_breakpoints_and_one_on_thinking_as_the_api_does(api) -> None:
+    """The checks are real: a brain that marked a fifth block, or a thinking block, would fail
+    loudly against the fake as it would against the API."""
+    def body(marked_messages: int, thinking_marked: bool = False) -> dict:
+        mark = {"cache_control": {"type": "ephemeral"}}
+        messages = [{"role": "user" if i % 2 == 0 else "assistant",
+                     "content": [{"type": "text", "text": f"m{i}", **mark}]}
+                    for i in range(marked_messages)] or [{"role": "user", "content": "hi"}]
+        if thinking_marked:
+            messages += [{"role": "assistant", "content": [{**thinking_block("hm"), **mark}]}]
+        return {"model": MODEL, "max_tokens": 5, "system": [{"type": "text", "text": SYSTEM, **mark}],
+                "messages": messages}
+    api.enqueue(text_message("only for a valid request"))
+    headers = {"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
+    async with httpx.AsyncClient(base_url=api.base_url, headers=headers) as http:
+        five = await http.post("/v1/messages", json=body(4))
+        on_thinking = await http.post("/v1/messages", json=body(1, thinking_marked=True))
+        four = await http.post("/v1/messages", json=body(3))
+    assert (five.status_code, five.json()["error"]["type"]) == (400, "invalid_request_error")
+    assert "A maximum of 4 blocks with cache_control" in five.json()["error"]["message"]
+    assert on_thinking.status_code == 400 and "cache_control" in on_thinking.json()["error"]["message"]
+    assert four.status_code == 200 and four.json()["content"] == [text_block("only for a valid request")]
+
+
+async def test_with_thinking_on_a_tool_result_whose_turn_lost_its_thinking_is_refused(api, model) -> None:
+    api.enqueue(text_message("only for the valid request"))
+    thinking_on = {"tools": TOOLS, "max_tokens": 4096, "thinking_budget": 2048, "session_id": "s", "seq": 1}
+
+    with pytest.raises(ModelError, match="BadRequestError.*Expected `thinking` or `redacted_thinking`") as refused:
+        await model.complete(ModelRequest(model=MODEL, system=SYSTEM, messages=MESSAGES, **thinking_on))
+    assert refused.value.retryable is False
+    unsigned = [MESSAGES[0], {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"},
+                                                               *MESSAGES[1]["content"]]}, MESSAGES[2]]
+    with pytest.raises(ModelError, match="signature: Field required"):
+        await model.complete(ModelRequest(model=MODEL, system=SYSTEM, messages=unsigned, **thinking_on))
+    assert api.pending == 1  # refused before any scripted answer was used
+
+    kept = [MESSAGES[0], {"role": "assistant", "content": [THINKING_REPLY[0], THINKING_REPLY[1],
+                                                           *MESSAGES[1]["content"]]}, MESSAGES[2]]
+    reply = await model.complete(ModelRequest(model=MODEL, system=SYSTEM, messages=kept, **thinking_on))
+    assert reply.text == "only for the valid request"
+    assert len(api.bodies()) == 3

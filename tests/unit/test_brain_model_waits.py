@@ -210,3 +210,22 @@ async def test_a_model_that_does_not_stream_publishes_no_deltas() -> None:
         await part.writer.close()
     assert model.calls == 1 and deltas == []
     assert part.events("s1")[-1].payload.reason == "completed"
+
+
+async def test_the_summary_call_of_a_compaction_takes_a_model_slot_like_a_turn() -> None:
+    from wakeline_brain.context import plan_compaction
+    part = Partition()
+    state, request = long_session()
+    plan = plan_compaction(state, request, counted=5000)  # a compaction the model writes the summary of
+    assert plan is not None
+    model = FlakyModel(failures=0, delay_s=0.1)
+    slots = asyncio.Semaphore(1)
+    summarizing = with_deps(part.actor("s1", model), model_slots=slots)
+    turning = with_deps(part.actor("s2", model), model_slots=slots)
+
+    await asyncio.gather(summarizing._summarize(state, plan), turning._call_model(state))
+
+    assert model.calls == 2 and model.most_in_flight == 1  # one slot: one call at a time, the summary's too
+    summary_done, turn_done = summarizing.mailbox.get_nowait(), turning.mailbox.get_nowait()
+    assert summary_done.reply is not None and summary_done.reply.text == "done"
+    assert turn_done.reply is not None and turn_done.error is None

@@ -231,3 +231,57 @@ def test_usage_reports_the_cache_hit_rate_and_what_caching_saved() -> None:
     assert usage.cache_saved_input_tokens() == pytest.approx(9000 * 0.9 - 1000 * 0.25)
     assert e.Usage().cache_hit_rate() == 0.0
     assert e.Usage(cache_creation_input_tokens=400).cache_saved_input_tokens() == -100  # written, never read
+
+
+# --- 5. a fork's rebuilt request ------------------------------------------------------------------
+
+def test_a_fork_of_a_thinking_session_rebuilds_the_request_the_api_expects() -> None:
+    from tests.fakes.messages_api import _cache_control_problem, _thinking_problem
+    from wakeline_brain.claude import ClaudeModel
+    from wakeline_brain.forking import fork_drafts
+
+    parent = started(thinking_budget=2048)
+    blocks = [THINKING, REDACTED, {"type": "text", "text": "Listing."},
+              {"type": "tool_use", "id": "toolu_1", "name": "list_files", "input": {"path": "."}}]
+    parent.append(model_drafts(parent.state, reply(blocks), "agent:claude-test"), "s1")
+    result(parent, "toolu_1")  # the fork starts here: after the result, before the model's answer
+    at = parent.state.last_seq
+    at_fork = build_request(parent.state, tool_schemas())
+    parent.append(model_drafts(parent.state, reply([{"type": "text", "text": "a.txt"}], "end_turn"), "a:x"), "s1")
+
+    fork = Log()
+    fork.state, fork.events = fold(parent.events[:at]), list(parent.events[:at])
+    cmd = c.CreateSession(command_id=f"create-{uuid.uuid4()}", session_id="s2", tenant="t", actor="user:ann",
+                          message="now count them", fork_of=c.ForkOrigin(session_id="s1", seq=at))
+    fork.append(fork_drafts(fork.state, parent.events[:at], cmd), "s2")
+    fork.append(next_step(fork.state), "s2")  # the fork's first turn
+    assert next_step(fork.state) is CALL_MODEL
+
+    request = build_request(fork.state, tool_schemas())
+    assert request.thinking_budget == 2048
+    assert request.messages[1]["content"] == blocks  # thinking, signature and redacted data unchanged
+    assert request.messages[:2] == at_fork.messages[:2]  # the prefix as the parent sent it from there
+    last = request.messages[2]["content"]
+    assert [b["type"] for b in last] == ["tool_result", "text"] and last[1]["text"] == "now count them"
+    body = ClaudeModel("claude-test", "k", base_url="http://127.0.0.1:9").params(request)
+    assert body["messages"][1]["content"][:2] == [THINKING, REDACTED]  # no cache mark on thinking
+    assert _thinking_problem(body) is None and _cache_control_problem(body) is None  # what the API checks
+
+
+# --- 6. blocks as stored ----------------------------------------------------------------------------
+
+def test_a_text_block_with_citations_goes_back_as_it_came_and_a_plain_one_as_its_text() -> None:
+    cited = {"type": "text", "text": "The sky is blue.", "citations": [
+        {"type": "char_location", "cited_text": "blue", "document_index": 0, "document_title": "sky.txt",
+         "start_char_index": 7, "end_char_index": 11}]}
+    plain = {"type": "text", "text": "Plainly."}
+    log = started()
+    log.append(model_drafts(log.state, reply([cited, plain], "end_turn"), "agent:claude-test"), "s1")
+
+    assert build_request(log.state, tool_schemas()).messages[1]["content"] == [cited, plain]
+    from wakeline.state import TextBlock
+    assert log.state.messages[1].blocks[1] == TextBlock("Plainly.")  # nothing kept twice for a plain one
+    from wakeline_brain.context import _gist
+    assert _gist(log.state.messages[1]) == "assistant: The sky is blue. | Plainly."  # summaries still read it
+    from_snapshot = state_from_json(json.loads(json.dumps(state_to_json(log.state))))
+    assert build_request(from_snapshot, tool_schemas()).messages[1]["content"] == [cited, plain]
