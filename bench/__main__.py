@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 from bench import (
-    archiver_throughput, audit_query, fold_speed, http_commands, prompt_cache, scale, tool_roundtrip, wake_time,
+    archiver_throughput, audit_query, console_render, fold_speed, http_commands, prompt_cache, scale, tool_roundtrip,
+    wake_time,
 )
 from tests.e2e.stack import Stack
 
@@ -39,6 +40,7 @@ def main() -> None:
         emit(asyncio.run(tool_roundtrip.run_against_floor((3, 100), repeats=2)))
         emit(asyncio.run(http_commands.run()))
         emit(asyncio.run(wake_time.run(repeats=3)))
+        emit(console_render.run())  # its own gateway and Chromium beside these services
     finally:
         stack.stop_all()
     # after the services: it leaves events that the next run's archiver must first skip as redeliveries

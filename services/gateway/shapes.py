@@ -80,8 +80,34 @@ class SessionPublic(BaseModel):
     fork_seq: int | None = None
 
 
+class SessionCostBrief(BaseModel):
+    """What a listed session cost so far, from its own model turns (a fork's inherited prefix
+    is its parent's): `GET /v1/sessions/{id}/cost` has the whole account."""
+
+    model_calls: int = 0
+    input_tokens: int = Field(default=0, description="Every input token, cache writes and reads included.")
+    output_tokens: int = 0
+
+
+class SessionListedPublic(SessionPublic):
+    cost: SessionCostBrief = SessionCostBrief()
+
+
+# What a list may be filtered by: every status but `deleted` (a deleted session is never listed).
+ListedStatus = Literal["new", "idle", "running", "waiting_model", "ended"]
+
+
+class SessionsQuery(Strict):
+    limit: int = Field(default=50, ge=1, le=200)
+    cursor: str | None = Field(default=None, max_length=500)
+    status: ListedStatus | None = None
+    owner: query_text(200) | None = Field(default=None, description="Part of the owner, any case (`alice`).")  # type: ignore[valid-type]
+    model: query_text(200) | None = Field(default=None, description="Part of the model name, any case.")  # type: ignore[valid-type]
+    q: query_text(200) | None = Field(default=None, description="Part of the title, any case.")  # type: ignore[valid-type]
+
+
 class SessionsPublic(BaseModel):
-    data: list[SessionPublic]
+    data: list[SessionListedPublic]
     count: int
     next_cursor: str | None = Field(description="Pass as `cursor` for the next (older) page.")
 

@@ -9,6 +9,7 @@ sealed them; a stored row that is not one raises `wakeline.events.CorruptEvent`.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import datetime
 
 import asyncpg
@@ -24,6 +25,27 @@ from wakeline.proofs import InclusionProof, proof_from_postgres
 SESSION_COLUMNS = ("session_id, owner, title, model, status, last_seq, created_at, updated_at, "
                    "ended_reason, parent_session_id, fork_seq, deleted_at, deleted_by")
 PAGE = 1000
+_TOKENS = "coalesce(sum((payload->'usage'->>{!r})::bigint), 0)"
+_COSTS = (f"SELECT session_id, count(*) AS model_calls, {_TOKENS.format('output_tokens')} AS output_tokens, "
+          f"{_TOKENS.format('input_tokens')} + {_TOKENS.format('cache_creation_input_tokens')} "
+          f"+ {_TOKENS.format('cache_read_input_tokens')} AS input_tokens "
+          "FROM events WHERE tenant = $1 AND session_id = ANY($2) AND ts >= $3 AND type = 'model_turn' "
+          "GROUP BY session_id")
+
+
+@dataclass(frozen=True)
+class SessionMatch:
+    """What a list is filtered by: an exact status; parts of owner, model and title, any case."""
+
+    status: str | None = None
+    owner: str | None = None
+    model: str | None = None
+    title: str | None = None
+
+
+def contains(text: str) -> str:
+    """An ILIKE pattern matching `text` anywhere, its own % and _ taken literally."""
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 async def _session_row(conn: asyncpg.Connection, scope: Scope, session_id: str) -> asyncpg.Record | None:
@@ -52,17 +74,33 @@ class SessionStore:
         security, as `TenantPool.transaction` would with four."""
         return await self._pool.system_statement(_session_row, scope, session_id)
 
-    async def sessions(self, scope: Scope, limit: int,
-                       cursor: tuple[datetime, str] | None) -> list[asyncpg.Record]:
+    async def sessions(self, scope: Scope, limit: int, cursor: tuple[datetime, str] | None,
+                       match: SessionMatch = SessionMatch()) -> list[asyncpg.Record]:
         """Live sessions, newest first; `cursor` is the (created_at, session_id) of the last seen."""
-        where, args = "deleted_at IS NULL AND status <> 'deleted'", [limit]
+        where, args = ["deleted_at IS NULL", "status <> 'deleted'"], [limit]
+
+        def add(clause: str, *values: object) -> None:
+            args.extend(values)
+            where.append(clause.format(*(f"${len(args) - len(values) + 1 + n}" for n in range(len(values)))))
         if cursor is not None:
-            where += " AND (created_at, session_id) < ($2, $3)"
-            args += list(cursor)
+            add("(created_at, session_id) < ({}, {})", *cursor)
+        if match.status is not None:
+            add("status = {}", match.status)
+        for column, text in (("owner", match.owner), ("model", match.model), ("title", match.title)):
+            if text is not None:
+                add(f"{column} ILIKE {{}} ESCAPE '\\'", contains(text))
         async with self._pool.transaction(*scope) as conn:
             return await conn.fetch(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {where} "
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(where)} "
                 "ORDER BY created_at DESC, session_id DESC LIMIT $1", *args)
+
+    async def costs(self, scope: Scope, session_ids: list[str], since: datetime) -> dict[str, asyncpg.Record]:
+        """Model calls and tokens of each session's own model turns, in one query for a page of
+        the list: the (tenant, session_id, seq) index finds each session's events, and `since`
+        (the oldest session's creation) spares the monthly partitions before it."""
+        async with self._pool.transaction(*scope) as conn:
+            rows = await conn.fetch(_COSTS, scope.tenant, session_ids, since)
+        return {row["session_id"]: row for row in rows}
 
     async def events(self, scope: Scope, session_id: str, query: EventQuery) -> list[Event]:
         return await self._events.read(scope, session_id, query)

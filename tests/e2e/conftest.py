@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from tests.e2e.console_browser import browser, page  # noqa: F401 - the console's browser fixtures
 from tests.e2e.stack import require_database, running_stack
 
 

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from bench.prompt_cache import cacheable_share, pieces
+from tests.e2e.console_browser import expect_ui, open_session, shot, sign_in
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stack import require_database, running_stack
 from tests.e2e.stored_log import assert_log_whole, stored_events
@@ -284,6 +285,44 @@ def test_viewers_see_the_text_as_it_streams_and_the_turn_restart_after_a_kill_9(
     turns = [e for e in events if e.type == "model_turn"]
     assert len(turns) == 2 and turns[0].payload.text == "Running it."
     assert [kind for kind, _ in viewer.frames if kind == "model_turn"] == ["model_turn", "model_turn"]
+
+
+def test_the_console_draws_the_model_writing_its_restart_and_then_its_reasoning_collapsed(
+        stack, client, api, script, page):
+    tag = "console-live"
+    script.first[tag] = first_reply(tag, pace_s=0.8)  # the first attempt streams slowly (the page signs in meanwhile)
+    sid = create(client, tag)
+    wait_for(lambda: client.get(f"/v1/sessions/{sid}").status_code == 200, 30, "the session row", stack)
+    sign_in(page, stack, stack.headers["Authorization"].removeprefix("Bearer "), "local · user · tenant default")
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript li.live details.reasoning:not([hidden])")  # thinking, as it streams
+    assert page.locator("#transcript li[data-type=model_turn]").count() == 0
+    assert "model writing" in page.text_content("#transcript li.live .head")
+    # a piece of the thinking so far (deltas are not replayed: a page that joins late misses the start)
+    thinking = page.text_content("#transcript li.live pre.reasoning-text")
+    assert thinking and thinking in f"I should run a command for {tag}.", thinking
+    script.first[tag] = first_reply(tag, pace_s=0.4)  # the redone attempt too, so its restart stays in view
+    stack.services["brain"].kill9()
+    stack.start("brain", "brain", WAKELINE_HOST="brain-claude-console", **brain_env(api))
+    restart = page.wait_for_selector("#transcript li.live .restart", timeout=60_000)
+    assert "restarted" in restart.text_content()
+    expect_ui(page.locator("#transcript li.live")).to_contain_text("I should run")  # the redone attempt, streaming
+    shot(page, "model-writing")
+
+    page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=120_000)
+    assert page.locator("#transcript li.live").count() == 0  # each finished turn replaced what streamed
+    turns = page.locator("#transcript li[data-type=model_turn]")
+    expect_ui(turns).to_have_count(2)
+    first = turns.nth(0).locator("details.reasoning")
+    assert first.get_attribute("open") is None  # collapsed
+    assert first.locator("summary").text_content() == "reasoning"
+    thought = first.text_content()
+    assert f"I should run a command for {tag}." in thought and "[redacted thinking]" in thought
+    assert f"sig-{tag}" not in page.text_content("#transcript")  # signatures are for the API only
+    assert turns.nth(0).locator(".text").text_content() == "Running it."
+    assert "The command ran." in turns.nth(1).locator("details.reasoning").text_content()
+    # over HTTP: the stored log's asyncio.run cannot run under the page's Playwright loop
+    assert wait_ended(client, stack, sid)["ended_reason"] == "completed"
 
 
 MEMORY = "# MEMORY\n- the code word is PELICAN\n- tabs, never spaces\n"

@@ -1,54 +1,36 @@
 """The web console in a real browser (Debian's Chromium driven by Playwright) against the
 real stack: roles, a live session, approval, keyboard delete, audit, hostile content.
-
-Chromium is the machine's (`/usr/bin/chromium`); Playwright never downloads one. Without
-it (or the `playwright` package) these tests skip, and fail under CI=true. With
-`WAKELINE_CONSOLE_SHOTS=<dir>` they also save screenshots of the main screens there
-(`docs/console/` is made that way).
+The browser and page fixtures are `console_browser`'s (Chromium is the machine's; with
+`WAKELINE_CONSOLE_SHOTS=<dir>` the tests save screenshots of the main screens there).
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
+import json
 import re
 import socket
 import threading
-from collections.abc import Iterator
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
 
+from tests.e2e.console_browser import expect_ui, open_session, shot, sign_in
 from tests.e2e.sessions import create_session, wait_ended
-from tests.requirements import missing
+from wakeline.event_store import INSERT_ROWS, event_row
+from wakeline.events import parse_event
+from wakeline.settings import CommonSettings
 
-CHROMIUM = "/usr/bin/chromium"
 HOSTILE_PORT = 47613  # named in tests/e2e/policies/hostileconsole.json
-TIMEOUT_MS = 30_000
-SHOTS = os.environ.get("WAKELINE_CONSOLE_SHOTS")
 # Every write/delete control of a session view, by data-act.
 WRITE_ACTS = {"cancel", "wake", "takeover", "handback"}
 READ_ACTS = {"export-html", "export-json", "verify"}
-
-
-@pytest.fixture(scope="module")
-def browser(stack) -> Iterator[object]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError as err:
-        missing(f"the playwright package is not installed ({err}); `make venv` installs it")
-    if not Path(CHROMIUM).exists():
-        missing(f"no Chromium at {CHROMIUM}; install Debian's `chromium` package")
-    manager = sync_playwright().start()
-    try:
-        browser = manager.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-    except Exception as err:  # noqa: BLE001 - whatever stops the browser, the test cannot run
-        manager.stop()
-        missing(f"Chromium at {CHROMIUM} did not start under Playwright: {err}")
-    yield browser
-    browser.close()
-    manager.stop()
+CELLS = "rs => rs.map(r => [...r.cells].map(c => c.textContent))"  # a table's rows as lists of texts
 
 
 @pytest.fixture(scope="module")
@@ -56,49 +38,12 @@ def keys(stack) -> dict[str, str]:
     return {role: stack.api_key(f"console-{role}", role) for role in ("user", "auditor", "admin")}
 
 
-@pytest.fixture
-def page(browser, stack):
-    context = browser.new_context(viewport={"width": 1100, "height": 800}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    yield page
-    context.close()
-    assert not errors, f"the console threw: {errors}"
-
-
-def expect_ui(locator):
-    """Playwright's `expect`: it polls through selectors, where `wait_for_function` would
-    need `eval`, which the console's CSP (rightly) refuses."""
-    from playwright.sync_api import expect
-    return expect(locator)
-
-
 def api(stack, key: str) -> httpx.Client:
     return httpx.Client(base_url=stack.url, timeout=30, headers={"Authorization": f"Bearer {key}"})
 
 
-def sign_in(page, stack, key: str, expect: str) -> None:
-    page.goto(f"{stack.url}/console/")
-    page.fill("#key", key)
-    page.press("#key", "Enter")
-    expect_ui(page.locator("#who")).to_have_text(expect)
-
-
-def shot(page, name: str) -> None:
-    if SHOTS:
-        Path(SHOTS).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
-
-
 def visible_acts(page) -> set[str]:
     return set(page.eval_on_selector_all("#s-actions button:not([hidden])", "bs => bs.map(b => b.dataset.act)"))
-
-
-def open_session(page, stack, session_id: str) -> None:
-    page.goto(f"{stack.url}/console/#/s/{session_id}")
-    page.wait_for_selector("#transcript li[data-type=session_created]")
 
 
 def test_console_is_served_with_a_strict_csp_and_me_names_the_caller(stack, keys):
@@ -147,12 +92,22 @@ def test_each_role_sees_exactly_the_actions_it_may_take(stack, keys, page):
     assert page.locator(f"#session-list li[data-session='{own}'] .bin").count() == 0
     open_session(page, stack, own)
     assert visible_acts(page) == READ_ACTS and not page.is_visible("#send")
+    page.click("#nav-audit")
+    assert page.is_visible("#audit-form") and page.is_visible("#a-sessions")
+    assert not page.is_visible("#access-log")  # the access log is the admin's
 
     page.click("#sign-out")
     sign_in(page, stack, keys["admin"], "console-admin · admin · tenant default")
     assert page.is_visible("#new-session") and page.is_visible("#nav-audit")
-    open_session(page, stack, own)  # another's session: read, never write
-    assert visible_acts(page) == READ_ACTS and not page.is_visible("#send")
+    # another's session: read, never write, but delete (deps.deletable_session lets a tenant admin)
+    page.wait_for_selector(f"#session-list li[data-session='{own}'] .bin", state="attached")  # shown on hover/focus
+    open_session(page, stack, own)
+    assert visible_acts(page) == READ_ACTS | {"delete"} and not page.is_visible("#send")
+    page.click("#nav-audit")
+    assert page.is_visible("#access-log") and page.is_visible("#a-sessions")
+    with api(stack, keys["admin"]) as admin:  # and the server agrees with the page
+        assert admin.post(f"/v1/sessions/{own}/messages", json={"text": "not mine"}).status_code == 403
+        assert admin.delete(f"/v1/sessions/{own}").status_code in (200, 202)
 
 
 def test_a_session_started_in_the_console_runs_live_and_resumes_after_the_gateway_restarts(stack, keys, page):
@@ -185,6 +140,15 @@ def test_a_session_started_in_the_console_runs_live_and_resumes_after_the_gatewa
     with page.expect_download() as download:
         page.click("#s-actions button[data-act=export-json]")
     assert session_id in Path(download.value.path()).read_text()
+    with page.expect_download() as download:
+        page.click("#s-actions button[data-act=export-html]")
+    html = Path(download.value.path()).read_text()
+    assert html.lstrip().lower().startswith("<!doctype html") and session_id in html
+    with api(stack, keys["user"]) as user:  # the cost line followed the session to its end
+        cost = user.get(f"/v1/sessions/{session_id}/cost").json()
+    assert cost["turns"] >= 3 and cost["tool_calls"] == 2
+    expect_ui(page.locator("#s-cost")).to_contain_text(
+        f"cost: {cost['turns']} turns, {cost['model_calls']} model calls, {cost['tool_calls']} tool calls")
     shot(page, "live-session")
 
 
@@ -207,6 +171,63 @@ def test_a_pending_tool_call_is_approved_from_the_console(stack, keys, page):
     assert page.locator("#transcript li[data-type=approval_granted]").count() == 2
     with api(stack, keys["user"]) as user:
         assert wait_ended(user, stack, sid)["ended_reason"] == "completed"
+
+
+def test_a_pending_call_is_denied_the_session_woken_and_then_cancelled_from_the_console(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "slowmodel", "say no", require_approval=["bash"])
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    open_session(page, stack, sid)
+    page.click("#transcript li[data-type=approval_requested] button.deny")
+    denied = page.wait_for_selector("#transcript li[data-type=approval_denied]")
+    assert "user:console-user" in denied.text_content()
+    expect_ui(page.locator("#s-notice")).to_contain_text("denied")
+    # the call's result beside it: the denial, as an error
+    expect_ui(page.locator("#transcript .pair .result.error").first).to_contain_text("denied by user:console-user")
+    page.click("#s-actions button[data-act=wake]")
+    page.wait_for_selector("#transcript li[data-type=woke]")
+    page.click("#s-actions button[data-act=cancel]")
+    ended = page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=60_000)
+    assert "ended: cancelled" in ended.text_content()
+    with api(stack, keys["user"]) as user:
+        assert wait_ended(user, stack, sid)["ended_reason"] == "cancelled"
+
+
+def forge_next_event(tenant: str, last: dict) -> int:
+    """Stores an event after `last` whose link does not match it (as a tampered store would),
+    straight into Postgres as the service role, in a thread of its own (this one runs the
+    page's Playwright loop). Returns its seq."""
+    forged = parse_event({**last, "seq": last["seq"] + 1, "event_id": str(uuid.uuid4()), "prev_hash": "0" * 64})
+
+    async def insert() -> None:
+        conn = await asyncpg.connect(CommonSettings().postgres_dsn)
+        try:
+            async with conn.transaction():
+                await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
+                await conn.execute(INSERT_ROWS, *([value] for value in event_row(forged)))
+        finally:
+            await conn.close()
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, insert()).result(timeout=60)
+    return forged.seq
+
+
+def test_verify_says_where_a_chain_breaks(stack, page):
+    tenant = f"console-{uuid.uuid4().hex[:8]}"  # a tenant of its own: the test database outlives runs
+    key = stack.api_key("console-verifier", "user", tenant=tenant)
+    with api(stack, key) as user:
+        sid = create_session(user, "tools3", "to be tampered with")
+        wait_ended(user, stack, sid)
+        last = user.get(f"/v1/sessions/{sid}/events", params={"limit": 1000}).json()["data"][-1]
+    sign_in(page, stack, key, f"console-verifier · user · tenant {tenant}")
+    open_session(page, stack, sid)
+    page.click("#s-actions button[data-act=verify]")
+    expect_ui(page.locator("#s-notice")).to_contain_text(f"Chain intact: {last['seq']} events")
+    bad = forge_next_event(tenant, last)
+    page.click("#s-actions button[data-act=verify]")
+    expect_ui(page.locator("#s-notice")).to_contain_text(f"Chain broken at seq {bad}")
+    assert page.get_attribute("#s-notice", "class") == "error"
+    shot(page, "verify-broken")
 
 
 def test_take_over_hand_back_and_fork_from_a_step(stack, keys, page):
@@ -232,8 +253,28 @@ def test_take_over_hand_back_and_fork_from_a_step(stack, keys, page):
     page.wait_for_selector("#transcript li[data-type=user_message]")
     assert "take another road" in page.text_content("#transcript")
     page.click("#s-forks button[data-goto]")  # back to the parent, which now lists the fork
+    expect_ui(page.locator(f"#s-forks li[data-node='{sid}'] > strong.here")).to_have_count(1)
+    expect_ui(page.locator(f"#s-forks li[data-node='{sid}'] li[data-node='{fork}'] > button")).to_contain_text(
+        f"fork at seq {at}")
     expect_ui(page.locator("#s-forks")).to_contain_text(f"fork at seq {at}")
     assert page.get_attribute("#s-forks button[data-goto]", "data-goto") == fork
+    assert page.get_attribute("#s-forks .here", "aria-current") == "true"
+
+    # a fork of the fork: the tree is drawn from the root, as deep as the forks go
+    page.click(f"#s-forks button[data-goto='{fork}']")
+    expect_ui(page.locator("#s-meta")).to_contain_text(f"{fork} ·")  # drawn once its transcript is its own
+    page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=60_000)
+    deep_at = int(page.get_attribute("#transcript li[data-type=tool_result] >> nth=-1", "data-seq"))
+    assert deep_at > at
+    page.click(f"#transcript li[data-seq='{deep_at}'] button.fork")
+    page.fill(f"#transcript li[data-seq='{deep_at}'] .fork-form input", "and another")
+    page.press(f"#transcript li[data-seq='{deep_at}'] .fork-form input", "Enter")
+    expect_ui(page.locator("#s-meta")).to_contain_text(f"fork of {fork} at {deep_at}")
+    deeper = page.url.rsplit("/", 1)[1]
+    path = f"#s-forks li[data-node='{sid}'] li[data-node='{fork}'] li[data-node='{deeper}']"
+    expect_ui(page.locator(f"{path} > strong.here")).to_contain_text(f"fork at seq {deep_at}")
+    expect_ui(page.locator(f"#s-forks li[data-node='{sid}'] > button[data-goto='{sid}']")).to_have_count(1)
+    shot(page, "tree")
 
 
 def test_the_person_holding_the_hands_answers_a_tool_call_then_hands_back(stack, keys, page):
@@ -291,6 +332,17 @@ def test_a_session_is_deleted_with_the_keyboard_and_the_page_says_what_delete_me
         wait_ended(user, stack, sid)
     sign_in(page, stack, keys["user"], "console-user · user · tenant default")
     row = f"#session-list li[data-session='{sid}']"
+    page.focus(row)  # the newest: first in the list
+    page.keyboard.press("ArrowDown")
+    below = page.evaluate("document.activeElement.dataset.session")
+    assert below and below != sid
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate("document.activeElement.dataset.session") == sid
+    page.keyboard.press("Enter")
+    expect_ui(page.locator("#s-meta")).to_contain_text(sid)
+    page.focus("#back")  # back to the list, by the keyboard too
+    page.keyboard.press("Enter")
+    page.wait_for_selector(row)
     page.focus(row)
     page.keyboard.press("Delete")
     confirm = page.wait_for_selector(f"{row} .confirm")
@@ -327,6 +379,44 @@ def test_the_audit_form_queries_pages_and_downloads_csv(stack, keys, page):
         page.click("#a-csv")
     csv = Path(download.value.path()).read_text().splitlines()
     assert len(csv) == len(rows) + 1 and sid in "\n".join(csv), csv[:3]
+    with page.expect_download() as download:
+        page.click("#a-jsonl")
+    lines = [json.loads(line) for line in Path(download.value.path()).read_text().splitlines()]
+    assert [(e["session_id"], str(e["seq"]), e["type"]) for e in lines] == [(r[1], r[2], r[3]) for r in rows]
+
+    page.click("#a-sessions")  # the sessions those events belong to: the same form, another question
+    page.wait_for_selector(f"#as-results tbody tr[data-session='{sid}']")
+    touched = page.eval_on_selector_all("#as-results tbody tr", CELLS)
+    assert {r[0] for r in touched} == {r[1] for r in rows}, (touched, rows)
+    assert all(r[2] == "user:console-user" and "user_message" in r[6] for r in touched), touched
+    page.set_viewport_size({"width": 380, "height": 900})  # a phone: the tables scroll, the page does not
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    shot(page, "narrow-audit")
+    page.click(f"#as-results tr[data-session='{sid}'] button[data-goto]")
+    expect_ui(page.locator("#s-meta")).to_contain_text(sid)
+
+
+def test_the_admin_reads_the_access_log_a_page_at_a_time(stack, keys, page):
+    with api(stack, keys["user"]) as user:  # the database outlives runs: this run's window
+        since = wait_ended(user, stack, create_session(user, "tools3", "a clock"))["created_at"]
+    with api(stack, keys["auditor"]) as auditor:
+        for _ in range(52):  # the page shows 50 at a time
+            assert auditor.get("/v1/audit/events", params={"type": "woke", "since": since}).status_code == 200
+    sign_in(page, stack, keys["admin"], "console-admin · admin · tenant default")
+    page.click("#nav-audit")
+    page.fill("#al-principal", "console-auditor")
+    page.fill("#al-since", since)
+    page.press("#al-since", "Enter")
+    page.wait_for_selector("#al-results tbody tr")
+    expect_ui(page.locator("#al-results tbody tr")).to_have_count(50)
+    page.click("#al-more")
+    expect_ui(page.locator("#al-results tbody tr")).to_have_count(52)
+    logged = page.eval_on_selector_all("#al-results tbody tr", CELLS)
+    assert len(logged) == 52 and all(r[2] == "console-auditor" and r[3] == "auditor" for r in logged), logged
+    assert all(r[5] == "GET /v1/audit/events" and '"woke"' in r[6] for r in logged), logged
+    assert [int(r[0]) for r in logged] == sorted(int(r[0]) for r in logged)
+    assert not page.is_visible("#al-more")
+    shot(page, "access-log")
 
 
 class Counter(BaseHTTPRequestHandler):
@@ -413,3 +503,20 @@ def test_hostile_content_stays_text_and_reaches_nothing(stack, keys, page):
         for server in servers:
             server.shutdown()
             server.server_close()
+
+
+def test_the_render_bench_reads_the_pages_own_figures_in_its_short_form(stack, tmp_path):
+    """`bench.console_render` end to end (its own gateway and Chromium beside this stack's
+    services), on a three-turn session instead of a thousand events. Not a timing test."""
+    from bench import console_render
+
+    # in a thread of its own: this one already runs the module's Playwright
+    with ThreadPoolExecutor(1) as pool:
+        lines = pool.submit(console_render.run, repeats=1, run_dir=tmp_path, policy="tools3",
+                            filler="tools3").result(timeout=300)
+    by_name = {line["bench"]: line for line in lines}
+    assert set(by_name) == {"console_list_ms", "console_transcript_ms"}
+    shown, listed = by_name["console_transcript_ms"], by_name["console_list_ms"]
+    assert shown["n"] == 1 and shown["events"] >= 12  # the whole session, each event once (checked in measure)
+    assert 0 < shown["render_ms_p50"] <= shown["p50"]
+    assert listed["n"] == 1 and listed["sessions"] == 20 and 0 <= listed["render_ms_p50"] <= listed["p50"]

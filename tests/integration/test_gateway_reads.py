@@ -208,6 +208,43 @@ async def test_list_sessions_is_newest_first_pages_by_cursor_and_skips_deleted(g
     assert bad.status_code == 422 and "cursor" in bad.json()["detail"]
 
 
+async def test_list_sessions_filters_in_postgres_and_shows_what_each_cost(gw) -> None:
+    _, client, seeder = gw
+    own = Seeder(seeder.pool, fresh_tenant())
+    alpha = (await own.session([
+        created(title="Alpha 100%_done"), draft("user_message", "c1", text="hi"), draft("turn_started", turn=1),
+        draft("model_turn", text="a", usage={"input_tokens": 100, "output_tokens": 20}),
+        draft("model_turn", text="b", usage={"input_tokens": 50, "output_tokens": 10, "cache_read_input_tokens": 30}),
+        draft("turn_ended", turn=1)]))[0].session_id
+    beta = (await own.session([created(title="beta"), draft("session_ended", reason="completed")]))[0].session_id
+    gamma = (await own.session([draft("session_created", "cmd-g", config={"model": "claude-x"}, owner="user:bob",
+                                      title="gamma", actor="user:bob")]))[0].session_id
+    key = bearer(await api_key(own.tenant, "aud", "auditor"))  # the whole tenant: bob's session too
+
+    async def listed(**params: str) -> list[str]:
+        answer = await client.get("/v1/sessions", params=params, headers=key)
+        assert answer.status_code == 200, answer.text
+        return [s["session_id"] for s in answer.json()["data"]]
+
+    assert await listed() == [gamma, beta, alpha]
+    assert await listed(status="ended") == [beta]
+    assert await listed(status="idle") == [gamma, alpha]
+    assert await listed(status="running") == []
+    assert await listed(owner="BOB") == [gamma] and await listed(model="claude") == [gamma]
+    assert await listed(q="0%_d") == [alpha] and await listed(q="%") == [alpha]  # % and _ are literal
+    assert await listed(q="alpha", status="ended") == []
+    page = (await client.get("/v1/sessions", params={"limit": 1, "status": "idle"}, headers=key)).json()
+    rest = (await client.get("/v1/sessions", params={"cursor": page["next_cursor"], "status": "idle"},
+                             headers=key)).json()
+    assert [s["session_id"] for s in page["data"] + rest["data"]] == [gamma, alpha]  # the filter pages too
+    costs = {s["session_id"]: s["cost"] for s in rest["data"] + page["data"]}
+    assert costs[alpha] == {"model_calls": 2, "input_tokens": 180, "output_tokens": 30}
+    assert costs[gamma] == {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}
+    for bad in ({"status": "waiting"}, {"status": "deleted"}, {"owner": ""}, {"q": "x" * 201}, {"sort": "title"}):
+        answer = await client.get("/v1/sessions", params=bad, headers=key)
+        assert answer.status_code == 422 and answer.json()["errors"], (bad, answer.text)
+
+
 async def test_stream_sends_each_event_as_a_frame_and_ends_after_session_ended(gw) -> None:
     _, client, seeder = gw
     events = await seeder.session([created(), draft("user_message", "c1", text="hi"),

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from typing import get_args
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from wakeline.status import Status
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.routes import console
+from wakeline_gateway.shapes import ListedStatus
 
 FILES = sorted(p.name for p in resources.files("wakeline_gateway").joinpath("console").iterdir())
 
@@ -53,3 +56,16 @@ def test_the_page_has_no_inline_code_and_the_scripts_never_build_markup_from_tex
             for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(",
                          "new Function", "EventSource", "localStorage"):
                 assert sink not in code, (name, sink)
+
+
+def test_the_status_filter_offers_exactly_the_statuses_a_listed_session_can_have() -> None:
+    """Derived from `wakeline.status.Status` (every status but `deleted`, which is never
+    listed) and the list API's own `ListedStatus`, so a renamed status cannot leave the page
+    offering one the server refuses."""
+    page = resources.files("wakeline_gateway").joinpath("console").joinpath("index.html").read_text()
+    select = re.search(r'<select id="f-status">(.*?)</select>', page, re.S)
+    assert select is not None
+    offered = re.findall(r"<option(?: value=\"\")?>([^<]*)</option>", select.group(1))
+    assert offered[0] == "any" and '<option value="">any</option>' in select.group(1)
+    listed = set(get_args(Status)) - {"deleted"}
+    assert set(offered[1:]) == listed == set(get_args(ListedStatus)) and len(offered[1:]) == len(listed)

@@ -47,10 +47,14 @@ export async function download(path, filename) {
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
-// Reads the SSE stream with fetch (the browser's own SSE client cannot send a header). Calls onEvent once
-// per event, in seq order: after a drop it resumes from the last seq seen, so nothing is
-// repeated and nothing skipped. Returns a function that stops it.
-export function follow(sessionId, afterSeq, { onEvent, onState }) {
+// Reads the SSE stream with fetch (the browser's own SSE client cannot send a header). Calls
+// onEvents with the events of each chunk read, in seq order (a history of a thousand events
+// comes in a few chunks, so the page lays out a few times, not once per event): after a
+// drop it resumes from the last seq seen, so nothing is repeated and nothing skipped.
+// With `deltas`, the model's text as it streams goes to onDelta (delta frames carry no id:
+// they are not positions in the log), in order with the events around it.
+// Returns a function that stops it.
+export function follow(sessionId, afterSeq, { onEvents, onDelta, onState, deltas = false }) {
   let last = afterSeq;
   let stopped = false;
   let controller = null;
@@ -58,7 +62,7 @@ export function follow(sessionId, afterSeq, { onEvent, onState }) {
 
   async function once() {
     controller = new AbortController();
-    const response = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/stream?after=${last}`,
+    const response = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/stream?after=${last}${deltas ? "&deltas=true" : ""}`,
       { headers: headers({ Accept: "text/event-stream" }), signal: controller.signal });
     if (response.status === 404) return "gone";
     if (!response.ok) throw new ApiError(response.status, await response.json().catch(() => null));
@@ -70,6 +74,8 @@ export function follow(sessionId, afterSeq, { onEvent, onState }) {
       const { value, done } = await reader.read();
       if (done) return "closed";
       buffer += value;
+      let batch = [];
+      const flush = () => { if (batch.length) onEvents(batch); batch = []; };
       let cut;
       while ((cut = buffer.indexOf("\n\n")) >= 0) {
         const frame = buffer.slice(0, cut);
@@ -80,13 +86,20 @@ export function follow(sessionId, afterSeq, { onEvent, onState }) {
           const colon = line.indexOf(":");
           if (colon > 0) fields[line.slice(0, colon)] = line.slice(colon + 1).replace(/^ /, "");
         }
-        if (fields.id === undefined || fields.data === undefined) continue; // deltas carry no id
+        if (fields.data === undefined) continue;
+        if (fields.event === "delta") {
+          flush(); // what committed before this delta is drawn before it
+          if (onDelta) onDelta(JSON.parse(fields.data));
+          continue;
+        }
+        if (fields.id === undefined) continue;
         const event = JSON.parse(fields.data);
         if (event.seq <= last) continue; // already shown
         last = event.seq;
-        onEvent(event);
-        if (event.type === "deleted") return "gone";
+        batch.push(event);
+        if (event.type === "deleted") { flush(); return "gone"; }
       }
+      flush();
     }
   }
 

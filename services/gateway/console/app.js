@@ -15,10 +15,15 @@ let me = null;
 let stopStream = null;
 let sessions = [];
 let cursor = null;
+let listAsked = 0; // the newest list request: an older answer gives way to it
+let filterTimer = null;
 let current = null; // { id, session, lastSeq, pending: Map(tool_call_id -> li) }
 
 const may = (action) => !!me && me.actions.includes(action);
+// The gateway's own rules (deps.writable_session, deps.deletable_session): its owner (or a
+// service acting for the tenant) writes to a session; its owner or a tenant admin deletes it.
 const owns = (session) => me.role === "service" || session.owner === me.actor;
+const mayDelete = (session) => may("session.delete") && (me.role === "admin" || session.owner === me.actor);
 
 function show(view) {
   for (const v of VIEWS) $(v).hidden = v !== view;
@@ -45,6 +50,7 @@ async function signIn() {
   $("signin-error").textContent = "";
   $("who").textContent = `${me.principal} · ${me.role} · tenant ${me.tenant}`;
   $("nav-audit").hidden = !may("audit.read");
+  $("access-log").hidden = !may("audit.access_log");
   $("new-session").hidden = !may("session.create");
   return true;
 }
@@ -66,24 +72,28 @@ $("nav-audit").addEventListener("click", () => { location.hash = "#/audit"; });
 $("back").addEventListener("click", () => { location.hash = "#/sessions"; });
 
 // ---- sessions --------------------------------------------------------------------------
-function matches(s) {
-  const status = $("f-status").value;
-  const owner = $("f-owner").value.trim().toLowerCase();
-  const model = $("f-model").value.trim().toLowerCase();
-  const text = $("f-text").value.trim().toLowerCase();
-  return (!status || s.status === status)
-    && (!owner || s.owner.toLowerCase().includes(owner))
-    && (!model || (s.model || "").toLowerCase().includes(model))
-    && (!text || (s.title || "").toLowerCase().includes(text));
+// The filters go to the server (GET /v1/sessions?status=&owner=&model=&q=), so a page is a
+// page of matches, however many sessions the tenant holds.
+function listQuery() {
+  const q = new URLSearchParams({ limit: String(PAGE) });
+  for (const [name, id] of [["status", "f-status"], ["owner", "f-owner"], ["model", "f-model"], ["q", "f-text"]]) {
+    const value = $(id).value.trim();
+    if (value) q.set(name, value);
+  }
+  return q;
 }
+
+const WHEN = new Intl.DateTimeFormat(undefined, { dateStyle: "short", timeStyle: "medium" });
+const tokens = (n) => (n >= 10000 ? `${Math.round(n / 1000)}k` : String(n));
 
 function row(s) {
   const li = el("li", { tabindex: "0", "data-session": s.session_id },
     el("div", {},
       el("strong", { class: "title", text: s.title || s.session_id }), " ",
       el("span", { class: `status ${s.status}`, text: s.ended_reason ? `${s.status} (${s.ended_reason})` : s.status }),
-      el("div", { class: "quiet", text: `${s.owner} · ${s.model || "?"} · last activity ${new Date(s.updated_at).toLocaleString()} · seq ${s.last_seq}` })));
-  if (may("session.delete") && owns(s)) {
+      el("div", { class: "quiet", text: `${s.owner} · ${s.model || "?"} · last activity ${WHEN.format(new Date(s.updated_at))} · seq ${s.last_seq}` }),
+      el("div", { class: "quiet cost", text: `cost: ${s.cost.model_calls} model calls, ${tokens(s.cost.input_tokens)} in / ${tokens(s.cost.output_tokens)} out tokens` })));
+  if (mayDelete(s)) {
     const bin = el("button", { type: "button", class: "bin danger", "aria-label": `Delete ${s.title || s.session_id}`, text: "🗑" });
     bin.addEventListener("click", (e) => { e.stopPropagation(); confirmDelete(s, li); });
     li.append(bin);
@@ -92,7 +102,7 @@ function row(s) {
   li.addEventListener("keydown", (e) => {
     if (e.target !== li) return;
     if (e.key === "Enter") location.hash = `#/s/${s.session_id}`;
-    else if (e.key === "Delete" && may("session.delete") && owns(s)) { e.preventDefault(); confirmDelete(s, li); }
+    else if (e.key === "Delete" && mayDelete(s)) { e.preventDefault(); confirmDelete(s, li); }
     else if (e.key === "ArrowDown" && li.nextElementSibling) li.nextElementSibling.focus();
     else if (e.key === "ArrowUp" && li.previousElementSibling) li.previousElementSibling.focus();
   });
@@ -100,22 +110,33 @@ function row(s) {
 }
 
 function drawList() {
-  const shown = sessions.filter(matches);
-  $("session-list").replaceChildren(...shown.map(row));
-  $("list-notice").textContent = shown.length ? "" : (sessions.length ? "No loaded session matches the filter." : "No sessions yet.");
+  const started = performance.now();
+  const filtered = [...listQuery().keys()].length > 1;
+  $("session-list").replaceChildren(...sessions.map(row));
+  $("list-notice").textContent = sessions.length ? "" : (filtered ? "No session matches the filter." : "No sessions yet.");
   $("more").hidden = !cursor;
+  return performance.now() - started;
 }
 
 async function loadSessions(more = false) {
+  const started = performance.now();
+  const asked = ++listAsked;
   try {
-    const page = await get(`/v1/sessions?limit=${PAGE}${more && cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    const q = listQuery();
+    if (more && cursor) q.set("cursor", cursor);
+    const page = await get(`/v1/sessions?${q}`);
+    if (asked !== listAsked) return;
     sessions = more ? sessions.concat(page.data) : page.data;
     cursor = page.next_cursor;
-    drawList();
+    const renderMs = drawList();
+    measure("console:list", started, { sessions: $("session-list").childElementCount, render_ms: renderMs });
   } catch (err) { $("list-notice").textContent = explain(err); }
 }
 
-for (const id of ["f-status", "f-owner", "f-model", "f-text"]) $(id).addEventListener("input", drawList);
+// Asked again a moment after typing stops; an answer to an older filter is dropped.
+for (const id of ["f-status", "f-owner", "f-model", "f-text"]) {
+  $(id).addEventListener("input", () => { clearTimeout(filterTimer); filterTimer = setTimeout(() => loadSessions(), 250); });
+}
 $("filters").addEventListener("submit", (e) => e.preventDefault());
 $("more").addEventListener("click", () => loadSessions(true));
 
@@ -185,6 +206,15 @@ function approvalControls(event) {
 // Whole steps a fork may end at: after a message, a reply or a result, never between a
 // call and its result (the gateway refuses that with 409 and says where it could).
 const FORKABLE = new Set(["user_message", "model_turn", "tool_result"]);
+// Events after which the cost line is out of date: it is asked again then.
+const COST_EVENTS = new Set(["turn_ended", "compaction", "session_ended"]);
+
+// Figures for the bench (bench/console_render.py): from `start` until drawn, with one
+// forced layout at the end so that style and layout are in the figure too.
+function measure(name, start, detail) {
+  void document.body.offsetHeight;
+  performance.measure(name, { start, end: performance.now(), detail });
+}
 
 function forkControl(event, li) {
   const open = el("button", { type: "button", class: "fork", text: "continue from here" });
@@ -208,8 +238,10 @@ function forkControl(event, li) {
   return open;
 }
 
-function onEvent(event) {
-  if (event.seq <= current.lastSeq) return; // shown already: a view draws each seq once
+// One event's element, and what it changes in the view; null if shown already (a view
+// draws each seq once).
+function drawEvent(event) {
+  if (event.seq <= current.lastSeq) return null;
   current.lastSeq = event.seq;
   const li = renderEvent(event, current.pairs);
   const p = event.payload || {};
@@ -229,13 +261,94 @@ function onEvent(event) {
   if (event.type === "tool_result") current.open.delete(p.tool_call_id);
   if (event.type === "takeover") current.hands = p.by;
   if (event.type === "handback") current.hands = null;
-  if (["tool_call", "takeover", "handback"].includes(event.type)) drawHands();
   if (event.type === "session_ended") current.session.status = "ended";
   else if (event.type === "user_message" || event.type === "turn_started") current.session.status = "running";
-  const stick = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
-  $("transcript").append(li);
+  if (event.type === "model_turn") dropLive(); // the finished turn replaces what streamed
+  return li;
+}
+
+// Events are drawn once per frame, however many arrived since (a history of a thousand
+// comes in a few frames): one layout read, one append and one scroll per frame, where
+// reading scrollHeight after each append forced a layout per event. A hidden tab, which
+// runs no frames, still draws within a tenth of a second.
+function onEvents(events) {
+  current.queue.push(...events);
+  if (current.flushing) return;
+  const view = current;
+  let done = false;
+  const go = () => { if (!done && current === view) { done = true; flush(); } };
+  view.flushing = true;
+  requestAnimationFrame(go);
+  setTimeout(go, 100);
+}
+
+function flush() {
+  const started = performance.now();
+  const events = current.queue;
+  current.queue = [];
+  current.flushing = false;
+  // While the history at open is still arriving nothing is read from the layout and nothing
+  // scrolled (each would lay out the whole growing transcript again); it scrolls once, at the end.
+  const catchingUp = !current.measured;
+  const stick = !catchingUp && window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+  const batch = document.createDocumentFragment();
+  let lastLi = null;
+  let hands = false;
+  let costly = false;
+  for (const event of events) {
+    const li = drawEvent(event);
+    if (!li) continue;
+    batch.append(li);
+    lastLi = li;
+    hands ||= ["tool_call", "takeover", "handback"].includes(event.type);
+    costly ||= COST_EVENTS.has(event.type);
+  }
+  if (!lastLi) return;
+  const live = current.live && current.live.node.isConnected ? current.live.node : null;
+  if (live) live.before(batch); else $("transcript").append(batch); // the streaming turn stays last
   drawMeta();
-  if (stick) li.scrollIntoView({ block: "end" });
+  if (hands) drawHands();
+  if (costly && !catchingUp) drawCost(); // the history's cost is the one asked at open
+  if (stick) (live || lastLi).scrollIntoView({ block: "end" });
+  if (catchingUp && current.lastSeq >= current.session.last_seq) {
+    current.measured = true; // the history as it was at open is drawn: the bench's figure
+    (live || lastLi).scrollIntoView({ block: "end" });
+    current.renderMs += performance.now() - started;
+    measure("console:transcript", current.openedAt,
+      { events: $("transcript").childElementCount, render_ms: current.renderMs });
+    return;
+  }
+  current.renderMs += performance.now() - started;
+}
+
+// ---- the model writing, live (deltas: never in the log; the model_turn replaces them) ----
+function dropLive() {
+  if (current.live) current.live.node.remove();
+  current.live = null;
+}
+
+function onDelta(delta) {
+  if (current.queue.length) flush(); // what committed before this delta is drawn before it
+  let live = current.live;
+  if (!live || live.call !== delta.call) {
+    // A finished call is replaced by its model_turn, so a call still on the page when
+    // another starts never finished: the turn is redone (after a kill or a cut stream),
+    // what the lost attempt wrote goes, and the page says it restarted.
+    const restarted = !!live;
+    dropLive();
+    const text = el("div", { class: "text live-text" });
+    const thinking = el("pre", { class: "reasoning-text" });
+    const details = el("details", { class: "reasoning" }, el("summary", { text: "reasoning (streaming)" }), thinking);
+    details.hidden = true;
+    const node = el("li", { class: "live", "data-live-call": delta.call, "aria-live": "polite" },
+      el("div", { class: "head" }, el("span", { class: "type", text: "model writing…" }),
+        restarted ? el("span", { class: "restart", text: "restarted: the previous attempt was lost and is redone" }) : null),
+      details, text);
+    live = current.live = { call: delta.call, turn: delta.turn, node, text, thinking, details };
+    $("transcript").append(node);
+  }
+  if (delta.kind === "text") live.text.append(delta.text); // appended as a text node, never markup
+  else if (delta.kind === "thinking") { live.details.hidden = false; live.thinking.append(delta.text); }
 }
 
 function drawMeta() {
@@ -245,19 +358,29 @@ function drawMeta() {
     + (s.parent_session_id ? ` · fork of ${s.parent_session_id} at ${s.fork_seq}` : "");
 }
 
+// Asked at open and again after each turn end, compaction and end (COST_EVENTS): the
+// figures move as the session does. The newest answer wins over a slower older one.
 async function drawCost() {
+  const view = current;
+  const asked = (view.costAsked = (view.costAsked || 0) + 1);
   try {
-    const c = await get(`/v1/sessions/${encodeURIComponent(current.id)}/cost`);
+    const c = await get(`/v1/sessions/${encodeURIComponent(view.id)}/cost`);
+    if (current !== view || asked !== view.costAsked) return;
     const tokens = Object.entries(c.tokens).map(([k, v]) => `${k} ${v}`).join(", ");
-    $("s-cost").textContent = `cost: ${c.turns} turns, ${c.model_calls} model calls, ${c.tool_calls} tool calls, ${c.compactions.length} compactions; tokens ${tokens || "none"}`;
-  } catch { $("s-cost").textContent = ""; }
+    $("s-cost").textContent = `cost: ${c.turns} turns, ${c.model_calls} model calls, ${c.tool_calls} tool calls, `
+      + `${c.compactions.length} compactions; tokens ${tokens || "none"}`;
+    $("s-compactions").replaceChildren(...c.compactions.map((k) => el("li", { "data-compaction": String(k.seq),
+      text: `compaction at seq ${k.seq} (seqs ${k.covered_from_seq}–${k.covered_to_seq}): `
+        + `${k.tokens_before} tokens before, ${k.tokens_after} after${k.resets_prompt_cache ? ", prompt cache reset" : ""}` })));
+  } catch { if (current === view) $("s-cost").textContent = ""; }
 }
 
 // While this person holds the hands, each call without a result gets a form to answer it.
 const myHands = () => (me.role === "service" ? me.actor : `human:${me.principal}`);
 
 function drawHands() {
-  for (const form of $("transcript").querySelectorAll(".hands-form")) form.remove();
+  for (const form of current.handsForms) form.remove(); // kept, not searched for in a long transcript
+  current.handsForms = [];
   if (current.hands !== myHands()) return;
   for (const [id, name] of current.open) {
     const cell = current.pairs.get(id);
@@ -270,23 +393,38 @@ function drawHands() {
       command("POST", `tool-results/${encodeURIComponent(id)}`, "result submitted", { output: output.value });
     });
     cell.append(form);
+    current.handsForms.push(form);
   }
 }
 
-// The session's place in its tree: its parent and its own forks, each a link.
+// The whole tree the session belongs to: up to its root through the parents, then the root's
+// tree (forks of forks, any depth), each node a link and this session marked.
 async function drawForks() {
+  const view = current;
   const box = $("s-forks");
   box.replaceChildren();
   try {
-    const node = await get(`/v1/sessions/${encodeURIComponent(current.id)}/tree`);
-    const link = (id, label) => {
-      const b = el("button", { type: "button", class: "link", "data-goto": id, text: label });
-      b.addEventListener("click", () => { location.hash = `#/s/${id}`; });
-      return b;
-    };
-    if (current.session.parent_session_id) box.append(link(current.session.parent_session_id, "parent"), " ");
-    for (const fork of node.forks || []) box.append(link(fork.session_id, `fork at seq ${fork.fork_seq}: ${fork.title || fork.session_id}`), " ");
-  } catch { /* the tree is an extra; the transcript does not depend on it */ }
+    let root = view.session;
+    for (let hops = 0; root.parent_session_id && hops < 100; hops += 1) {
+      root = await get(`/v1/sessions/${encodeURIComponent(root.parent_session_id)}`);
+    }
+    const tree = await get(`/v1/sessions/${encodeURIComponent(root.session_id)}/tree`);
+    if (current !== view || (!tree.forks.length && !view.session.parent_session_id)) return;
+    box.append(el("span", { text: "tree: " }), el("ul", { class: "tree" }, treeNode(tree, view.id)));
+  } catch { /* the tree is an extra; the transcript does not depend on it (a parent may be out of sight) */ }
+}
+
+function treeNode(node, here) {
+  const label = `${node.fork_seq != null ? `fork at seq ${node.fork_seq}: ` : ""}${node.title || node.session_id} (${node.status})`;
+  const li = el("li", { "data-node": node.session_id });
+  if (node.session_id === here) li.append(el("strong", { class: "here", "aria-current": "true", text: label }));
+  else {
+    const b = el("button", { type: "button", class: "link", "data-goto": node.session_id, text: label });
+    b.addEventListener("click", () => { location.hash = `#/s/${node.session_id}`; });
+    li.append(b);
+  }
+  if (node.forks && node.forks.length) li.append(el("ul", {}, ...node.forks.map((f) => treeNode(f, here))));
+  return li;
 }
 
 async function command(method, path, what, body) {
@@ -312,6 +450,7 @@ async function sessionSoon(id) {
 let opening = 0; // the newest openSession: an older one still awaiting gives way to it
 
 async function openSession(id) {
+  const openedAt = performance.now();
   const mine = ++opening;
   if (stopStream) stopStream();
   stopStream = null;
@@ -331,18 +470,21 @@ async function openSession(id) {
   // Opened twice at once (sign-in routing to the hash while the hash changes), both would
   // follow a stream into one transcript and every event would show twice.
   if (mine !== opening) return;
-  const view = { id, session, lastSeq: 0, pairs: new Map(), pending: new Map(), open: new Map(), hands: null };
+  const view = { id, session, lastSeq: 0, pairs: new Map(), pending: new Map(), open: new Map(), hands: null,
+    live: null, openedAt, renderMs: 0, measured: false, queue: [], flushing: false, handsForms: [] };
   current = view;
   drawMeta();
   const writable = owns(session);
   for (const button of $("s-actions").querySelectorAll("button")) {
     const needs = button.dataset.needs;
-    button.hidden = needs ? !(may(needs) && writable) : false;
+    if (needs === "session.delete") button.hidden = !mayDelete(session);
+    else button.hidden = needs ? !(may(needs) && writable) : false;
   }
   $("send").hidden = !(may("session.write") && writable);
   drawCost();
   drawForks();
-  stopStream = follow(id, 0, { onEvent: (event) => { if (current === view) onEvent(event); }, onState: (state) => {
+  stopStream = follow(id, 0, { deltas: true, onEvents: (events) => { if (current === view) onEvents(events); },
+    onDelta: (delta) => { if (current === view) onDelta(delta); }, onState: (state) => {
     setStream(state);
     if (state === "gone") notice("This session was deleted.");
   } });
@@ -427,6 +569,52 @@ for (const format of ["csv", "jsonl"]) {
   });
 }
 
+// The sessions the matching events belong to: the same form, another question.
+async function auditSessions() {
+  const q = auditParams();
+  q.set("limit", "200");
+  try {
+    const page = await get(`/v1/audit/sessions?${q}`);
+    $("as-results").tBodies[0].replaceChildren(...page.data.map((s) => {
+      const open = el("button", { type: "button", class: "link", "data-goto": s.session_id, text: s.session_id });
+      open.addEventListener("click", () => { location.hash = `#/s/${s.session_id}`; });
+      return el("tr", { "data-session": s.session_id }, el("td", {}, open), el("td", { text: s.title || "" }),
+        el("td", { text: s.owner || "" }), el("td", { text: s.first_ts }), el("td", { text: s.last_ts }),
+        el("td", { text: String(s.events) }), el("td", { text: s.types.join(", ") }),
+        el("td", { text: s.deleted_at || "" }));
+    }));
+    $("as-notice").textContent = `${page.count} sessions${page.truncated ? " (the first 200; narrow the query for the rest)" : ""}.`;
+  } catch (err) { $("as-notice").textContent = explain(err); }
+}
+
+$("a-sessions").addEventListener("click", auditSessions);
+
+// The access log (admin): paged by the id of the last entry read.
+let accessAfter = null;
+
+async function accessLog(more = false) {
+  const q = new URLSearchParams();
+  const add = (name, id) => { const v = $(id).value.trim(); if (v) q.append(name, v); };
+  add("principal", "al-principal"); add("since", "al-since"); add("until", "al-until");
+  q.set("limit", "50");
+  if (more && accessAfter != null) q.set("after", String(accessAfter));
+  try {
+    const page = await get(`/v1/audit/access-log?${q}`);
+    const rows = page.data.map((a) => el("tr", { "data-entry": String(a.id) },
+      el("td", { text: String(a.id) }), el("td", { text: a.at }), el("td", { text: a.principal }),
+      el("td", { text: a.role }), el("td", { text: a.key_id }), el("td", { text: `${a.method} ${a.path}` }),
+      el("td", { text: JSON.stringify(a.query) })));
+    const body = $("al-results").tBodies[0];
+    if (more) body.append(...rows); else body.replaceChildren(...rows);
+    accessAfter = page.next_after;
+    $("al-more").hidden = accessAfter == null;
+    $("al-notice").textContent = `${body.rows.length} entries${accessAfter != null ? ", more on the next page" : ""}.`;
+  } catch (err) { $("al-notice").textContent = explain(err); }
+}
+
+$("al-form").addEventListener("submit", (e) => { e.preventDefault(); accessLog(); });
+$("al-more").addEventListener("click", () => accessLog(true));
+
 // ---- routing ---------------------------------------------------------------------------
 function route(hash) {
   if (hash !== undefined && location.hash !== hash) { location.hash = hash; return; }
@@ -435,7 +623,13 @@ function route(hash) {
   if (!h.startsWith("#/s/") && stopStream) { stopStream(); stopStream = null; }
   if (h.startsWith("#/s/")) openSession(decodeURIComponent(h.slice(4)));
   else if (h === "#/audit" && may("audit.read")) { show("audit"); }
-  else { show("sessions"); loadSessions(); }
+  else {
+    // Rows left from the last visit go at once: the fresh page replaces them anyway, and a
+    // stale row would take a key press (or an inline confirmation) with it when it does.
+    $("session-list").replaceChildren();
+    show("sessions");
+    loadSessions();
+  }
 }
 
 window.addEventListener("hashchange", () => route());

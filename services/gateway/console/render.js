@@ -29,13 +29,32 @@ export function block(text, cls = "") {
   return el("div", {}, pre, more);
 }
 
+// A turn's reasoning for people to read, as `events.reasoning_of` has it: from the thinking
+// blocks where the turn kept them (reasoning is stored once, there), else `reasoning`.
+export function reasoningOf(p) {
+  if (!p.blocks || !p.blocks.length) return p.reasoning || [];
+  return p.blocks.filter((b) => b.type === "thinking" || b.type === "redacted_thinking")
+    .map((b) => (b.type === "thinking" ? String(b.thinking || "") : "[redacted thinking]"));
+}
+
+// Collapsed, and marked as the model's reasoning rather than its answer.
+export function reasoning(text) {
+  const d = el("details", { class: "reasoning" }, el("summary", { text: "reasoning" }));
+  d.append(block(text, "reasoning-text"));
+  return d;
+}
+
+// One formatter for every event: `toLocaleTimeString` builds one per call, which a
+// thousand-event transcript paid a thousand times.
+const CLOCK = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit", second: "2-digit" });
+
 function head(event) {
   return el("div", { class: "head" },
     el("span", { class: "seq", text: `#${event.seq}` }),
     el("span", { class: "type", text: event.type }),
     el("span", { class: "actor", text: event.actor }),
     el("span", { class: `trust trust-${event.trust}`, text: event.trust }),
-    el("time", { text: new Date(event.ts).toLocaleTimeString() }));
+    el("time", { text: CLOCK.format(new Date(event.ts)) }));
 }
 
 function summary(event) {
@@ -67,14 +86,12 @@ export function renderEvent(event, pairs) {
     case "user_message":
       li.append(el("div", { class: "text", text: p.text }));
       break;
-    case "model_turn":
-      if (p.reasoning && p.reasoning.length) {
-        const d = el("details", {}, el("summary", { text: "reasoning" }));
-        d.append(block(p.reasoning.join("\n\n")));
-        li.append(d);
-      }
+    case "model_turn": {
+      const thought = reasoningOf(p);
+      if (thought.length) li.append(reasoning(thought.join("\n\n")));
       li.append(el("div", { class: "text", text: p.text }));
       break;
+    }
     case "tool_call": {
       const result = el("div", { class: "result", "data-result-for": p.tool_call_id },
         el("div", { class: "quiet", text: "waiting for the result…" }));

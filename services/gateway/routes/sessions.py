@@ -23,7 +23,10 @@ from wakeline_gateway.errors import ApiError
 from wakeline_gateway.dispatch import describe
 from wakeline_gateway.idempotency import new_command_id, session_id_for
 from wakeline_gateway.problem import responses
-from wakeline_gateway.shapes import CommandPublic, SessionCreate, SessionPublic, SessionsPublic
+from wakeline_gateway.shapes import (
+    CommandPublic, SessionCreate, SessionListedPublic, SessionPublic, SessionsPublic, SessionsQuery,
+)
+from wakeline_gateway.store import SessionMatch
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=responses(401, 403, 422, 500, 503))
 DELETE_NOTE = ("The session is marked deleted (by whom, when) and disappears from every API read "
@@ -62,11 +65,17 @@ async def create_session(body: SessionCreate, caller: Creator, settings: Setting
 
 @router.get("", response_model=SessionsPublic)
 async def list_sessions(caller: Reader, store: StoreDep,
-                        limit: Annotated[int, Query(ge=1, le=200)] = 50,
-                        cursor: Annotated[str | None, Query(max_length=500)] = None) -> SessionsPublic:
-    rows = await store.sessions(caller.scope, limit, decode_cursor(cursor) if cursor else None)
-    data = [SessionPublic.model_validate(dict(row)) for row in rows]
-    next_cursor = encode_cursor(data[-1].created_at, data[-1].session_id) if len(data) == limit else None
+                        query: Annotated[SessionsQuery, Query()]) -> SessionsPublic:
+    """Newest first, filtered by status and by parts of owner, model and title; each with
+    what its own model turns cost so far."""
+    match = SessionMatch(status=query.status, owner=query.owner, model=query.model, title=query.q)
+    cursor = decode_cursor(query.cursor) if query.cursor else None
+    rows = await store.sessions(caller.scope, query.limit, cursor, match)
+    costs = await store.costs(caller.scope, [r["session_id"] for r in rows],
+                              min(r["created_at"] for r in rows)) if rows else {}
+    data = [SessionListedPublic.model_validate({**dict(row), "cost": dict(costs.get(row["session_id"], {}))})
+            for row in rows]
+    next_cursor = encode_cursor(data[-1].created_at, data[-1].session_id) if len(data) == query.limit else None
     return SessionsPublic(data=data, count=len(data), next_cursor=next_cursor)
 
 
