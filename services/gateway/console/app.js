@@ -230,8 +230,16 @@ function onEvent(event) {
   if (event.type === "takeover") current.hands = p.by;
   if (event.type === "handback") current.hands = null;
   if (["tool_call", "takeover", "handback"].includes(event.type)) drawHands();
-  if (event.type === "session_ended") current.session.status = "ended";
-  else if (event.type === "user_message" || event.type === "turn_started") current.session.status = "running";
+  if (event.type === "session_ended") {
+    current.session.status = "ended";
+    // Its pending calls will never run: an Approve left on the page would invite a click
+    // on a cancelled session.
+    for (const pending of current.pending.values()) {
+      const box = pending.querySelector(".approval");
+      if (box) box.remove();
+    }
+    current.pending.clear();
+  } else if (event.type === "user_message" || event.type === "turn_started") current.session.status = "running";
   const stick = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
   $("transcript").append(li);
   drawMeta();
