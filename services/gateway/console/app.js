@@ -225,21 +225,20 @@ function onEvent(event) {
     if (box) box.remove();
     current.pending.delete(p.tool_call_id);
   }
-  if (event.type === "tool_call") current.open.set(p.tool_call_id, p.name);
-  if (event.type === "tool_result") current.open.delete(p.tool_call_id);
-  if (event.type === "takeover") current.hands = p.by;
-  if (event.type === "handback") current.hands = null;
-  if (["tool_call", "takeover", "handback"].includes(event.type)) drawHands();
-  if (event.type === "session_ended") {
-    current.session.status = "ended";
-    // Its pending calls will never run: an Approve left on the page would invite a click
-    // on a cancelled session.
+  if (event.type === "session_ended") { // its waiting calls are over: an Approve left here would run nothing
     for (const pending of current.pending.values()) {
       const box = pending.querySelector(".approval");
       if (box) box.remove();
     }
     current.pending.clear();
-  } else if (event.type === "user_message" || event.type === "turn_started") current.session.status = "running";
+  }
+  if (event.type === "tool_call") current.open.set(p.tool_call_id, p.name);
+  if (event.type === "tool_result") current.open.delete(p.tool_call_id);
+  if (event.type === "takeover") current.hands = p.by;
+  if (event.type === "handback") current.hands = null;
+  if (["tool_call", "takeover", "handback"].includes(event.type)) drawHands();
+  if (event.type === "session_ended") current.session.status = "ended";
+  else if (event.type === "user_message" || event.type === "turn_started") current.session.status = "running";
   const stick = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
   $("transcript").append(li);
   drawMeta();
