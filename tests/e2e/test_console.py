@@ -420,7 +420,7 @@ def test_hostile_content_stays_text_and_reaches_nothing(stack, keys, page):
 # server recorded: the log through the API (or Postgres), never the page's word for it.
 import asyncio  # noqa: E402 - this section's own imports, kept with it
 import json  # noqa: E402
-from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+import concurrent.futures  # noqa: E402
 from datetime import UTC, datetime  # noqa: E402
 
 import asyncpg  # noqa: E402
@@ -688,7 +688,7 @@ async def _tamper(session_id: str, seq: int, payload: str | None = None) -> str:
 
 def tamper(session_id: str, seq: int, payload: str | None = None) -> str:
     """`_tamper` on a thread of its own: Playwright's sync API keeps an event loop running on this one."""
-    with ThreadPoolExecutor(1) as pool:
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(lambda: asyncio.run(_tamper(session_id, seq, payload))).result()
 
 
