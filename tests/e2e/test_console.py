@@ -418,15 +418,15 @@ def test_hostile_content_stays_text_and_reaches_nothing(stack, keys, page):
 # ---- Actions the console wires that the tests above never press ----------------------
 # Each drives the page as a person would, then checks what the page shows and what the
 # server recorded: the log through the API (or Postgres), never the page's word for it.
-import asyncio  # noqa: E402 - this section's own imports, kept with it
-import json  # noqa: E402
-import concurrent.futures  # noqa: E402
-from datetime import UTC, datetime  # noqa: E402
+import asyncio  # noqa: E402, F811 - the section's own imports (the top may import some too)
+import json  # noqa: E402, F811
+import concurrent.futures  # noqa: E402, F811
+from datetime import UTC, datetime  # noqa: E402, F811
 
-import asyncpg  # noqa: E402
+import asyncpg  # noqa: E402, F811
 
-from tests.e2e.stack import sandbox_work  # noqa: E402
-from wakeline.settings import AdminSettings  # noqa: E402
+from tests.e2e.stack import sandbox_work  # noqa: E402, F811
+from wakeline.settings import AdminSettings  # noqa: E402, F811
 
 USER = "console-user · user · tenant default"
 AUDITOR = "console-auditor · auditor · tenant default"
