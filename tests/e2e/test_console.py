@@ -520,3 +520,305 @@ def test_the_render_bench_reads_the_pages_own_figures_in_its_short_form(stack, t
     assert shown["n"] == 1 and shown["events"] >= 12  # the whole session, each event once (checked in measure)
     assert 0 < shown["render_ms_p50"] <= shown["p50"]
     assert listed["n"] == 1 and listed["sessions"] == 20 and 0 <= listed["render_ms_p50"] <= listed["p50"]
+
+
+# ---- Actions the console wires that the tests above never press ----------------------
+# Each drives the page as a person would, then checks what the page shows and what the
+# server recorded: the log through the API (or Postgres), never the page's word for it.
+import asyncio  # noqa: E402, F811 - the section's own imports (the top may import some too)
+import json  # noqa: E402, F811
+import concurrent.futures  # noqa: E402, F811
+from datetime import UTC, datetime  # noqa: E402, F811
+
+import asyncpg  # noqa: E402, F811
+
+from tests.e2e.stack import sandbox_work  # noqa: E402, F811
+from wakeline.settings import AdminSettings  # noqa: E402, F811
+
+USER = "console-user · user · tenant default"
+AUDITOR = "console-auditor · auditor · tenant default"
+
+
+def events_of(stack, key: str, session_id: str, **params: object) -> list[dict]:
+    with api(stack, key) as client:
+        response = client.get(f"/v1/sessions/{session_id}/events", params={"limit": 1000, **params})
+    assert response.status_code == 200, response.text
+    return response.json()["data"]
+
+
+def test_a_pending_tool_call_is_denied_from_the_console_and_never_runs(stack, keys, page):
+    # tools3 writes a.txt, then counts its lines, then lists the files: with the write
+    # denied, the list the runner makes afterwards is the proof it never ran.
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "write then count", require_approval=["write_file"])
+    sign_in(page, stack, keys["user"], USER)
+    open_session(page, stack, sid)
+    deny = page.wait_for_selector("#transcript li[data-type=approval_requested] button.deny")
+    call_id = page.get_attribute("#transcript li[data-type=approval_requested] .approval", "data-approval")
+    deny.click()
+    denied = page.wait_for_selector("#transcript li[data-type=approval_denied]")
+    assert call_id in denied.text_content() and "user:console-user" in denied.text_content()
+    expect_ui(page.locator("#s-notice")).to_contain_text("denied")
+    assert page.locator("#transcript .approval, #transcript button.approve, #transcript button.deny").count() == 0
+    cell = page.locator(f"#transcript .result[data-result-for='{call_id}']")
+    expect_ui(cell).to_contain_text("denied by user:console-user")
+    assert "error" in cell.get_attribute("class")
+    page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=60_000)
+
+    with api(stack, keys["user"]) as user:
+        assert wait_ended(user, stack, sid)["ended_reason"] == "completed"
+    log = events_of(stack, keys["user"], sid)
+    denials = [e for e in log if e["type"] == "approval_denied"]
+    assert [(e["payload"]["tool_call_id"], e["actor"]) for e in denials] == [(call_id, "user:console-user")]
+    assert not [e for e in log if e["type"] == "approval_granted"]
+    results = {e["payload"]["tool_call_id"]: e for e in log if e["type"] == "tool_result"}
+    write = results[call_id]
+    assert write["actor"] == "user:console-user" and write["payload"]["is_error"]
+    assert write["payload"]["error_kind"] == "denied", write
+    listing = next(e for e in results.values() if e["payload"]["name"] == "list_files")
+    assert listing["actor"].startswith("runner:") and "a.txt" not in listing["payload"]["output"], listing
+    assert not (sandbox_work(stack, sid) / "a.txt").exists()
+
+
+def test_a_running_session_is_cancelled_from_the_console(stack, keys, page):
+    # Held at its first call's approval, the session is running for as long as the test needs.
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "slowmodel", "wait for me", require_approval=["bash"])
+    sign_in(page, stack, keys["user"], USER)
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript li[data-type=approval_requested] button.approve")
+    with api(stack, keys["user"]) as user:
+        assert user.get(f"/v1/sessions/{sid}").json()["status"] != "ended"
+    page.click("#s-actions button[data-act=cancel]")
+    ended = page.wait_for_selector("#transcript li[data-type=session_ended]")
+    assert "cancelled" in ended.text_content() and "user:console-user" in ended.text_content()
+    expect_ui(page.locator("#s-meta")).to_contain_text("ended")
+    # a call of an ended session can no longer be approved: the page offers no button for it
+    assert page.locator("#transcript button.approve, #transcript button.deny").count() == 0
+    with api(stack, keys["user"]) as user:
+        assert wait_ended(user, stack, sid)["ended_reason"] == "cancelled"
+    log = events_of(stack, keys["user"], sid)
+    ends = [(e["actor"], e["payload"]["reason"]) for e in log if e["type"] == "session_ended"]
+    assert ends == [("user:console-user", "cancelled")]
+    assert not [e for e in log if e["type"] in ("approval_granted", "tool_result")]
+
+
+def test_a_session_is_woken_from_the_console(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "to be woken")
+        wait_ended(user, stack, sid)
+    before = [e for e in events_of(stack, keys["user"], sid) if e["type"] == "woke"]
+    assert not [e for e in before if e["actor"] == "user:console-user"]
+    sign_in(page, stack, keys["user"], USER)
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript li[data-type=session_ended]")
+    page.click("#s-actions button[data-act=wake]")
+    expect_ui(page.locator("#s-notice")).to_contain_text("wake")
+    assert page.get_attribute("#s-notice", "class") != "error"
+    woke = page.wait_for_selector("#transcript li[data-type=woke] >> text=user:console-user")
+    seq = int(woke.evaluate("e => e.closest('li').dataset.seq"))
+    mine = [e for e in events_of(stack, keys["user"], sid, type="woke") if e["actor"] == "user:console-user"]
+    assert [(e["seq"], e["payload"]["reason"]) for e in mine] == [(seq, "requested")]
+
+
+def test_export_html_and_json_from_the_console(stack, keys, page):
+    hostile = "<script>alert('x')</script> & <b>bold</b>"
+    with api(stack, keys["user"]) as user:
+        created = user.post("/v1/sessions", json={"message": hostile, "title": "<i>export</i> me",
+                                                   "config": {"model": "scripted:tools3"}})
+        assert created.status_code == 201, created.text
+        sid = created.json()["session_id"]
+        wait_ended(user, stack, sid)
+        expected = user.get(f"/v1/sessions/{sid}/transcript", params={"format": "json"}).json()
+    sign_in(page, stack, keys["user"], USER)
+    open_session(page, stack, sid)
+    page.wait_for_selector("#transcript li[data-type=session_ended]")
+
+    with page.expect_download() as download:
+        page.click("#s-actions button[data-act=export-html]")
+    assert download.value.suggested_filename == f"{sid}.html"
+    html = Path(download.value.path()).read_text()
+    assert "&lt;script&gt;alert(" in html and "&lt;b&gt;bold&lt;/b&gt;" in html and "&amp;" in html
+    assert "<script>alert(" not in html and "<b>bold</b>" not in html and "<i>export</i>" not in html
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>\s*\S", html), "a script with a body in the export"
+
+    with page.expect_download() as download:
+        page.click("#s-actions button[data-act=export-json]")
+    assert download.value.suggested_filename == f"{sid}.json"
+    exported = json.loads(Path(download.value.path()).read_text())
+    assert exported == expected
+    # ... and it is the session's events (markers aside), each with its seq, type, actor and trust
+    log = {e["seq"]: e for e in events_of(stack, keys["user"], sid)}
+    assert exported["entries"] and all(
+        (x["type"], x["actor"], x["trust"]) == (log[x["seq"]]["type"], log[x["seq"]]["actor"], log[x["seq"]]["trust"])
+        for x in exported["entries"])
+    assert {x["seq"] for x in exported["entries"]} >= {s for s, e in log.items()
+                                                       if e["type"] in ("user_message", "tool_call", "tool_result")}
+    assert hostile in [x["text"] for x in exported["entries"] if x["type"] == "user_message"]
+
+
+def audit_rows(page) -> list[tuple[str, int]]:
+    return [(s, int(q)) for s, q in page.eval_on_selector_all(
+        "#a-results tbody tr", "rs => rs.map(r => [r.cells[1].textContent, r.cells[2].textContent])")]
+
+
+def test_the_audit_screen_pages_on_and_downloads_jsonl_equal_to_the_api(stack, keys, page):
+    # More than one page (50) of events in a window only this test writes to: four sessions.
+    since = datetime.now(UTC).isoformat()
+    with api(stack, keys["user"]) as user:
+        sids = [create_session(user, "tools3", f"for the audit's pages {n}") for n in range(4)]
+        for sid in sids:
+            wait_ended(user, stack, sid)
+    until = datetime.now(UTC).isoformat()
+    window = {"since": since, "until": until}
+    with api(stack, keys["auditor"]) as auditor:
+        first = auditor.get("/v1/audit/events", params={**window, "limit": 50}).json()
+        assert first["count"] == 50 and first["next_cursor"], "the window holds one page only"
+        second = auditor.get("/v1/audit/events", params={**window, "limit": 50, "cursor": first["next_cursor"]}).json()
+        everything = auditor.get("/v1/audit/events", params={**window, "limit": 1000}).json()["data"]
+    assert second["count"] > 0 and len(everything) < 1000
+    assert set(sids) <= {e["session_id"] for e in everything}
+
+    sign_in(page, stack, keys["auditor"], AUDITOR)
+    page.click("#nav-audit")
+    page.fill("#a-since", since)
+    page.fill("#a-until", until)
+    page.click("#audit-form button[type=submit]")
+    expect_ui(page.locator("#a-results tbody tr")).to_have_count(50)
+    assert audit_rows(page) == [(e["session_id"], e["seq"]) for e in first["data"]]
+    expect_ui(page.locator("#a-notice")).to_contain_text("more on the next page")
+    page.click("#a-more")
+    expect_ui(page.locator("#a-results tbody tr")).to_have_count(50 + second["count"])
+    assert audit_rows(page) == [(e["session_id"], e["seq"]) for e in first["data"] + second["data"]]
+    assert page.is_visible("#a-more") == (second["next_cursor"] is not None)
+
+    with page.expect_download() as download:
+        page.click("#a-jsonl")
+    assert download.value.suggested_filename == "audit-events.jsonl"
+    lines = Path(download.value.path()).read_text().splitlines()
+    assert [json.loads(line) for line in lines] == everything
+
+
+def test_the_session_list_is_worked_with_arrow_keys_and_enter(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        for n in range(3):
+            create_session(user, "tools3", f"for the keyboard {n}")
+        listed = [s["session_id"] for s in user.get("/v1/sessions", params={"limit": 20}).json()["data"]]
+    sign_in(page, stack, keys["user"], USER)
+    page.wait_for_selector(f"#session-list li[data-session='{listed[2]}']")
+    rows = page.eval_on_selector_all("#session-list > li", "ls => ls.map(l => l.dataset.session)")
+    assert rows == listed, "the list is not the API's, newest first"
+
+    def focused() -> str | None:
+        return page.evaluate("document.activeElement.dataset.session || null")
+
+    page.focus(f"#session-list li[data-session='{rows[0]}']")
+    page.keyboard.press("ArrowUp")  # the first row has nothing above it
+    assert focused() == rows[0]
+    page.keyboard.press("ArrowDown")
+    assert focused() == rows[1]
+    page.keyboard.press("ArrowDown")
+    assert focused() == rows[2]
+    page.keyboard.press("ArrowUp")
+    assert focused() == rows[1]
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#transcript li[data-type=session_created]")
+    assert page.url.endswith(f"/console/#/s/{rows[1]}")
+    expect_ui(page.locator("#s-meta")).to_contain_text(rows[1])
+
+
+def wider_than_the_window(page) -> list[str]:
+    """Every element laid out past the window's right edge, except inside a box that scrolls
+    or clips sideways (that box is itself checked): what would make the page scroll sideways."""
+    return page.eval_on_selector_all("body *", """es => es.filter(e => {
+        if (!e.getClientRects().length || e.getBoundingClientRect().right <= window.innerWidth + 1) return false;
+        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+            if (getComputedStyle(a).overflowX !== "visible") return false;
+        return true;
+    }).map(e => e.tagName + (e.id ? "#" + e.id : "") + " " + Math.round(e.getBoundingClientRect().right))""")
+
+
+# A title one long word (a path, as people do write): the row must wrap it, not widen.
+TITLE_PATH = "fix/services/gateway/console/render_transcript_of_a_very_long_session_name.js"
+
+
+def test_a_narrow_window_fits_the_session_list_and_the_audit_screen(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        created = user.post("/v1/sessions", json={"message": "narrow", "title": TITLE_PATH,
+                                                   "config": {"model": "scripted:tools3"}})
+        assert created.status_code == 201, created.text
+        sid = created.json()["session_id"]
+        since = wait_ended(user, stack, sid)["created_at"]
+    page.set_viewport_size({"width": 380, "height": 800})
+    sign_in(page, stack, keys["admin"], "console-admin · admin · tenant default")
+    page.wait_for_selector(f"#session-list li[data-session='{sid}']")
+    assert page.evaluate("window.innerWidth") == 380
+    assert wider_than_the_window(page) == []
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    shot(page, "narrow-sessions")
+    page.click("#nav-audit")
+    page.fill("#a-since", since)
+    page.click("#audit-form button[type=submit]")
+    page.wait_for_selector(f"#a-results tbody tr >> text={sid}")
+    assert wider_than_the_window(page) == []
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+async def _tamper(session_id: str, seq: int, payload: str | None = None) -> str:
+    """As the database owner: the guard trigger of the event's partition off, its payload
+    replaced (with `payload`, or its output changed by a word), the trigger on again, in
+    one transaction. Returns the payload as it was, so the caller can put it back."""
+    conn = await asyncpg.connect(AdminSettings().postgres_admin_dsn, timeout=10)
+    try:
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
+            await conn.execute("LOCK TABLE ONLY events IN ROW EXCLUSIVE MODE")
+            ts = await conn.fetchval("SELECT ts FROM events WHERE session_id = $1 AND seq = $2", session_id, seq)
+            partition = await conn.fetchval("SELECT ensure_events_partition($1)", ts)
+            guards = [r["tgname"] for r in await conn.fetch(
+                "SELECT tgname FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal AND tgenabled = 'A' "
+                "ORDER BY 1", partition)]
+            for trigger in guards:
+                await conn.execute(f'ALTER TABLE {partition} DISABLE TRIGGER "{trigger}"')
+            was = await conn.fetchval(f"SELECT payload::text FROM {partition} WHERE session_id = $1 AND seq = $2",
+                                      session_id, seq)
+            new = payload if payload is not None else json.dumps({**json.loads(was), "output": "tampered"})
+            changed = await conn.execute(f"UPDATE {partition} SET payload = $3::jsonb WHERE session_id = $1 "
+                                         "AND seq = $2", session_id, seq, new)
+            assert changed == "UPDATE 1"
+            for trigger in guards:
+                await conn.execute(f'ALTER TABLE {partition} ENABLE ALWAYS TRIGGER "{trigger}"')
+        return was
+    finally:
+        await conn.close()
+
+
+def tamper(session_id: str, seq: int, payload: str | None = None) -> str:
+    """`_tamper` on a thread of its own: Playwright's sync API keeps an event loop running on this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(_tamper(session_id, seq, payload))).result()
+
+
+def test_verify_names_the_seq_and_reason_where_a_tampered_chain_breaks(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "to be tampered with")
+        wait_ended(user, stack, sid)
+        assert user.get(f"/v1/sessions/{sid}/verify").json()["ok"]
+    seq = next(e["seq"] for e in events_of(stack, keys["user"], sid) if e["type"] == "tool_result")
+    original = tamper(sid, seq)
+    try:
+        with api(stack, keys["user"]) as user:
+            report = user.get(f"/v1/sessions/{sid}/verify").json()
+        assert (report["ok"], report["first_bad_seq"]) == (False, seq), report
+        assert report["reason"].startswith("hash mismatch"), report
+        sign_in(page, stack, keys["user"], USER)
+        open_session(page, stack, sid)
+        page.wait_for_selector("#transcript li[data-type=session_ended]")
+        page.click("#s-actions button[data-act=verify]")
+        expect_ui(page.locator("#s-notice")).to_have_text(f"Chain broken at seq {seq}: {report['reason']}")
+        assert page.get_attribute("#s-notice", "class") == "error"
+        shot(page, "verify-broken")
+    finally:  # the test database outlives this run: the chain is put back as it was
+        tamper(sid, seq, original)
+    with api(stack, keys["user"]) as user:
+        assert user.get(f"/v1/sessions/{sid}/verify").json()["ok"]

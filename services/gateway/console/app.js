@@ -257,6 +257,13 @@ function drawEvent(event) {
     if (box) box.remove();
     current.pending.delete(p.tool_call_id);
   }
+  if (event.type === "session_ended") { // its waiting calls are over: an Approve left here would run nothing
+    for (const pending of current.pending.values()) {
+      const box = pending.querySelector(".approval");
+      if (box) box.remove();
+    }
+    current.pending.clear();
+  }
   if (event.type === "tool_call") current.open.set(p.tool_call_id, p.name);
   if (event.type === "tool_result") current.open.delete(p.tool_call_id);
   if (event.type === "takeover") current.hands = p.by;
