@@ -16,8 +16,9 @@ request pays the whole prefix again; on, it should be nearly all of it.
 `run_mixed` measures the same over a session closer to a real one (`mixed_requests`):
 extended thinking on (every reply starts with a signed thinking block, sent back), a
 second user message after the first answer, and compactions whose summary the model
-writes in a call of its own (`summary.summary_request`), decided as the actor decides them
-on the local estimate (`plan_compaction`). The summary calls are their own prefix and are
+writes in a call of its own (`summary.summary_request`), decided on the local estimate
+(`plan_compaction`; the actor asks the API's count for Claude, which moves only where a
+compaction falls, not what a compaction does to the cache). The summary calls are their own prefix and are
 left out of the chain; the first request after a compaction is reported apart: the summary
 replaced the cached prefix, so only the tools and system prompt can be served then.
 """

@@ -516,7 +516,8 @@ class SessionActor:
             return compaction
         after = apply(state, self._seal(compaction, state))  # sealed only to be folded: never written
         try:
-            tokens = await count(build_request(after, self.deps.tools))
+            async with self.deps.model_slots or _NO_LIMIT:  # a request to the model's API, as the summary's
+                tokens = await count(build_request(after, self.deps.tools))
         except Exception as err:
             log.warning("session %s: count_tokens after the compaction failed; its estimate stands: %s",
                         self.session_id, err)

@@ -15,15 +15,16 @@ from tests.e2e.console_browser import browser, page  # noqa: F401 - the console'
 from tests.e2e.stack import require_database, running_stack
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def e2e_start() -> datetime:
-    """When this run's first stack started: every session since is one the e2e suite made
-    (the suite's database outlives runs), which test_zz_replay_sweep.py checks at the end."""
+    """When this run's first e2e test started (autouse: modules with a stack fixture of their
+    own count too): every session since is one the e2e suite made (the suite's database
+    outlives runs), which test_zz_replay_sweep.py checks at the end."""
     return datetime.now(UTC) - timedelta(seconds=1)
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory, e2e_start):
+def stack(tmp_path_factory):
     require_database()
     with running_stack(tmp_path_factory.mktemp("e2e")) as stack:
         yield stack

@@ -1,5 +1,5 @@
 """Replay against new code over everything the e2e suite ran: after the other e2e modules
-(this one sorts last), every session created since this run's first stack started is
+(this one sorts last), every session created since this run's first e2e test started is
 run through today's brain decisions and fold (`wakeline_brain.replay_check --all --since`),
 so a change that would break a session the services really recorded fails here with the
 session and the seq it breaks at. Reads Postgres only; it starts no stack of its own.

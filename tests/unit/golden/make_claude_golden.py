@@ -48,14 +48,17 @@ def answer(body: dict[str, Any]) -> Canned:
         return message([text_block("SUMMARY: the user asked to keep PELICAN in MEMORY.md (written) and to "
                                    "count to 200 (bash, approved, ran).")], input_tokens=1100, output_tokens=28)
     if "[Summary of earlier conversation]" in str(body["messages"][0]["content"]):
-        return message([text_block("PELICAN is in MEMORY.md and the count ran. Done.")], output_tokens=14, **usage)
+        return message([thinking_block("Both done; say so.", signature="sig-golden-3"),
+                        text_block("PELICAN is in MEMORY.md and the count ran. Done.")], output_tokens=14, **usage)
     results = sum(1 for m in body["messages"] for b in m["content"] if isinstance(b, dict)
                   and b.get("type") == "tool_result")
     if results == 0:
         return message([thinking_block("First the memory file, then the count.", signature="sig-golden-1"),
                         tool_use_block("write_file", {"path": "MEMORY.md", "content": MEMORY}, id="toolu_golden_w")],
                        "tool_use", output_tokens=60, **usage)
-    return message([tool_use_block("bash", {"command": "seq 1 200"}, id="toolu_golden_b")], "tool_use",
+    # with thinking on, every reply starts with its thinking (the API refuses a tool turn without)
+    return message([thinking_block("Now the count.", signature="sig-golden-2"),
+                    tool_use_block("bash", {"command": "seq 1 200"}, id="toolu_golden_b")], "tool_use",
                    output_tokens=20, **usage)
 
 
