@@ -173,12 +173,15 @@ async def anchoring_lag(pool: TenantPool, tenant: str, public: bytes | None = No
             found = await witnesses.newest_genuine(conn, public, tenant)
             newest = found[1] if found is not None else None
         statement = newest.parsed() if newest else None
-        newest_event = await _through(conn)
         through = statement.through if statement else None
+        # Counted before the newest time is read: each statement of this (read committed)
+        # transaction sees its own snapshot, so read the other way round an event committed
+        # in between was counted as unanchored while the lag still said 0.
         if through is None:
             unanchored = await conn.fetchval("SELECT count(*) FROM events")
         else:
             unanchored = await conn.fetchval("SELECT count(*) FROM events WHERE ts > $1", through)
+        newest_event = await _through(conn)
     if newest_event is None:
         lag: float | None = 0.0
     elif through is None:

@@ -4,6 +4,7 @@ events, and the check every e2e test ends on."""
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import asyncpg
@@ -23,7 +24,14 @@ def pg_rows(sql: str, *args: Any, tenant: str = "default") -> list[asyncpg.Recor
                 return await conn.fetch(sql, *args)
         finally:
             await conn.close()
-    return asyncio.run(query())
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(query())
+    # A loop already runs in this thread (Playwright's sync API keeps one while a module's
+    # browser is open): asyncio.run would refuse, so the query gets a thread of its own.
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, query()).result()
 
 
 def stored_events(session_id: str) -> list[Event]:

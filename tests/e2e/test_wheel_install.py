@@ -229,7 +229,10 @@ def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_ru
 
         # the operator's checks straight from Postgres, as the wheel installs them
         (session_id,) = re.findall(r"session ([0-9a-f-]{36})", ran.stderr)
-        verified = wakeline("verify-direct", session_id, "--tenant", "default")
+        # The chains only: signed checkpoints need the signer's key, whose statements would stay
+        # in the suite's database and topic for later runs (tests/integration/test_evidence.py
+        # signs in tenants of its own); the wheel's signer is checked to make its key below.
+        verified = wakeline("verify-direct", session_id, "--tenant", "default", "--without-signed-checkpoints")
         assert verified.returncode == 0, verified.stdout + verified.stderr
         report = json.loads(verified.stdout.splitlines()[0])
         assert (report["session_id"], report["ok"], report["found"]) == (session_id, True, True), report
@@ -238,6 +241,10 @@ def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_ru
                                   capture_output=True, text=True, timeout=120, cwd=home, env=env)
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
         assert replayed.stdout.startswith(f"{session_id}: replays cleanly ("), replayed.stdout
+        keygen = subprocess.run([str(bin_dir / "wakeline-signer"), "keygen"], capture_output=True, text=True,
+                                timeout=60, cwd=home, env=env)
+        assert keygen.returncode == 0, keygen.stdout + keygen.stderr
+        assert '"fingerprint": "sha256:' in keygen.stdout and (home / ".data/signer/signer.key.pub").is_file()
     finally:
         for process in processes.values():
             if process.poll() is None:

@@ -40,8 +40,12 @@ async def test_json_lines_carry_each_tasks_own_session_seq_and_tool_call(capture
     events = [asyncio.Event(), asyncio.Event()]
     await asyncio.gather(_session(log, "s-1", "call-1", events[0]), _session(log, "s-2", None, events[1]))
     log.warning("outside any session")
+    # Only this test's lines: a service thread another test left running may log to the same
+    # root handler meanwhile (the whole suite is one process); each of ours exactly once.
+    ours = {"working on s-1", "working on s-2", "outside any session"}
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
-    assert len(lines) == 3
+    lines = [line for line in lines if line["message"] in ours]
+    assert sorted(line["message"] for line in lines) == sorted(ours), lines
     by_message = {line["message"]: line for line in lines}
     one, two, outside = by_message["working on s-1"], by_message["working on s-2"], by_message["outside any session"]
     assert (one["session_id"], one["seq"], one["tool_call_id"]) == ("s-1", 7, "call-1")
