@@ -13,7 +13,7 @@ import os
 import random
 import subprocess
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -162,18 +162,3 @@ async def require_kafka(settings) -> None:
     except (KafkaError, OSError, TimeoutError) as exc:
         message = f"Kafka unreachable at {settings.kafka_bootstrap}: {type(exc).__name__}: {exc}"
         missing(message)
-
-
-@asynccontextmanager
-async def guards_off(conn: asyncpg.Connection, tables: Sequence[str]) -> AsyncIterator[None]:
-    """As superuser, in one transaction: the ALWAYS guard triggers of `tables` off, then on again."""
-    async with conn.transaction():
-        await conn.execute("LOCK TABLE ONLY events IN ROW EXCLUSIVE MODE")
-        guards = await conn.fetch("SELECT tgrelid::regclass::text AS t, tgname FROM pg_trigger WHERE tgrelid = "
-                                  "ANY($1::regclass[]) AND NOT tgisinternal AND tgenabled = 'A' "
-                                  "ORDER BY array_position($1::regclass[], tgrelid), 2", list(tables))
-        for g in guards:
-            await conn.execute(f'ALTER TABLE {g["t"]} DISABLE TRIGGER "{g["tgname"]}"')
-        yield
-        for g in guards:
-            await conn.execute(f'ALTER TABLE {g["t"]} ENABLE ALWAYS TRIGGER "{g["tgname"]}"')

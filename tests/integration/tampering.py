@@ -1,6 +1,6 @@
 """Changing rows behind the database's back, as a superuser would, for the tamper tests
-(test_tamper.py, test_postgres_forks.py): the append-only guards off for one transaction,
-then on again. It holds no tests itself."""
+(test_tamper.py, test_postgres_forks.py, test_evidence.py, test_gateway_reads.py): the
+append-only guards off for one transaction, then on again. It holds no tests itself."""
 
 from __future__ import annotations
 
@@ -60,3 +60,17 @@ async def tampering(conn: asyncpg.Connection, events: Sequence[Event]) -> AsyncI
         for table, trigger in guards:
             await conn.execute(f'ALTER TABLE {table} ENABLE ALWAYS TRIGGER "{trigger}"')
         assert await _always_triggers(conn, tables) == guards
+
+
+@asynccontextmanager
+async def guards_off(conn: asyncpg.Connection, tables: Sequence[str]) -> AsyncIterator[None]:
+    """As superuser, in one transaction: the ALWAYS guard triggers of `tables` (named, in the
+    order an insert locks them) off for the block, then on again."""
+    async with conn.transaction():
+        await conn.execute("LOCK TABLE ONLY events IN ROW EXCLUSIVE MODE")
+        guards = await _always_triggers(conn, list(tables))
+        for table, trigger in guards:
+            await conn.execute(f'ALTER TABLE {table} DISABLE TRIGGER "{trigger}"')
+        yield
+        for table, trigger in guards:
+            await conn.execute(f'ALTER TABLE {table} ENABLE ALWAYS TRIGGER "{trigger}"')

@@ -16,7 +16,6 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,13 +26,13 @@ from aiokafka import TopicPartition
 from aiokafka.admin import RecordsToDelete
 
 from conftest_pg import (
-    EVENT_COLUMNS, fresh_month, guards_off, fresh_session_id, fresh_tenant, insert_event, maintenance_connection,
-    require_kafka, require_postgres, service_connection, set_tenant, superuser_connection,
+    EVENT_COLUMNS, fresh_month, fresh_session_id, fresh_tenant, insert_event, maintenance_connection,
+    require_kafka, require_postgres, service_connection, set_tenant,
 )
+from tampering import guards_off, superuser
 from tests import factories
 from tests.e2e.stack import free_port
 from tests.factories import Stamps, draft
-from tests.requirements import missing
 from wakeline import witnesses
 from wakeline.checkpoints import Head, stored_heads
 from wakeline.event_store import event_row
@@ -64,15 +63,6 @@ DAY = timedelta(days=1)
 def as_row(event: Event) -> dict:
     row = dict(zip(EVENT_COLUMNS, event_row(event)))
     return {**row, "payload": json.loads(row["payload"])}
-
-
-@asynccontextmanager
-async def superuser() -> AsyncIterator[asyncpg.Connection]:
-    try:
-        async with superuser_connection() as conn:
-            yield conn
-    except pytest.skip.Exception as skipped:
-        missing(f"the evidence tests need the local cluster's superuser: {skipped}")
 
 
 class Stack:

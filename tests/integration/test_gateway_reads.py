@@ -11,10 +11,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from conftest_pg import fresh_month, fresh_tenant, guards_off, owner_connection, superuser_connection
+from conftest_pg import fresh_month, fresh_tenant, owner_connection, superuser_connection
 from gateway_harness import (
     OWNER, Seeder, api_key, bearer, created, draft, gateway_settings, running_gateway, sealed,
 )
+from tampering import guards_off
 from tests import factories
 from wakeline import witnesses
 from wakeline.events import ForkedPayload, SessionConfig
