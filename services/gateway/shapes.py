@@ -81,8 +81,8 @@ class SessionPublic(BaseModel):
 
 
 class SessionCostBrief(BaseModel):
-    """What a listed session cost so far, from its own model turns (a fork's inherited prefix
-    is its parent's): `GET /v1/sessions/{id}/cost` has the whole account."""
+    """What a listed session cost so far, from its own model calls, turns and summaries (a
+    fork's inherited prefix is its parent's): `GET /v1/sessions/{id}/cost` has the whole account."""
 
     model_calls: int = 0
     input_tokens: int = Field(default=0, description="Every input token, cache writes and reads included.")

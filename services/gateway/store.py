@@ -29,7 +29,9 @@ _TOKENS = "coalesce(sum((payload->'usage'->>{!r})::bigint), 0)"
 _COSTS = (f"SELECT session_id, count(*) AS model_calls, {_TOKENS.format('output_tokens')} AS output_tokens, "
           f"{_TOKENS.format('input_tokens')} + {_TOKENS.format('cache_creation_input_tokens')} "
           f"+ {_TOKENS.format('cache_read_input_tokens')} AS input_tokens "
-          "FROM events WHERE tenant = $1 AND session_id = ANY($2) AND ts >= $3 AND type = 'model_turn' "
+          "FROM events WHERE tenant = $1 AND session_id = ANY($2) AND ts >= $3 "
+          # a model call is a turn or a summary the model wrote, as /cost and /v1/audit/cost count
+          "AND (type = 'model_turn' OR (type = 'compaction' AND payload ? 'summary_model')) "
           "GROUP BY session_id")
 
 
@@ -95,7 +97,7 @@ class SessionStore:
                 "ORDER BY created_at DESC, session_id DESC LIMIT $1", *args)
 
     async def costs(self, scope: Scope, session_ids: list[str], since: datetime) -> dict[str, asyncpg.Record]:
-        """Model calls and tokens of each session's own model turns, in one query for a page of
+        """Model calls and tokens of each session's own model calls, in one query for a page of
         the list: the (tenant, session_id, seq) index finds each session's events, and `since`
         (the oldest session's creation) spares the monthly partitions before it."""
         async with self._pool.transaction(*scope) as conn:

@@ -381,6 +381,8 @@ async def test_tenant_cost_counts_the_summaries_the_model_wrote_and_equals_the_s
 
     own = (await client.get(f"/v1/sessions/{log[0].session_id}/cost")).json()
     assert (own["model_calls"], own["tokens"]) == (4, expected)
+    listed = (await client.get("/v1/sessions", params={"model": model})).json()["data"]  # the list's cost too
+    assert [s["cost"] for s in listed] == [{"model_calls": 4, "input_tokens": 825, "output_tokens": 61}]
     assert [(c["tokens_before_source"], c["tokens_after_source"]) for c in own["compactions"]] == [
         ("count_tokens", "estimate"), ("estimate", "estimate")]
     # A model's wall time runs from the turn's start to its reply, through the summary call.

@@ -67,7 +67,7 @@ async def create_session(body: SessionCreate, caller: Creator, settings: Setting
 async def list_sessions(caller: Reader, store: StoreDep,
                         query: Annotated[SessionsQuery, Query()]) -> SessionsPublic:
     """Newest first, filtered by status and by parts of owner, model and title; each with
-    what its own model turns cost so far."""
+    what its own model calls (turns, summaries) cost so far."""
     match = SessionMatch(status=query.status, owner=query.owner, model=query.model, title=query.q)
     cursor = decode_cursor(query.cursor) if query.cursor else None
     rows = await store.sessions(caller.scope, query.limit, cursor, match)
