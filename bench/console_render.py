@@ -78,19 +78,19 @@ def measure(browser, url: str, key: str, session: dict, repeats: int = 5) -> lis
     transcripts: list[dict] = []
     context = browser.new_context(viewport={"width": 1100, "height": 800})
     try:
+        def measured(path: str, mark: str) -> dict[str, Any]:
+            """A fresh page at `path`, signed in, and its figure for `mark`."""
+            page = context.new_page()
+            page.goto(f"{url}/console/{path}")
+            page.fill("#key", key)
+            page.press("#key", "Enter")
+            figure = page_figure(page, mark)
+            page.close()
+            return figure
+
         for _ in range(repeats):
-            page = context.new_page()
-            page.goto(f"{url}/console/")
-            page.fill("#key", key)
-            page.press("#key", "Enter")
-            lists.append(page_figure(page, "console:list"))
-            page.close()
-            page = context.new_page()
-            page.goto(f"{url}/console/#/s/{session['session_id']}")
-            page.fill("#key", key)
-            page.press("#key", "Enter")
-            transcripts.append(page_figure(page, "console:transcript"))
-            page.close()
+            lists.append(measured("", "console:list"))
+            transcripts.append(measured(f"#/s/{session['session_id']}", "console:transcript"))
     finally:
         context.close()
     drawn = {t["events"] for t in transcripts}

@@ -92,10 +92,7 @@ async def session_requests(turns: int = 30, cache: bool = True) -> list[dict[str
                     continue
                 reply = await model.complete(build_request(session.state, tool_schemas()))
                 session.append(model_drafts(session.state, reply, "agent:claude-bench"))
-                for call in session.state.pending_tool_calls:
-                    session.append(handle_input(session.state, c.ToolResultReport(
-                        session_id="bench-cache", tenant="bench", tool_call_id=call.tool_call_id, name=call.name,
-                        output=OUTPUT, runner="bench")))
+                _answer_calls(session)
         finally:
             await model.close()
         return api.bodies()
@@ -211,10 +208,7 @@ async def mixed_requests(cache: bool = True, turns: int = 30, context_window: in
                     compacted = False
                 out["bodies"].append(api.bodies()[-1])
                 session.append(model_drafts(session.state, reply, "agent:claude-bench"))
-                for call in session.state.pending_tool_calls:
-                    session.append(handle_input(session.state, c.ToolResultReport(
-                        session_id="bench-cache", tenant="bench", tool_call_id=call.tool_call_id, name=call.name,
-                        output=OUTPUT, runner="bench")))
+                _answer_calls(session)
         finally:
             await model.close()
     return out
@@ -244,3 +238,11 @@ async def run_mixed(turns: int = 30) -> list[dict[str, Any]]:
 if __name__ == "__main__":
     for line in asyncio.run(run()) + asyncio.run(run_mixed()):
         print(json.dumps(line))
+
+
+def _answer_calls(session) -> None:  # type: ignore[no-untyped-def]
+    """Every call the model's turn asked for, answered at once with the same output."""
+    for call in session.state.pending_tool_calls:
+        session.append(handle_input(session.state, c.ToolResultReport(
+            session_id="bench-cache", tenant="bench", tool_call_id=call.tool_call_id, name=call.name,
+            output=OUTPUT, runner="bench")))
