@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from aiokafka import TopicPartition
 
+from tests.integration.fresh_groups import commit_group_at_end
 from tests.private_broker import held_partitions
 from tests.requirements import missing
 from wakeline.commands import ToolCallRequest, ToolResultReport
@@ -112,7 +113,7 @@ class Harness:
     async def start(self) -> None:
         await self.producer.start()
         await self.results.start()
-        await _commit_group_at_end(self.settings())
+        await commit_group_at_end(self.kafka, self.group_id, TOOL_CALLS)
 
     @asynccontextmanager
     async def runner_running(self, **overrides):
@@ -151,19 +152,6 @@ class Harness:
     async def close(self) -> None:
         await self.results.consumer.stop()
         await self.producer.stop()
-
-
-async def _commit_group_at_end(settings: RunnerSettings) -> None:
-    """A fresh group would start at the earliest record; start it at the end instead."""
-    consumer = make_consumer(settings, group_id=settings.group_id)
-    await consumer.start()
-    try:
-        partitions = [TopicPartition(TOOL_CALLS, p) for p in range(settings.partitions)]
-        consumer.assign(partitions)
-        await consumer.seek_to_end(*partitions)
-        await consumer.commit({tp: await consumer.position(tp) for tp in partitions})
-    finally:
-        await consumer.stop()
 
 
 def stdout_of(report: ToolResultReport) -> str:

@@ -27,11 +27,16 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from tests.integration.conftest_pg import require_postgres
+from tests.integration.archiver_harness import seed_offsets_at_end
+from tests.integration.fresh_groups import commit_group_at_end
 from tests.integration.gateway_harness import gateway_settings, running_gateway
 from wakeline import tracing
+from wakeline.pg import TenantPool
+from wakeline.topics import ARCHIVER_GROUP, BRAIN_GROUP, DEAD_LETTER, EVENTS, RUNNER_GROUP, TOOL_CALLS
 from wakeline_archiver.app import run as run_archiver
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_brain.app import run as run_brain
+from wakeline_brain.partitions import INPUT_TOPICS
 from wakeline_brain.settings import BrainSettings
 from wakeline_runner.app import run as run_runner
 from wakeline_runner.settings import RunnerSettings
@@ -51,14 +56,25 @@ def provider():
 async def test_one_trace_runs_from_the_http_request_through_brain_and_runner_to_the_archive_insert(tmp_path):
     await require_postgres()
     host = f"trace-{uuid.uuid4().hex[:8]}"
+    # Groups of this test's own, at the topics' ends: under the suite's default groups the
+    # services would also take up what the e2e tests left there (see fresh_groups.py).
+    groups = {name: f"{group}-trace-{uuid.uuid4().hex[:8]}"
+              for name, group in (("brain", BRAIN_GROUP), ("runner", RUNNER_GROUP), ("archiver", ARCHIVER_GROUP))}
+    archiver = ArchiverSettings(archiver_group=groups["archiver"], archiver_data_dir=tmp_path / "archiver",
+                                archiver_lag_log_interval_s=60.0)
+    await commit_group_at_end(archiver, groups["brain"], *INPUT_TOPICS)
+    await commit_group_at_end(archiver, groups["runner"], TOOL_CALLS)
+    async with TenantPool(archiver.postgres_dsn, min_size=1, max_size=1) as pool:
+        await seed_offsets_at_end(archiver, pool, EVENTS, DEAD_LETTER)
     stop = asyncio.Event()
-    services = [
-        asyncio.create_task(run_archiver(ArchiverSettings(archiver_data_dir=tmp_path / "archiver",
-                                                          archiver_lag_log_interval_s=60.0), stop)),
-        asyncio.create_task(run_runner(RunnerSettings(sandbox_root=tmp_path / "sandboxes", host=host), stop)),
-        asyncio.create_task(run_brain(BrainSettings(policy_dir=ROOT / "tests" / "e2e" / "policies", host=host,
-                                                    static_membership=False), stop)),
-    ]
+    services = {
+        "archiver": asyncio.create_task(run_archiver(archiver, stop)),
+        "runner": asyncio.create_task(run_runner(RunnerSettings(sandbox_root=tmp_path / "sandboxes", host=host,
+                                                                group_id=groups["runner"]), stop)),
+        "brain": asyncio.create_task(run_brain(BrainSettings(policy_dir=ROOT / "tests" / "e2e" / "policies", host=host,
+                                                             static_membership=False, group_id=groups["brain"],
+                                                             archiver_group=groups["archiver"]), stop)),
+    }
     try:
         async with running_gateway(gateway_settings()) as (_, client):
             created = await client.post("/v1/sessions", json={"message": "go", "wait": False,
@@ -74,8 +90,13 @@ async def test_one_trace_runs_from_the_http_request_through_brain_and_runner_to_
             await asyncio.sleep(1.0)  # the archiver's last batch of the session
     finally:
         stop.set()
-        results = await asyncio.wait_for(asyncio.gather(*services, return_exceptions=True), 60)
-    assert not [r for r in results if isinstance(r, BaseException)], results
+        done, pending = await asyncio.wait(services.values(), timeout=60)
+        stuck = {name: task.get_stack() for name, task in services.items() if task in pending}
+        for task in pending:
+            task.cancel()
+    assert not stuck, f"services still running 60 s after stop: {stuck}"
+    results = {name: task.exception() for name, task in services.items()}
+    assert not [e for e in results.values() if e is not None], results
 
     spans = EXPORTER.get_finished_spans()
     # The gateway's server span is FastAPI's own (fastapi.telemetry), the root, with its
