@@ -49,6 +49,9 @@ from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
 
 log = logging.getLogger(__name__)
 _NO_LIMIT = contextlib.nullcontext()
+# At most this many model replies sealed into one transaction by `_advance` (a model that
+# always answers within the linger would otherwise never let the transaction go).
+_MAX_INLINE_REPLIES = 8
 Token = Any  # opaque to the actor: handed back to `release` when the input is settled
 
 
@@ -79,6 +82,9 @@ class ActorDeps:
     model_retry_max_s: float = 60.0
     # Live text of replies being written: to viewers (the model-deltas topic), never the log.
     publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None
+    # How long `_advance` waits for a model call it started before writing what came
+    # before it: a reply within it rides in the same transaction (BrainSettings.model_linger_ms).
+    model_linger_s: float = 0.0
 
 
 class SessionUnwakeable(RuntimeError):
@@ -127,7 +133,7 @@ class SessionActor:
     # without one: a new owner calls at once).
     _retry_task: asyncio.Task | None = None
     _compacted_seq: int = -1  # the newest compaction's seq: none is planned right after one
-    # The compaction the model's count asked for, handed from `_call_model` to `_advance`.
+    # The compaction the model's count asked for, handed from `_model_answer` to `_advance`.
     _counted_plan: Draft | None = None
     # (seq, tokens) of the newest model turn since the last compaction: its recorded usage
     # (input, cache, output), a count of the request it answered that costs no call.
@@ -347,8 +353,47 @@ class SessionActor:
         call the steps stop at. One transaction where there were up to four: a tool result,
         its turn's end and the next turn's start go out together, which is what keeps the
         brain's Kafka requests, and its CPU, per tool round trip down (issue 10). The log is
-        the same events in the same order; a crash loses the whole batch or nothing."""
+        the same events in the same order; a crash loses the whole batch or nothing.
+
+        The model call starts from the sealed state, before that transaction commits, and
+        a reply that comes within `model_linger_s` is sealed into the same transaction
+        (with the tool calls it makes): a fast model's step costs one transaction, not a
+        second one right behind the first, which the coordinator refuses until the first's
+        markers are written. A slower reply comes through the mailbox as before. Starting
+        early changes nothing a crash can show: the transaction holds the input's events
+        and the reply or neither, and an input whose events are not committed is read
+        again and answered again."""
         state, events = self._sealed(drafts, self.state)
+        inline = 0
+        while True:
+            state, events, calls_model, summarize = self._steps(state, events)
+            answered = asyncio.create_task(self._model_answer(state)) if calls_model else None
+            if answered is None or inline == _MAX_INLINE_REPLIES:
+                break
+            done = await self._within_linger(answered)
+            if done is None or done.reply is None or done.compaction is not None:
+                break  # slow, failed or compacting first: through the mailbox, as it always was
+            inline += 1
+            state, more = self._sealed(model_drafts(state, done.reply, f"agent:{state.config.model}"), state)
+            events += more
+        task = None
+        if answered is not None:
+            task = asyncio.create_task(self._forward(answered))
+        elif summarize is not None:
+            task = asyncio.create_task(self._summarize(*summarize))
+        try:
+            await self._write(events, state)
+        except BaseException:
+            if task is not None:
+                task.cancel()  # what it answers was never committed
+            raise
+        if task is not None:
+            self._model_task = task
+
+    def _steps(self, state: SessionState, events: list[e.Event]
+               ) -> tuple[SessionState, list[e.Event], bool, tuple[SessionState, Draft] | None]:
+        """The steps from `state` up to the next model call: (state, events so far, whether
+        the model is to be called now, the compaction its summary call is for)."""
         calls_model, summarize = False, None
         while True:
             step = next_step(state)
@@ -364,33 +409,36 @@ class SessionActor:
                     compaction = compaction_step(state, compaction)
                 if compaction is not None and isinstance(compaction.payload, e.ToolCallPayload):
                     state, more = self._sealed([compaction], state)
-                    events += more
+                    events = events + more
                     calls_model = False
                 elif compaction is not None and writes_summary(state.config.model):
                     summarize, calls_model = (state, compaction), False  # the model writes it first
                 elif compaction is not None:
                     state, more = self._sealed([compaction], state)
-                    events += more
+                    events = events + more
                 break
             if not step:
                 break
             state, more = self._sealed(step, state)
-            events += more
+            events = events + more
         self._counted_plan = None  # counted for this state only
-        await self._write(events, state)
-        if calls_model:
-            self._model_task = asyncio.create_task(self._call_model(self.state))
-        elif summarize is not None:
-            self._model_task = asyncio.create_task(self._summarize(*summarize))
+        return state, events, calls_model, summarize
+
+    async def _within_linger(self, answered: asyncio.Task) -> "_ModelDone | None":
+        """The model's answer if it comes within `model_linger_s`, else None (still running)."""
+        if self.deps.model_linger_s <= 0:
+            return None
+        finished, _ = await asyncio.wait({answered}, timeout=self.deps.model_linger_s)
+        return answered.result() if finished else None
 
     def _planned_compaction(self, state: SessionState) -> Draft | None:
         """The compaction due before this model call: the one the model's own count asked
-        for (handed back by `_call_model`); for a model without a count, the estimate's.
+        for (handed back by `_model_answer`); for a model without a count, the estimate's.
         A model that counts is never compacted on the estimate: its count decides."""
         if self._counted_plan is not None:
             return self._counted_plan
         if self._counter(state) is not None:
-            return None  # `_call_model` counts first
+            return None  # `_model_answer` counts first
         return plan_compaction(state, build_request(state, self.deps.tools))
 
     def _counter(self, state: SessionState) -> Callable[[ModelRequest], Awaitable[int]] | None:
@@ -415,9 +463,9 @@ class SessionActor:
         """Idle: woken, no model call running and no step to take (read by a metric)."""
         return self.state.last_seq > 0 and self._quiet()
 
-    async def _call_model(self, state: SessionState) -> None:
-        """Runs beside the actor's loop; its answer comes back through the mailbox so that
-        only the loop ever appends."""
+    async def _model_answer(self, state: SessionState) -> _ModelDone:
+        """The model's answer to `state`'s request; runs beside the actor's loop, and only the
+        loop appends what it says (inline in `_advance`, or through the mailbox: `_forward`)."""
         done = _ModelDone(turn=state.turns, reply=None)
         try:
             model = self.deps.model_for(state.config.model)
@@ -431,7 +479,11 @@ class SessionActor:
         except Exception as err:  # a bug in an adapter must end the turn, not hang the session
             log.exception("model call failed for %s", self.session_id)
             done.error = f"{type(err).__name__}: {err}"
-        await self.mailbox.put(done)
+        return done
+
+    async def _forward(self, answered: asyncio.Task) -> None:
+        """The answer through the mailbox; cancelling this cancels the call."""
+        await self.mailbox.put(await answered)
 
     async def _complete(self, model: Model, request: ModelRequest, turn: int) -> ModelReply:
         publish = self.deps.publish_delta

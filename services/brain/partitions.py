@@ -187,7 +187,7 @@ class PartitionSet(ConsumerRebalanceListener):
     def _new_writer(self, partition: int) -> PartitionWriter:
         inputs = [TopicPartition(t, partition) for t in INPUT_TOPICS]
         return PartitionWriter(partition, self._new_producer(partition), self.settings.group_id, self.tracker,
-                               inputs, on_lost=self._writer_lost)
+                               inputs, on_lost=self._writer_lost, offsets_every_s=self.settings.offsets_every_s)
 
     async def _committed_positions(self, partition: int) -> dict[TopicPartition, int]:
         assert self.consumer is not None

@@ -53,7 +53,8 @@ class Brain:
             max_record_bytes=settings.max_record_bytes, snapshot_every=settings.snapshot_every,
             snapshot_on_evict_after=settings.snapshot_on_evict_after, load_prefix=load_prefix,
             model_slots=asyncio.Semaphore(settings.model_concurrency), model_retry_s=settings.model_retry_s,
-            model_retry_max_s=settings.model_retry_max_s, publish_delta=publish_delta)
+            model_retry_max_s=settings.model_retry_max_s, publish_delta=publish_delta,
+            model_linger_s=settings.model_linger_ms / 1000)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)

@@ -43,6 +43,19 @@ class BrainSettings(CommonSettings):
     # It also sets aiokafka's fixed wait after a refused AddPartitionsToTxn (app.py); 5 ms
     # against 20 was inside the noise on 2026-12-01 (docs/benchmarks.md), so 20 stays.
     txn_retry_backoff_ms: int = Field(default=20, ge=1)
+    # How long a session waits for a model call it just started before writing the events
+    # that came before it (actor.SessionActor._advance): a reply within it rides in the same
+    # transaction, so a fast model's step costs one transaction where it cost two, the
+    # second right behind the first. Claude answers in far more than this; for it the wait
+    # only delays a tool result's visibility by this much, beside a call already running.
+    # 0: never wait.
+    model_linger_ms: float = Field(default=5.0, ge=0, le=1000)
+    # At most this often do a busy partition's transactions carry its consumer offsets (and
+    # in every record-less commit of a quiet moment): offsets cost a transaction two more
+    # requests, which every tool round trip waited for. The price: a crash redelivers up to
+    # this long of inputs already in the log, which the sessions drop as repeats
+    # (writer.PartitionWriter). 0: every transaction carries them.
+    offsets_every_s: float = Field(default=1.0, ge=0, le=60)
     # How long taking a partition waits for a transaction from before our fence to get its
     # marker (partitions.PartitionSet._settled); past it the take is retried from the start.
     # Above the partition producers' transaction timeout (60 s), by which the broker aborts

@@ -7,6 +7,15 @@ session never has two writers. The writer starts and stops the producer it is ha
 are group-committed: one transaction carries the events, the tool calls they issue, and
 the consumer offsets of p's inputs up to the lowest unfinished record.
 
+Offsets ride in a transaction at most every `offsets_every_s` while records keep coming,
+and in the record-less commit of a quiet moment: a transaction with offsets costs two
+more requests to the coordinators (AddOffsetsToTxn, TxnOffsetCommit) than one without,
+and every tool round trip waited for them (issue 10). What that leaves uncommitted is at
+most that long of inputs whose events are already in the log; a crash redelivers them
+and the sessions drop them as repeats (seen_inputs, the pending-call check), as they
+always have for the inputs of the last transaction. A writer closed in good order
+commits what it may first (`close`).
+
 A writer whose transaction fails (fenced, the broker restarting, a leader change) is
 done: it fails what was pending and tells its owner through `on_lost`, which gives the
 partition back and takes it again with a fresh producer (see `partitions.PartitionSet`). It never
@@ -60,7 +69,8 @@ class WriterClosed(RuntimeError):
 class PartitionWriter:
     def __init__(self, partition: int, producer: TransactionalProducer, group_id: str, tracker: OffsetTracker,
                  inputs: list[TopicPartition],
-                 on_lost: Callable[["PartitionWriter", BaseException], None] = lambda w, err: None):
+                 on_lost: Callable[["PartitionWriter", BaseException], None] = lambda w, err: None,
+                 offsets_every_s: float = 0.0):
         self.partition = partition
         self._producer = producer
         self._on_lost = on_lost
@@ -71,6 +81,9 @@ class PartitionWriter:
         self._task: asyncio.Task | None = None
         self._closed = False
         self._txn = asyncio.Lock()  # one transaction at a time: the commit loop's or end_strays'
+        self._offsets_every_s = offsets_every_s
+        self._offsets_at = float("-inf")  # the loop's clock when offsets last rode in a transaction
+        self._lost = False
 
     async def start(self) -> None:
         try:
@@ -117,11 +130,32 @@ class PartitionWriter:
 
     async def close(self) -> None:
         self._closed = True
+        cut = self._txn.locked()  # a transaction of ours the cancel below cuts short
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         self._fail_pending(WriterClosed("writer closed"))
+        if not cut:
+            await self._commit_offsets_before_closing()
         await self._producer.stop()
+
+    async def _commit_offsets_before_closing(self, timeout_s: float = 2.0) -> None:
+        """The offsets that waited for their turn (`offsets_every_s`), so whoever takes the
+        partition next reads fewer inputs again. A courtesy, never needed for correctness:
+        skipped when the producer is lost or `close` cut a transaction short, and refused
+        by the broker if a new owner has fenced us already."""
+        offsets = self._offsets_to_commit()
+        if self._lost or not offsets or self._task is None:
+            return
+        try:
+            async with asyncio.timeout(timeout_s):
+                async with self._txn, self._producer.transaction():
+                    await self._producer.send_offsets_to_transaction(offsets, self._group_id)
+        except Exception as err:  # noqa: BLE001 - fenced, or the broker is away: the inputs come again
+            log.info("partition %s: offsets not committed on close (%r); those inputs are read again",
+                     self.partition, err)
+            return
+        self._tracker.mark_committed(offsets)
 
     async def _loop(self) -> None:
         try:
@@ -132,7 +166,7 @@ class PartitionWriter:
             raise
         except Exception as err:  # fenced, or the broker refused: this producer is done
             log.warning("writer for partition %s stopped: %r; handing the partition back", self.partition, err)
-            self._closed = True
+            self._closed = self._lost = True
             self._fail_pending(WriterClosed(str(err)))
             self._on_lost(self, err)
 
@@ -146,7 +180,9 @@ class PartitionWriter:
         return batch
 
     async def _commit(self, batch: list[tuple[list[Record], asyncio.Future]]) -> None:
-        offsets = self._offsets_to_commit()
+        now = asyncio.get_running_loop().time()
+        due = not batch or now - self._offsets_at >= self._offsets_every_s
+        offsets = self._offsets_to_commit() if due else {}
         if not batch and not offsets:
             return
         try:
@@ -168,7 +204,9 @@ class PartitionWriter:
                 if not done.done():
                     done.set_exception(WriterClosed(str(err)))
             raise
-        self._tracker.mark_committed(offsets)
+        if offsets:
+            self._tracker.mark_committed(offsets)
+            self._offsets_at = now
         for _, done in batch:
             if not done.done():
                 done.set_result(None)

@@ -223,9 +223,9 @@ async def test_the_summary_call_of_a_compaction_takes_a_model_slot_like_a_turn()
     summarizing = with_deps(part.actor("s1", model), model_slots=slots)
     turning = with_deps(part.actor("s2", model), model_slots=slots)
 
-    await asyncio.gather(summarizing._summarize(state, plan), turning._call_model(state))
+    _, turn_done = await asyncio.gather(summarizing._summarize(state, plan), turning._model_answer(state))
 
     assert model.calls == 2 and model.most_in_flight == 1  # one slot: one call at a time, the summary's too
-    summary_done, turn_done = summarizing.mailbox.get_nowait(), turning.mailbox.get_nowait()
+    summary_done = summarizing.mailbox.get_nowait()
     assert summary_done.compaction.payload.summary == "done"  # the model's summary, not the mechanical one
     assert turn_done.reply is not None and turn_done.error is None

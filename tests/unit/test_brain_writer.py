@@ -112,3 +112,42 @@ async def test_closing_fails_what_is_still_queued():
     with pytest.raises(WriterClosed):
         await pending
     assert producer.transactions == [] and producer.stopped
+
+
+async def test_a_busy_writer_commits_offsets_at_most_every_offsets_every_s_and_on_close():
+    """Offsets cost a transaction two more requests: while records keep coming they ride
+    in one transaction per `offsets_every_s`; the rest wait for a quiet moment or `close`."""
+    producer, tracker = FakeProducer(), OffsetTracker()
+    writer = PartitionWriter(3, producer, GROUP, tracker, INPUTS, offsets_every_s=60.0)
+    await writer.start()
+    try:
+        finished_inputs(tracker, inbox=[0], results=[])
+        await writer.append([Record(EVENTS, b"s1", b'{"seq": 1}')])
+        finished_inputs(tracker, inbox=[1, 2], results=[0])
+        await writer.append([Record(EVENTS, b"s1", b'{"seq": 2}')])
+        assert tracker.to_commit(INPUTS) == {INPUTS[0]: 3, INPUTS[1]: 1}  # not yet: due in a minute
+    finally:
+        await writer.close()
+    first, second, closing = producer.committed
+    assert first.offsets == {INPUTS[0]: 1} and len(first.sent) == 1
+    assert second.offsets in (None, {}) and len(second.sent) == 1
+    assert closing.sent == [] and closing.offsets == {INPUTS[0]: 3, INPUTS[1]: 1}
+    assert tracker.to_commit(INPUTS) == {}
+
+
+async def test_a_writer_that_lost_its_producer_commits_nothing_on_close():
+    producer, tracker, lost = FakeProducer(), OffsetTracker(), []
+    writer = PartitionWriter(3, producer, GROUP, tracker, INPUTS, offsets_every_s=60.0,
+                             on_lost=lambda w, err: lost.append(err))
+    await writer.start()
+    try:
+        await writer.append([Record(EVENTS, b"s1", b"{}")])
+        finished_inputs(tracker, inbox=[0], results=[])
+        producer.fail_commit = ProducerFenced()
+        with pytest.raises(WriterClosed):
+            await writer.append([Record(EVENTS, b"s1", b"{}")])
+        await eventually(lambda: lost)
+    finally:
+        await writer.close()
+    assert [t.outcome for t in producer.transactions] == ["committed", "aborted"]
+    assert tracker.to_commit(INPUTS) == {INPUTS[0]: 1}  # the next owner reads it again
