@@ -364,28 +364,30 @@ class SessionActor:
         and the reply or neither, and an input whose events are not committed is read
         again and answered again."""
         state, events = self._sealed(drafts, self.state)
-        inline = 0
-        while True:
-            state, events, calls_model, summarize = self._steps(state, events)
-            answered = asyncio.create_task(self._model_answer(state)) if calls_model else None
-            if answered is None or inline == _MAX_INLINE_REPLIES:
-                break
-            done = await self._within_linger(answered)
-            if done is None or done.reply is None or done.compaction is not None:
-                break  # slow, failed or compacting first: through the mailbox, as it always was
-            inline += 1
-            state, more = self._sealed(model_drafts(state, done.reply, f"agent:{state.config.model}"), state)
-            events += more
-        task = None
-        if answered is not None:
-            task = asyncio.create_task(self._forward(answered))
-        elif summarize is not None:
-            task = asyncio.create_task(self._summarize(*summarize))
+        answered: asyncio.Task[_ModelDone] | None = None
+        task: asyncio.Task[None] | None = None
         try:
+            inline = 0
+            while True:
+                state, events, calls_model, summarize = self._steps(state, events)
+                answered = asyncio.create_task(self._model_answer(state)) if calls_model else None
+                if answered is None or inline == _MAX_INLINE_REPLIES:
+                    break
+                done = await self._within_linger(answered)
+                if done is None or done.reply is None or done.compaction is not None:
+                    break  # slow, failed or compacting first: through the mailbox, as it always was
+                inline += 1
+                state, more = self._sealed(model_drafts(state, done.reply, f"agent:{state.config.model}"), state)
+                events += more
+            if answered is not None:
+                task = asyncio.create_task(self._forward(answered))
+            elif summarize is not None:
+                task = asyncio.create_task(self._summarize(*summarize))
             await self._write(events, state)
         except BaseException:
-            if task is not None:
-                task.cancel()  # what it answers was never committed
+            for started in (task, answered):
+                if started is not None:
+                    started.cancel()  # what it would answer was never committed
             raise
         if task is not None:
             self._model_task = task
@@ -409,18 +411,18 @@ class SessionActor:
                     compaction = compaction_step(state, compaction)
                 if compaction is not None and isinstance(compaction.payload, e.ToolCallPayload):
                     state, more = self._sealed([compaction], state)
-                    events = events + more
+                    events += more
                     calls_model = False
                 elif compaction is not None and writes_summary(state.config.model):
                     summarize, calls_model = (state, compaction), False  # the model writes it first
                 elif compaction is not None:
                     state, more = self._sealed([compaction], state)
-                    events = events + more
+                    events += more
                 break
             if not step:
                 break
             state, more = self._sealed(step, state)
-            events = events + more
+            events += more
         self._counted_plan = None  # counted for this state only
         return state, events, calls_model, summarize
 

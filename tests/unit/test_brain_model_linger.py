@@ -110,3 +110,24 @@ async def test_the_call_started_before_a_transaction_that_fails_is_cancelled_and
         await part.writer.close()
     assert part.producer.committed == [] and model.requests == []
 
+
+
+async def test_an_actor_cancelled_while_it_lingers_cancels_the_call_it_started():
+    """A revoked partition cancels its actors; a call started for a state never committed
+    must not run on (a Claude call would be paid for and thrown away)."""
+    part = Partition()
+    await part.writer.start()
+    model = SlowModel(5.0, ModelReply(text="never"))
+    actor = lingering(part.actor("s1", model), 2.0)
+    part.deliver(actor, create("s1"))
+    running = asyncio.create_task(actor.run("test"))
+    try:
+        await asyncio.sleep(0.2)  # inside the linger: the call is running, nothing is written
+        assert part.producer.committed == []
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        await eventually(lambda: model.cancelled == 1)
+    finally:
+        await part.writer.close()
+    assert part.producer.committed == [] and model.requests == []
