@@ -59,6 +59,9 @@ class CostPublic(BaseModel):
     cache_saved_input_tokens: float = 0.0
     inherited_from: str | None = None  # a fork: its prefix's cost is this session's, up to fork_seq
     fork_seq: int | None = None
+    # The newest event counted: the archive may not have stored yet what a live stream just
+    # showed, and a reader that saw seq n asks again until this reaches it (the console does).
+    upto_seq: int = 0
 
 
 def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
@@ -69,6 +72,7 @@ def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
     usage = Usage()
     called: dict[str, datetime] = {}
     for event in events:
+        cost.upto_seq = max(cost.upto_seq, event.seq)
         match event:
             case TurnStarted():
                 cost.turns += 1

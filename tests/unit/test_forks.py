@@ -120,6 +120,8 @@ def test_tree_steps_carry_tool_outcomes_and_cost_sums_every_turns_usage():
     assert cost.tokens == {"input_tokens": sum(u.input_tokens for u in turns),
                            "output_tokens": sum(u.output_tokens for u in turns)}
     assert (cost.turns, cost.model_calls, cost.tool_calls) == (2, 4, 2)
+    assert cost.upto_seq == log[-1].seq  # what it counted: a reader that saw more asks again
+    assert session_cost(log[0].session_id, log[:9]).upto_seq == log[8].seq
     assert cost.model_wall_s == 4.0  # RECORDED stamps: a second per seq; 3->4, 6->7, 10->11, 13->14
 
 

@@ -301,21 +301,21 @@ function flush() {
   const batch = document.createDocumentFragment();
   let lastLi = null;
   let hands = false;
-  let costly = false;
+  let costly = 0; // the newest seq after which the cost line is out of date
   for (const event of events) {
     const li = drawEvent(event);
     if (!li) continue;
     batch.append(li);
     lastLi = li;
     hands ||= ["tool_call", "takeover", "handback"].includes(event.type);
-    costly ||= COST_EVENTS.has(event.type);
+    if (COST_EVENTS.has(event.type)) costly = Math.max(costly, event.seq);
   }
   if (!lastLi) return;
   const live = current.live && current.live.node.isConnected ? current.live.node : null;
   if (live) live.before(batch); else $("transcript").append(batch); // the streaming turn stays last
   drawMeta();
   if (hands) drawHands();
-  if (costly && !catchingUp) drawCost(); // the history's cost is the one asked at open
+  if (costly && !catchingUp) drawCost(costly); // the history's cost is the one asked at open
   if (stick) (live || lastLi).scrollIntoView({ block: "end" });
   if (catchingUp && current.lastSeq >= current.session.last_seq) {
     current.measured = true; // the history as it was at open is drawn: the bench's figure
@@ -366,13 +366,18 @@ function drawMeta() {
 }
 
 // Asked at open and again after each turn end, compaction and end (COST_EVENTS): the
-// figures move as the session does. The newest answer wins over a slower older one.
-async function drawCost() {
+// figures move as the session does. The newest answer wins over a slower older one. The
+// cost is counted from the archive, which can trail the live stream by a batch: an answer
+// that has not counted up to `seq` (its `upto_seq`) is asked again, a few times.
+async function drawCost(seq = 0, tries = 0) {
   const view = current;
   const asked = (view.costAsked = (view.costAsked || 0) + 1);
   try {
     const c = await get(`/v1/sessions/${encodeURIComponent(view.id)}/cost`);
     if (current !== view || asked !== view.costAsked) return;
+    if (c.upto_seq < seq && tries < 20) {
+      setTimeout(() => { if (current === view && asked === view.costAsked) drawCost(seq, tries + 1); }, 150);
+    }
     const tokens = Object.entries(c.tokens).map(([k, v]) => `${k} ${v}`).join(", ");
     $("s-cost").textContent = `cost: ${c.turns} turns, ${c.model_calls} model calls, ${c.tool_calls} tool calls, `
       + `${c.compactions.length} compactions; tokens ${tokens || "none"}`;
