@@ -6,6 +6,8 @@ change to the archiver on a shared machine, where wall rates swing between round
 
 PKGDIR holds `wakeline` and `wakeline_archiver` (links into a checkout of the code to run)
 and goes first on the archiver process's PYTHONPATH; an empty PKGDIR runs this worktree.
+`NAME=PKGDIR,VAR=VALUE,...` also sets those environment variables for that tree's archiver
+(`two=,WAKELINE_ARCHIVER_CONCURRENT_BATCHES=2`: one tree under two settings).
 Besides events/s it reports, per stored event from the first stored row to the last, the
 archiver process's CPU and its Postgres backends' CPU (from /proc), which contention moves
 far less than it moves wall time. `--profile` records a py-spy flame graph of that tree's
@@ -88,8 +90,15 @@ def main(rounds: int, trees: dict[str, str], profiles: dict[str, str], sessions:
     runs: dict[str, list[float]] = {}
     for round_ in range(rounds):
         for tree in (list(trees) if round_ % 2 == 0 else list(reversed(trees))):
-            os.environ["PYTHONPATH"], probe.tree = trees[tree], tree
-            line = asyncio.run(bench.archiver_rate(sessions, per_session))
+            pkgdir, *assignments = trees[tree].split(",")
+            saved = dict(os.environ)
+            os.environ.update(a.split("=", 1) for a in assignments)
+            os.environ["PYTHONPATH"], probe.tree = pkgdir, tree
+            try:
+                line = asyncio.run(bench.archiver_rate(sessions, per_session))
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
             cpu_us, postgres_us = probe.per_event_us()
             for key, value in ((tree, line["events_per_s"]), (f"{tree}.cpu_us", cpu_us),
                                (f"{tree}.postgres_us", postgres_us)):

@@ -35,6 +35,12 @@ class ArchiverSettings(CommonSettings):
     archiver_lag_log_interval_s: float = Field(default=30.0, gt=0)
     # No progress for this long while events wait: exit non-zero rather than look alive.
     archiver_stall_exit_s: float = Field(default=120.0, gt=0)
+    # How many partitions' batches are stored at once, each in its own transaction (a
+    # partition's own batches always one after another). One waits on Postgres (its CPU,
+    # its index pages coming in from disk) while another runs its Python. Under a backlog
+    # of 40,000 events, 1 / 2 / 3 / 4 / 6 stored 4.9k / 3.9k / 6.6-7.7k / 10.8k / 8.6k ev/s
+    # (medians, `bench.archiver_ab`, docs/benchmarks.md). Each takes a pool connection.
+    archiver_concurrent_batches: int = Field(default=4, ge=1, le=16)
     archiver_pool_size: int = Field(default=4, ge=2)
     # How soon a dead archiver's partitions go to another: a member that stops
     # heartbeating is dropped from the group after this long (the broker's minimum is 6 s).

@@ -2,12 +2,17 @@
 (`transport.py`), and one pipeline per projected topic that stores them.
 
 A handler has two halves: `prepare` (pure CPU: decoding, rows) and `store` (the
-Postgres transaction). While batch N is being stored, the next batch is already taken
-and prepared, so Python decodes while Postgres writes; batch N+1 is stored only after
-N's transaction committed, so batches still commit one at a time and in order. Kafka's
-copy of the offsets is committed only after the batch's transaction (which holds the
-archive's own offsets) committed, so it never runs ahead of the archive. No faust
-agents, streams or tables, no RocksDB, no web server.
+Postgres transaction). Each batch is split by partition into lanes. While a lane's
+batch N is being stored, the next batch is already taken and prepared, so Python
+decodes while Postgres writes; the lane's batch N+1 is stored only after N's
+transaction committed, so within a partition batches commit one at a time and in
+order. Lanes of different partitions store concurrently, up to
+`archiver_concurrent_batches` transactions at once: a partition holds its sessions
+whole (`topics.partition_for`), and the archive's offsets are per partition, so their
+transactions touch different rows; while one waits on Postgres another runs Python
+(issue 10). Kafka's copy of the offsets is committed only after the batch's
+transaction (which holds the archive's own offsets) committed, so it never runs ahead
+of the archive. No faust agents, streams or tables, no RocksDB, no web server.
 """
 
 from __future__ import annotations
@@ -49,23 +54,32 @@ class ArchivedTopics:
 
 
 class Pipeline:
-    """One topic's batches: prepared ahead, stored through the gate one at a time, in order."""
+    """One topic's batches: one lane per partition, each prepared ahead and stored through
+    the gate one batch at a time, in offset order; lanes store side by side, at most
+    `concurrency` at once."""
 
-    def __init__(self, handler: Handler[Any], gate: BatchGate, commit: CommitPositions):
+    def __init__(self, handler: Handler[Any], gate: BatchGate, commit: CommitPositions, concurrency: int = 1):
         self._handler, self._gate, self._commit = handler, gate, commit
-        self._in_flight: asyncio.Future[None] | None = None
+        self._slots = asyncio.Semaphore(concurrency)
+        self._in_flight: dict[int, asyncio.Future[None]] = {}  # partition -> its lane's batch being stored
         self._to_commit: dict[tuple[str, int], int] = {}
         self._committing: asyncio.Future[None] | None = None
 
     async def feed(self, records: Sequence[RawRecord]) -> None:
-        prepared = self._handler.prepare(records)
-        if self._in_flight is not None:
-            await self._in_flight  # one transaction at a time, in offset order
-        self._in_flight = asyncio.ensure_future(self._store(prepared, next_offsets(
-            (r.topic, r.partition, r.offset) for r in records)))
+        lanes: dict[int, list[RawRecord]] = {}
+        for record in records:
+            lanes.setdefault(record.partition, []).append(record)
+        for partition, mine in lanes.items():
+            prepared = self._handler.prepare(mine)
+            in_flight = self._in_flight.get(partition)
+            if in_flight is not None:
+                await in_flight  # one transaction at a time per partition, in offset order
+            self._in_flight[partition] = asyncio.ensure_future(self._store(prepared, next_offsets(
+                (r.topic, r.partition, r.offset) for r in mine)))
 
     async def _store(self, prepared: Any, offsets: Offsets) -> None:
-        await self._gate.pass_batch(self._handler.store, prepared)  # returns only once committed
+        async with self._slots:
+            await self._gate.pass_batch(self._handler.store, prepared)  # returns only once committed
         self._commit_later(offsets)
 
     def _commit_later(self, offsets: Offsets) -> None:
@@ -86,7 +100,7 @@ class Pipeline:
 
     def cancel(self) -> None:
         """At stop: a batch still parked in the gate (a failed one) goes with the app."""
-        for task in (self._in_flight, self._committing):
+        for task in (*self._in_flight.values(), self._committing):
             if task is not None and not task.done():
                 task.cancel()
 
@@ -135,7 +149,7 @@ def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Han
         # Subscribed through faust's conductor; acks off: faust never acknowledges these records.
         app.topics.add(app.topic(topic, key_type=bytes, value_type=bytes, key_serializer="raw",
                                  value_serializer="raw", acks=False))
-        batches.pipelines[topic] = Pipeline(handler, gate, commit)
+        batches.pipelines[topic] = Pipeline(handler, gate, commit, settings.archiver_concurrent_batches)
     return app, batches
 
 
