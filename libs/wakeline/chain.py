@@ -20,8 +20,20 @@ from wakeline.events import (
 )
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# The C encoder `json.dumps` builds on every call (`JSONEncoder.iterencode`, one-shot), built
+# once: the same function over the same options, so the same bytes, without ~2.5 us of set-up
+# per event (a third of the cost of hashing one; issue 10). Without the C accelerator, dumps.
+_C_ENCODE = (json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+    None, _CANONICAL.default, json.encoder.encode_basestring, _CANONICAL.indent, _CANONICAL.key_separator,
+    _CANONICAL.item_separator, _CANONICAL.sort_keys, _CANONICAL.skipkeys, _CANONICAL.allow_nan)
+    if json.encoder.c_make_encoder is not None else None)  # type: ignore[attr-defined]
+
+
 def canonical_json(data: Any) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    if _C_ENCODE is None or isinstance(data, str):  # a bare string: the one-shot path encodes it alone
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return "".join(_C_ENCODE(data, 0)).encode()
 
 
 def event_hash(event_without_hash: dict[str, Any]) -> str:
@@ -30,7 +42,8 @@ def event_hash(event_without_hash: dict[str, Any]) -> str:
 
 
 def compute_hash(event: Event) -> str:
-    return event_hash(event.model_dump(mode="json"))
+    """`event_hash` of the event's JSON form; the same bytes, without dumping `hash` only to drop it."""
+    return hashlib.sha256(canonical_json(event.model_dump(mode="json", exclude={"hash"}))).hexdigest()
 
 
 def first_broken_seq(events: Iterable[Event]) -> int | None:

@@ -1,9 +1,10 @@
 """Loading a session the brain does not hold: the archive, then the un-archived tail.
 
-Postgres holds what the archiver has stored, and `archived_next_offset`
-(`wakeline.archive_position`) says how far into each events partition that is — both
-read in one snapshot, so the Kafka tail read from that offset to the partition's end
-covers exactly the rest. Together they are every committed event of the session. Postgres
+Postgres holds what the archiver has stored, and `wake_start`
+(`wakeline.archive_position`) says how far into each events partition that is. The
+offset is read before the rows, so the rows hold at least everything before it and the
+Kafka tail read from that offset to the partition's end covers the rest (overlapping,
+never leaving a gap). Together they are every committed event of the session. Postgres
 is read from the session's newest `snapshot` event (`wakeline.snapshots`), so a wake
 reads and folds what came after it, not the whole log, however long the session is.
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from wakeline.archive_position import ARCHIVER_GROUP, archived_next_offset, parked_session
+from wakeline.archive_position import ARCHIVER_GROUP, wake_start
 from wakeline.event_store import events_from_snapshot, session_events
 from wakeline.events import Event, SessionForked, SnapshotTaken, parse_event
 from wakeline.lineage import prefix_events
@@ -107,12 +108,10 @@ class SessionLoader:
         # Offset first, rows second: the rows then hold at least everything before the
         # offset, and the tail read from it overlaps rather than leaves a gap.
         async with self._pool.system_transaction() as conn:
-            owner = await conn.fetchval("SELECT session_tenant($1)", session_id)
-            offset = await archived_next_offset(conn, self._topic, partition, self._archiver_group)
-            parked = await parked_session(conn, owner or tenant, session_id, self._archiver_group)
+            start = await wake_start(conn, session_id, tenant, self._topic, partition, self._archiver_group)
+            owner, offset, parked = start.owner, start.next_offset, start.parked
             if parked:
                 raise SessionParked(f"the archiver parked it from seq {parked.from_seq}: {parked.reason}")
-            await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", owner or tenant)
             archived = await (session_events if whole else events_from_snapshot)(conn, session_id)
             if archived and isinstance(archived[0], SnapshotTaken) and not current(archived[0]):
                 archived = await session_events(conn, session_id)  # written by other code: all of it

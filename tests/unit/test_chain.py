@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -156,3 +158,32 @@ def test_a_draft_refuses_a_payload_that_belongs_to_no_event():
     for stranger in (Usage(), SessionConfig()):
         with pytest.raises(pydantic.ValidationError):
             Draft(payload=stranger, actor="user:x", trust="instruction")
+
+
+# JSON as an event's dump holds it: any text (every plane, control characters, quotes,
+# backslashes), any int or float, nesting, keys in any order.
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=30)
+
+
+@given(JSON_VALUES)
+def test_canonical_json_is_byte_for_byte_what_json_dumps_makes(data):
+    # Every stored hash was made with json.dumps; the encoder built once must say the same.
+    expected = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8",
+                                                                                                   "surrogatepass")
+    try:
+        assert canonical_json(data) == expected
+    except UnicodeEncodeError:  # a lone surrogate: neither can encode it, and seal never sees one (it is JSON)
+        with pytest.raises(UnicodeEncodeError):
+            json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def test_compute_hash_is_the_hash_of_the_whole_json_form_without_its_hash():
+    for event in conversation(40, new_session_id()):
+        body = event.model_dump(mode="json")
+        body.pop("hash")
+        expected = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"),
+                                             ensure_ascii=False).encode()).hexdigest()
+        assert compute_hash(event) == expected == event.hash
