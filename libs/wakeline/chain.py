@@ -23,7 +23,7 @@ from wakeline.events import (
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 # The C encoder `json.dumps` builds on every call (`JSONEncoder.iterencode`, one-shot), built
 # once: the same function over the same options, so the same bytes, without ~2.5 us of set-up
-# per event (a third of the cost of hashing one; issue 10). Without the C accelerator, dumps.
+# per event (6.7 -> 4.3 us for a tool result's body; issue 10). Without the C accelerator, dumps.
 _C_ENCODE = (json.encoder.c_make_encoder(  # type: ignore[attr-defined]
     None, _CANONICAL.default, json.encoder.encode_basestring, _CANONICAL.indent, _CANONICAL.key_separator,
     _CANONICAL.item_separator, _CANONICAL.sort_keys, _CANONICAL.skipkeys, _CANONICAL.allow_nan)

@@ -39,7 +39,8 @@ class ArchiverSettings(CommonSettings):
     # partition's own batches always one after another). One waits on Postgres (its CPU,
     # its index pages coming in from disk) while another runs its Python. Under a backlog
     # of 40,000 events, 1 / 2 / 3 / 4 / 6 stored 4.9k / 3.9k / 6.6-7.7k / 10.8k / 8.6k ev/s
-    # (medians, `bench.archiver_ab`, docs/benchmarks.md). Each takes a pool connection.
+    # (medians, `bench.archiver_ab`, docs/benchmarks.md). Each takes a pool connection. Per
+    # projected topic: the dead-letter topic's batches have as many lanes again.
     archiver_concurrent_batches: int = Field(default=4, ge=1, le=16)
     archiver_pool_size: int = Field(default=4, ge=2)
     # How soon a dead archiver's partitions go to another: a member that stops
