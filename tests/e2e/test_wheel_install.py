@@ -155,6 +155,13 @@ def new_database(name: str) -> None:
 async def drop_database(name: str) -> None:
     conn = await asyncpg.connect(AdminSettings().postgres_admin_dsn)  # another database of the same owner
     try:
+        # The services have exited, but a backend of theirs may still be ending; FORCE as the
+        # owner may not terminate another role's backend (seen once: InsufficientPrivilegeError),
+        # so wait for them to go first.
+        for _ in range(150):
+            if not await conn.fetchval("SELECT count(*) FROM pg_stat_activity WHERE datname = $1", name):
+                break
+            await asyncio.sleep(0.1)
         await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     finally:
         await conn.close()
