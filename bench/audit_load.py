@@ -48,11 +48,12 @@ async def ensure_loaded(dsn: str, sessions: int = SESSIONS) -> dict:
 
 
 # Every byte an archived event costs: the events partitions with their indexes and TOAST,
-# the key registry, and the sessions projection's share.
+# the key registries (event_keys, session_keys), and the sessions projection's share.
 _STORAGE = """
 WITH parts AS (SELECT inhrelid AS oid FROM pg_inherits WHERE inhparent = 'public.events'::regclass),
 rels AS (SELECT oid, 'events' AS part FROM parts
          UNION ALL SELECT 'public.event_keys'::regclass, 'event_keys'
+         UNION ALL SELECT 'public.session_keys'::regclass, 'session_keys'
          UNION ALL SELECT 'public.sessions'::regclass, 'sessions')
 SELECT part, sum(pg_total_relation_size(oid))::bigint AS total, sum(pg_relation_size(oid))::bigint AS heap,
        sum(pg_total_relation_size(oid) - pg_relation_size(oid) - pg_indexes_size(oid))::bigint AS toast
@@ -64,14 +65,15 @@ SELECT coalesce(pi.relname, i.relname) AS name, sum(pg_relation_size(i.oid))::bi
 FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
 LEFT JOIN pg_inherits h ON h.inhrelid = i.oid LEFT JOIN pg_class pi ON pi.oid = h.inhparent
 WHERE x.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'public.events'::regclass)
-   OR x.indrelid IN ('public.event_keys'::regclass, 'public.sessions'::regclass)
+   OR x.indrelid IN ('public.event_keys'::regclass, 'public.session_keys'::regclass, 'public.sessions'::regclass)
 GROUP BY 1 ORDER BY 2 DESC
 """
 
 
 async def storage_per_event() -> dict:
     """Bytes per archived event over the whole database (every tenant): heap, TOAST and
-    every index of `events`, `event_keys` (one row per event ever archived) and `sessions`."""
+    every index of `events`, `event_keys` (one row per event ever archived), `session_keys` (one per
+    session) and `sessions`."""
     conn = await superuser()
     try:
         events = await conn.fetchval("SELECT count(*) FROM event_keys")

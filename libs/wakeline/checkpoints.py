@@ -90,19 +90,15 @@ def new_checkpoint(key: bytes, tenant: str, heads: dict[str, Head], now: datetim
     return sign(key, Checkpoint(id=uuid.uuid4(), tenant=tenant, created_at=now, heads=heads))
 
 
-# The tenant's sessions, newest id first, each with its highest registered seq (and its ts):
-# a skip scan down event_keys_tenant_session_seq (0018), one index probe per session,
-# instead of reading every event. The tenant test repeats RLS's so the planner can use the
-# index's leading column.
+# The tenant's sessions (session_keys, 0020: one row per session), each with its highest
+# registered seq and that key's ts: one backward probe of event_keys' primary key per
+# session, instead of reading every event. The tenant test repeats RLS's so the planner can
+# use session_keys' leading column.
 _KEY_HEADS = """
-WITH RECURSIVE k AS (
-  (SELECT session_id, seq, ts FROM event_keys WHERE tenant = current_setting('wakeline.tenant', true)
-    ORDER BY tenant DESC, session_id DESC, seq DESC LIMIT 1)
-  UNION ALL
-  SELECT n.session_id, n.seq, n.ts FROM k CROSS JOIN LATERAL (
-    SELECT session_id, seq, ts FROM event_keys
-     WHERE tenant = current_setting('wakeline.tenant', true) AND session_id < k.session_id
-     ORDER BY tenant DESC, session_id DESC, seq DESC LIMIT 1) AS n)
+WITH k AS (
+  SELECT s.session_id, h.seq, h.ts FROM session_keys s CROSS JOIN LATERAL (
+    SELECT seq, ts FROM event_keys WHERE session_id = s.session_id ORDER BY seq DESC LIMIT 1) AS h
+   WHERE s.tenant = current_setting('wakeline.tenant', true))
 """
 
 # The head is the events row, as it always was: event_keys keeps the rows retention dropped

@@ -77,6 +77,7 @@ async def test_service_cannot_touch_a_partition_directly() -> None:
     "DELETE FROM events WHERE session_id = $1",
     "UPDATE event_keys SET hash = 'x' WHERE session_id = $1",
     "DELETE FROM event_keys WHERE session_id = $1",
+    "DELETE FROM session_keys WHERE session_id = $1",
 ])
 async def test_owner_update_and_delete_are_refused_by_triggers(statement: str) -> None:
     tenant, session_id = await _one_event()
@@ -90,7 +91,7 @@ async def test_owner_truncate_is_refused_on_parent_partition_and_keys() -> None:
     await require_postgres()
     async with owner_connection() as conn:
         partition = await conn.fetchval("SELECT ensure_events_partition(now())")
-        for table in ("events", partition, "event_keys"):
+        for table in ("events", partition, "event_keys", "session_keys"):
             with pytest.raises(asyncpg.InsufficientPrivilegeError, match=REFUSED):
                 await conn.execute(f"TRUNCATE {table}")
 
@@ -101,6 +102,7 @@ async def test_owner_truncate_is_refused_on_parent_partition_and_keys() -> None:
     "UPDATE {partition} SET type = 'tampered' WHERE session_id = $1",
     "DELETE FROM {partition} WHERE session_id = $1",
     "DELETE FROM event_keys WHERE session_id = $1",
+    "DELETE FROM session_keys WHERE session_id = $1",
 ])
 async def test_replica_role_does_not_bypass_triggers_even_for_superuser(statement: str) -> None:
     _, session_id = await _one_event()
@@ -115,7 +117,7 @@ async def test_replica_role_does_not_bypass_truncate_triggers_for_superuser() ->
     await require_postgres()
     async with superuser_connection() as conn:
         partition = await conn.fetchval("SELECT ensure_events_partition(now())")
-        for table in ("events", partition, "event_keys"):
+        for table in ("events", partition, "event_keys", "session_keys"):
             async with conn.transaction():
                 await conn.execute("SET LOCAL session_replication_role = replica")
                 with pytest.raises(asyncpg.InsufficientPrivilegeError, match=REFUSED):

@@ -39,7 +39,7 @@ async def test_service_role_holds_exactly_the_granted_privileges() -> None:
     async with service_connection() as conn:
         rows = await conn.fetch("""
             SELECT t.name, p.privilege
-            FROM unnest(ARRAY['events', 'event_keys', 'sessions', 'archiver_offsets',
+            FROM unnest(ARRAY['events', 'event_keys', 'session_keys', 'sessions', 'archiver_offsets',
                               'dead_letters', 'schema_migrations', 'events_y2026m01']) AS t(name)
             CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE',
                                     'REFERENCES', 'TRIGGER']) AS p(privilege)
@@ -49,7 +49,7 @@ async def test_service_role_holds_exactly_the_granted_privileges() -> None:
             "SELECT has_function_privilege('ensure_events_partition(timestamptz)', 'EXECUTE')")
     held = {(r["name"], r["privilege"]) for r in rows}
     assert held == {
-        ("events", "SELECT"), ("events", "INSERT"), ("event_keys", "SELECT"),
+        ("events", "SELECT"), ("events", "INSERT"), ("event_keys", "SELECT"), ("session_keys", "SELECT"),
         ("sessions", "SELECT"), ("sessions", "INSERT"), ("sessions", "UPDATE"),
         ("archiver_offsets", "SELECT"), ("archiver_offsets", "INSERT"), ("archiver_offsets", "UPDATE"),
         ("dead_letters", "SELECT"), ("dead_letters", "INSERT"),
@@ -62,8 +62,9 @@ async def test_rls_is_enabled_and_forced_on_tenant_tables() -> None:
     async with owner_connection() as conn:
         rows = await conn.fetch(
             "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class "
-            "WHERE oid IN ('events'::regclass, 'event_keys'::regclass, 'sessions'::regclass)")
-    assert all(r["relrowsecurity"] and r["relforcerowsecurity"] for r in rows) and len(rows) == 3
+            "WHERE oid IN ('events'::regclass, 'event_keys'::regclass, 'session_keys'::regclass, "
+            "'sessions'::regclass)")
+    assert all(r["relrowsecurity"] and r["relforcerowsecurity"] for r in rows) and len(rows) == 4
 
 
 async def test_migrate_twice_applies_nothing_the_second_time() -> None:

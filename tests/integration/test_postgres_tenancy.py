@@ -35,9 +35,9 @@ async def test_tenant_sees_none_of_another_tenants_rows() -> None:
                 await set_tenant(conn, tenant)
                 counts[tenant] = [
                     await conn.fetchval(f"SELECT count(*) FROM {table} WHERE session_id = $1", session_id)
-                    for table in ("events", "event_keys", "sessions")
+                    for table in ("events", "event_keys", "session_keys", "sessions")
                 ]
-    assert counts == {tenant_a: [1, 1, 1], tenant_b: [0, 0, 0]}
+    assert counts == {tenant_a: [1, 1, 1, 1], tenant_b: [0, 0, 0, 0]}
 
 
 async def test_insert_for_another_tenant_is_refused() -> None:

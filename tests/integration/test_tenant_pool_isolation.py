@@ -33,7 +33,7 @@ POOL_SIZE = 3
 TRANSACTIONS = 300
 SCHEDULE = ("read",) * 7 + ("write", "system", "fail")  # transaction i runs SCHEDULE[i % 10]
 CHECKPOINT_KEY = b"k" * KEY_BYTES
-SESSION_TABLES = ("sessions", "events", "event_keys")
+SESSION_TABLES = ("sessions", "events", "event_keys", "session_keys")
 WHO_AM_I = "SELECT pg_backend_pid() AS pid, current_setting('wakeline.tenant', true) AS tenant"
 # Reads are limited to the run's own session ids: event_keys has no tenant index, so an
 # unlimited read would scan every row of the shared database, hundreds of times.
@@ -153,7 +153,7 @@ async def read_own(run: Run, tenant: str) -> list[str]:
 def view_problems(tenant: str, table: str, counts: dict[tuple[str, str], int],
                   committed_before: dict[str, int], attempted: dict[str, int]) -> list[str]:
     """What a tenant's read of `table` got wrong; [] when it saw exactly its own rows."""
-    want = {sid: 1 if table == "sessions" else n for sid, n in attempted.items()}
+    want = {sid: 1 if table in ("sessions", "session_keys") else n for sid, n in attempted.items()}
     foreign = sorted(key for key in counts if key[0] != tenant)
     seen = {sid: n for (owner, sid), n in counts.items() if owner == tenant}
     missing = sorted(committed_before.keys() - seen.keys())
