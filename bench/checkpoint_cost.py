@@ -4,7 +4,7 @@
 the tenant `bench-checkpoints-<key id>` once (sessions × 50 events, made by bench/audit_sessions like the audit
 benchmark's, written as the service role through TenantPool, resumable), then measures one
 signer round the way `wakeline.signer` runs it, phase by phase: reading every session's
-head (the skip scan over event_keys of migration 0018), the Merkle root, the Ed25519 signature,
+head (session_keys and a probe of event_keys per session, migration 0020), the Merkle root, the Ed25519 signature,
 the postgres insert (heads included), the topic record, the sink line; then what verify
 pays before any chain (reading the three witnesses and cross-checking them, the root
 recomputed from the stored heads), one inclusion proof, and the lag query; with
