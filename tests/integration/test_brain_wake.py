@@ -41,6 +41,38 @@ async def test_a_session_woken_by_another_tenants_input_loads_its_owners_log():
     assert unknown == []
 
 
+async def test_a_new_sessions_wake_asks_only_where_the_archive_stands_not_for_its_rows():
+    """No key under any tenant means no row: the wake of a session id the archive has never
+    seen skips the snapshot and row reads (3 round trips, not 5); a known one still reads them."""
+    settings = CommonSettings()
+    await require_postgres()
+    await require_kafka(settings)
+    tenant, known, new = fresh_tenant(), fresh_session_id(), fresh_session_id()
+    async with service_connection() as conn:
+        await insert_event_as(conn, tenant, new_event(tenant, known, 1, type="user_message", payload={"text": "hi"}))
+    asked: list[str] = []
+
+    async def logged(conn) -> None:
+        conn.add_query_logger(lambda record: asked.append(record.query))
+
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=1, init=logged) as pool:
+        tail = tail_consumer(settings)
+        loader = SessionLoader(pool, tail, f"test-wake-{uuid.uuid4().hex[:8]}")
+        await tail.start()
+        try:
+            asked.clear()
+            assert await loader.load(new, tenant, partition_for(new, settings.partitions)) == []
+            for_new = list(asked)
+            asked.clear()
+            assert [e.seq for e in await loader.load(known, tenant, partition_for(known, settings.partitions))] == [1]
+            for_known = list(asked)
+        finally:
+            await tail.stop()
+    reads = [q for q in for_new if "FROM events" in q]
+    assert any("session_tenant" in q for q in for_new) and reads == [], for_new
+    assert len([q for q in for_known if "FROM events" in q]) == 2, for_known
+
+
 async def test_the_owner_of_a_session_is_found_by_its_first_key_with_or_without_seq_1():
     """`session_tenant` (0014) reads seq 1 by its key, and falls back to the lowest seq."""
     await require_postgres()
