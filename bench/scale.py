@@ -66,8 +66,12 @@ async def wait_ended(ids: list[str], timeout_s: float) -> None:
         while True:
             async with conn.transaction():
                 await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
-                ended = await conn.fetchval("SELECT count(*) FROM events WHERE session_id = ANY($1) "
-                                            "AND type = 'session_ended'", ids)
+                # The sessions row moves in the transaction that stores the session_ended event:
+                # one key per id, where the same count over events probes every month's
+                # partition: 2-3 ms a poll at 500 ids, against 10-25 ms, four times a second,
+                # taken from the cores the loop is measured on.
+                ended = await conn.fetchval("SELECT count(*) FROM sessions WHERE session_id = ANY($1) "
+                                            "AND status = 'ended'", ids)
             if ended >= len(ids):
                 return
             if time.monotonic() > deadline:

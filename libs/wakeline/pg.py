@@ -26,8 +26,11 @@ class TenantPool:
     `async with TenantPool(dsn) as pool:` opens the pool; nothing connects before that.
     """
 
-    def __init__(self, dsn: str, **pool_options: Any) -> None:
+    def __init__(self, dsn: str, application_name: str | None = None, **pool_options: Any) -> None:
         self._dsn = dsn
+        if application_name is not None:  # which service a backend serves, in pg_stat_activity
+            pool_options["server_settings"] = {**pool_options.get("server_settings", {}),
+                                               "application_name": application_name}
         # asyncpg's reset query on release (~0.3 ms a transaction) stays: it is also what
         # terminates a connection a Postgres restart broke mid-operation, instead of handing
         # it to the next borrower. Without it (tried on 2026-11-30), the archiver's next

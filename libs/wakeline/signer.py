@@ -227,7 +227,7 @@ async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) ->
     failed = 0
     if forever:
         metrics.serve_metrics(settings, "signer")
-    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+    async with TenantPool(settings.postgres_dsn, "wakeline-signer", min_size=1, max_size=2) as pool:
         print(json.dumps({"signer": "started", "key_id": signer.key_id, "tenants": tenants or "all",
                           "every_s": settings.signer_every_s, "every_events": settings.signer_every_events}),
               flush=True)
@@ -262,7 +262,7 @@ async def run(settings: SignerSettings, tenants: list[str], *, forever: bool) ->
 
 
 async def _lag(settings: SignerSettings, tenants: list[str]) -> None:
-    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
+    async with TenantPool(settings.postgres_dsn, "wakeline-signer", min_size=1, max_size=2) as pool:
         for tenant in await tenants_of(pool, tenants):
             print((await anchoring_lag(pool, tenant)).model_dump_json(), flush=True)
 

@@ -44,7 +44,7 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
     gate = BatchGate()
     async with AsyncExitStack() as stack:
         pool = await stack.enter_async_context(
-            TenantPool(settings.postgres_dsn, min_size=1,
+            TenantPool(settings.postgres_dsn, "wakeline-archiver", min_size=1,
                        # a connection per concurrent batch, and room for quarantine look-ups and the lag probe
                        max_size=max(settings.archiver_pool_size, settings.archiver_concurrent_batches + 2)))
         producer = make_producer(settings)

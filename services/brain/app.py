@@ -53,7 +53,7 @@ def deltas_producer(settings: BrainSettings) -> AIOKafkaProducer:
 
 async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
     models = ModelRegistry(settings)
-    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=4) as pool:
+    async with TenantPool(settings.postgres_dsn, "wakeline-brain", min_size=1, max_size=4) as pool:
         tail = tail_consumer(settings)
         await tail.start()
         deltas = deltas_producer(settings)
