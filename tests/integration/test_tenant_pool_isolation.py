@@ -212,3 +212,17 @@ def assert_connections_were_shared(ledger: list[Borrow]) -> None:
     assert len(by_pid) <= POOL_SIZE, tenants_per_pid
     assert max(tenants_per_pid.values()) > 1, tenants_per_pid
     assert all(handovers[h] > 0 for h in ("read->read", "read->system", "fail->read")), handovers
+
+
+async def test_a_named_pool_shows_its_service_in_pg_stat_activity_after_every_reset() -> None:
+    """application_name is a connection parameter, not a SET: the reset on release (RESET ALL)
+    keeps it, so an operator reading pg_stat_activity sees which service each backend serves."""
+    await require_postgres()
+    async with TenantPool(CommonSettings().postgres_dsn, "wakeline-test-pool", min_size=1, max_size=1) as pool:
+        for _ in range(2):
+            async with pool.transaction(fresh_tenant()) as conn:
+                pid = await conn.fetchval("SELECT pg_backend_pid()")
+                named = await conn.fetchval("SELECT application_name FROM pg_stat_activity WHERE pid = $1", pid)
+                assert named == "wakeline-test-pool"
+    async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=1) as pool:
+        assert await pool.system_statement(lambda c: c.fetchval("SELECT current_setting('application_name')")) == ""
