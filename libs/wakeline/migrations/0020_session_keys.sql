@@ -33,14 +33,16 @@ GRANT SELECT ON session_keys TO wakeline_service;
 
 -- 0013's trigger function, registering the statement's sessions as well. ON CONFLICT DO
 -- NOTHING: a session's later statements find its row; the WITH CHECK of the new row is the
--- tenant the events passed (the definer is bound by FORCE ROW LEVEL SECURITY).
+-- tenant the events passed (the definer is bound by FORCE ROW LEVEL SECURITY). In (tenant,
+-- session_id) order, the archiver's lock order, so two statements that register the same
+-- sessions wait for each other rather than deadlock.
 CREATE OR REPLACE FUNCTION record_event_keys() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   INSERT INTO public.event_keys (session_id, seq, event_id, tenant, ts, hash)
   SELECT i.session_id, i.seq, i.event_id, i.tenant, i.ts, i.hash FROM inserted AS i;
   INSERT INTO public.session_keys (tenant, session_id)
-  SELECT DISTINCT i.tenant, i.session_id FROM inserted AS i
+  SELECT DISTINCT i.tenant, i.session_id FROM inserted AS i ORDER BY 1, 2
   ON CONFLICT DO NOTHING;
   RETURN NULL;
 END $$;
