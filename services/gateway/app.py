@@ -33,7 +33,8 @@ from wakeline_gateway.store import SessionStore
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: GatewaySettings = app.state.settings
-    async with TenantPool(settings.postgres_dsn, "wakeline-gateway", min_size=1, max_size=settings.pool_max_size) as pool:
+    async with TenantPool(settings.postgres_dsn, "wakeline-gateway", min_size=1,
+                          max_size=settings.pool_max_size) as pool:
         # Each record is one request waiting for its answer: nothing to gain by lingering.
         producer = make_producer(settings, linger_ms=0)
         await producer.start()
