@@ -47,11 +47,10 @@ async def run(counts: tuple[int, ...], sessions: int = 48) -> list[dict]:
     lines = []
     try:
         for count in counts:
-            result = await scale.runner_scaling((count,), sessions=sessions)
-            ended = time.monotonic()
-            rate = result["calls_per_s"][count]
-            busy, n = sampler.mean_between(ended - sessions * 5 / rate, ended)
-            lines.append({"bench": "runner_cpu", "runners": count, "calls_per_s": rate,
+            windows: dict[int, tuple[float, float]] = {}
+            result = await scale.runner_scaling((count,), sessions=sessions, windows=windows)
+            busy, n = sampler.mean_between(*windows[count])
+            lines.append({"bench": "runner_cpu", "runners": count, "calls_per_s": result["calls_per_s"][count],
                           "machine_busy": busy, "samples": n})
     finally:
         sampler.stopping.set()

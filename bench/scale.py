@@ -141,8 +141,11 @@ def idle_memory(lines: list[dict]) -> dict:
 
 
 async def runner_scaling(runners: tuple[int, ...] = (1, 2, 4), sessions: int = 48,
-                         timeout_s: float = 600) -> dict:
-    """Sessions of five 0.2 s `sleep` calls, with 1, 2, 4 runners in the group: calls per second."""
+                         timeout_s: float = 600, windows: dict[int, tuple[float, float]] | None = None) -> dict:
+    """Sessions of five 0.2 s `sleep` calls, with 1, 2, 4 runners in the group: calls per second.
+
+    `windows`, if given, receives each count's timed part as (start, end) in `time.monotonic()`.
+    """
     rates = {}
     for count in runners:
         stack = Stack(Path(tempfile.mkdtemp(prefix=f"wakeline-runners{count}-")))
@@ -155,7 +158,10 @@ async def runner_scaling(runners: tuple[int, ...] = (1, 2, 4), sessions: int = 4
             started = time.monotonic()
             ids = await create_sessions(sessions, "sleep5")
             await wait_ended(ids, timeout_s)
-            rates[count] = round(sessions * 5 / (time.monotonic() - started), 2)
+            ended = time.monotonic()
+            rates[count] = round(sessions * 5 / (ended - started), 2)
+            if windows is not None:
+                windows[count] = (started, ended)
         finally:
             stack.stop_all()
     first = rates[runners[0]]
