@@ -39,7 +39,8 @@ async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
     groups, limits = cgroups.detect(settings.cgroup_parent, settings.nproc, settings.memory_bytes)
     log.info("per-session limits: %s; rlimits per process %s; /tmp %d bytes; work dir %d bytes",
              limits, rlimits(settings), settings.tmp_bytes, settings.work_dir_bytes)
-    executor = TimedExecutor(Executor(settings, Sandbox(settings, isolation, groups)))
+    sandbox = Sandbox(settings, isolation, groups)
+    executor = TimedExecutor(Executor(settings, sandbox))
     consumer = make_consumer(settings, group_id=settings.group_id)
     publisher = Publisher(partial(result_producer, settings), settings.partitions)
     await publisher.start()
@@ -57,5 +58,6 @@ async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
             await consumer.stop()
     finally:
         await publisher.stop()
+        sandbox.close()
         if groups is not None:
             groups.release_all()

@@ -1,8 +1,9 @@
 """Per-session sandboxes and the bash tool: launched detached, adopted after a crash.
 
 A bash call runs under `wrapper.py`, a supervisor in its own session that holds the
-call's flock while it lives. The runner writes `<id>.started.json` before launching it
-and never launches a call whose started record exists, so a tool starts at most once
+call's flock while it lives, forked by the runner's fork server (`forkserver.py`). The
+runner writes `<id>.started.json` before launching it and never launches a call whose
+started record exists, so a tool starts at most once
 per tool_call_id even if runners die and the call is redelivered. Whoever handles the
 call later (the same runner, or a fresh one after `kill -9`) waits for the lock to be
 released (bounded by the recorded deadline; past it the group is killed) and builds
@@ -15,14 +16,13 @@ import asyncio
 import fcntl
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-from wakeline_runner import cgroups, wrapper
+from wakeline_runner import cgroups
 from wakeline_runner.cgroups import Cgroups
+from wakeline_runner.forkserver import ForkServer
 from wakeline_runner.isolation import Isolation, Owner, rlimits, tool_env, write_identity_files
 from wakeline_runner.outcome import BashOutcome, outcome_from_files
 from wakeline_runner.records import SAFE_ID, CallFiles, SessionDirs, ensure_dir, read_json, write_json
@@ -39,6 +39,11 @@ class Sandbox:
         self.isolation = isolation
         self.groups = groups
         self._running: Counter[Path] = Counter()  # bash calls in progress per work dir
+        self._forks = ForkServer()
+
+    def close(self) -> None:
+        """Stops the fork server; calls it started run on (they never depended on it)."""
+        self._forks.close()
 
     def open_session(self, tenant: str, session_id: str) -> SessionDirs:
         for name, value in (("tenant", tenant), ("session_id", session_id)):
@@ -65,8 +70,8 @@ class Sandbox:
         self._running[dirs.work] += 1
         try:
             while True:
-                wrapper_process = self._launch_if_new(dirs, files, command, timeout_s)
-                killed = await self._await_release(files, wrapper_process)
+                wrapper_pid = self._launch_if_new(dirs, files, command, timeout_s)
+                killed = await self._await_release(files, wrapper_pid)
                 started = read_json(files.started)
                 if started is not None:
                     if not started.get("bwrap") and started.get("cgroups") and self._running[dirs.work] == 1:
@@ -81,7 +86,7 @@ class Sandbox:
                 del self._running[dirs.work]
 
     def _launch_if_new(self, dirs: SessionDirs, files: CallFiles, command: str,
-                       timeout_s: float) -> subprocess.Popen | None:
+                       timeout_s: float) -> int | None:
         lock_fd = os.open(files.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             try:
@@ -93,15 +98,12 @@ class Sandbox:
             self._require_disk(dirs)
             spec = self._spec(dirs, files, command, timeout_s)
             write_json(files.started, spec)
-            with open(files.log, "ab") as log:
-                process = subprocess.Popen(
-                    [sys.executable, "-I", "-S", wrapper.__file__, str(files.started), str(lock_fd)],
-                    pass_fds=(lock_fd,), start_new_session=True, stdin=subprocess.DEVNULL,
-                    stdout=log, stderr=log, env={}, cwd=dirs.calls)
-            write_json(files.started, {**spec, "pid": process.pid, "pgid": process.pid})
-            return process
+            pid = self._forks.spawn(str(files.started), str(files.log), str(dirs.calls), lock_fd)
+            if pid is not None:  # the supervisor leads a session of its own: its pid is its group's
+                write_json(files.started, {**spec, "pid": pid, "pgid": pid})
+            return pid
         finally:
-            os.close(lock_fd)  # the wrapper's inherited copy keeps the lock held
+            os.close(lock_fd)  # the supervisor's copy (sent through the fork server) keeps the lock held
 
     def _require_disk(self, dirs: SessionDirs) -> None:
         st = os.statvfs(dirs.work)
@@ -126,20 +128,18 @@ class Sandbox:
             "disk_reserve_bytes": self.settings.disk_reserve_bytes,
         }
 
-    async def _await_release(self, files: CallFiles, process: subprocess.Popen | None) -> bool:
+    async def _await_release(self, files: CallFiles, pid: int | None) -> bool:
         """Waits until no wrapper holds the call's lock; True if we had to kill it.
 
         Polled with backoff (10 ms doubling to 200 ms), and, for a wrapper this runner
         launched, woken as soon as it exits: polling alone noticed a 0.2 s call about
-        80 ms late, and a 10 ms one 40 ms late. An adopted call's wrapper is another
-        runner's child, so only the polling sees it end.
+        80 ms late, and a 10 ms one 40 ms late. An adopted call's wrapper has no pid
+        here, so only the polling sees it end.
         """
         delay, killed_at = 0.01, None
-        exited = _exit_of(process)
+        exited = _exit_of(pid)
         try:
             while not _lock_free(files.lock):
-                if process is not None:
-                    process.poll()  # reap our own child; a zombie would not hold the lock anyway
                 started = read_json(files.started) or {}
                 now = time.monotonic()
                 if killed_at is None and now > started.get("deadline_monotonic", now + 1) + GRACE_S:
@@ -155,18 +155,20 @@ class Sandbox:
         finally:
             if exited is not None:
                 exited.cancel()  # its callback closes the pidfd
-        if process is not None:
-            process.poll()
         return killed_at is not None
 
 
-def _exit_of(process: subprocess.Popen | None) -> asyncio.Future[None] | None:
-    """A future done when our child `process` exits (a pidfd the event loop watches), or
-    None where the platform has no pidfd or the process is not ours to watch."""
-    if process is None or not hasattr(os, "pidfd_open"):
+def _exit_of(pid: int | None) -> asyncio.Future[None] | None:
+    """A future done when the supervisor `pid` exits (a pidfd the event loop watches), or
+    None where the platform has no pidfd or the process is already gone.
+
+    It is the fork server's child, which reaps it: should that happen and the pid be
+    reused before the pidfd is opened, the future watches the wrong process, and the
+    lock's polling, which goes on beside it, still sees the call end."""
+    if pid is None or not hasattr(os, "pidfd_open"):
         return None
     try:
-        pidfd = os.pidfd_open(process.pid)
+        pidfd = os.pidfd_open(pid)
     except OSError:  # already reaped, or a kernel without pidfd_open (Linux < 5.3)
         return None
     loop = asyncio.get_running_loop()

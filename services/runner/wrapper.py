@@ -1,7 +1,7 @@
-"""The detached supervisor of one bash tool call: `python -I -S wrapper.py <started.json> <lock-fd>`.
+"""The detached supervisor of one bash tool call: `main(<started.json>, <lock-fd>)`.
 
-The runner starts it in a new session (its own process group) so it and the tool
-outlive the runner; a fresh runner adopts the call by watching the lock this process
+The runner's fork server (`forkserver.py`) forks it into a new session (its own process
+group) so it and the tool outlive the runner; a fresh runner adopts the call by watching the lock this process
 holds. It joins the session's control groups, reads its spec from the call's started record,
 streams the tool's stdout and stderr into capped files, stops the tool if it grows the
 session's work dir past its budget or the disk below the runner's reserve, writes the

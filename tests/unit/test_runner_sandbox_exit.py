@@ -21,7 +21,7 @@ def _open_fds() -> int:
 async def test_the_future_is_done_when_the_child_exits_and_its_pidfd_is_closed() -> None:
     before = _open_fds()
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
-    exited = _exit_of(child)
+    exited = _exit_of(child.pid)
     assert exited is not None and not exited.done()
     await asyncio.wait_for(exited, 10)
     assert child.poll() == 0
@@ -33,7 +33,7 @@ async def test_a_watch_given_up_early_closes_its_pidfd_and_the_child_runs_on() -
     before = _open_fds()
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        exited = _exit_of(child)
+        exited = _exit_of(child.pid)
         assert exited is not None
         exited.cancel()
         await asyncio.sleep(0)
