@@ -70,7 +70,11 @@ class Sandbox:
         self._running[dirs.work] += 1
         try:
             while True:
-                wrapper_pid = self._launch_if_new(dirs, files, command, timeout_s)
+                # Its control groups here (their bookkeeping is the event loop's), the rest in a
+                # thread: the started record's fsync held up every other call's events when
+                # it ran on the loop (a third of the runner's samples under py-spy).
+                groups = self.groups.enter(str(dirs.work.parent)) if self.groups else []
+                wrapper_pid = await asyncio.to_thread(self._launch_if_new, dirs, files, command, timeout_s, groups)
                 killed = await self._await_release(files, wrapper_pid)
                 started = read_json(files.started)
                 if started is not None:
@@ -85,8 +89,8 @@ class Sandbox:
             if not self._running[dirs.work]:
                 del self._running[dirs.work]
 
-    def _launch_if_new(self, dirs: SessionDirs, files: CallFiles, command: str,
-                       timeout_s: float) -> int | None:
+    def _launch_if_new(self, dirs: SessionDirs, files: CallFiles, command: str, timeout_s: float,
+                       groups: list[str]) -> int | None:
         lock_fd = os.open(files.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             try:
@@ -96,11 +100,14 @@ class Sandbox:
             if files.started.exists():
                 return None  # started earlier and its wrapper is gone: only its result remains to read
             self._require_disk(dirs)
-            spec = self._spec(dirs, files, command, timeout_s)
+            spec = self._spec(dirs, files, command, timeout_s, groups)
             write_json(files.started, spec)
             pid = self._forks.spawn(str(files.started), str(files.log), str(dirs.calls), lock_fd)
-            if pid is not None:  # the supervisor leads a session of its own: its pid is its group's
-                write_json(files.started, {**spec, "pid": pid, "pgid": pid})
+            if pid is not None:
+                # For whoever reads the calls directory; nothing depends on it (the lock file
+                # holds the pid a successor kills), so it is not worth an fsync. The
+                # supervisor leads a session of its own: its pid is its group's.
+                write_json(files.started, {**spec, "pid": pid, "pgid": pid}, durable=False)
             return pid
         finally:
             os.close(lock_fd)  # the supervisor's copy (sent through the fork server) keeps the lock held
@@ -112,9 +119,8 @@ class Sandbox:
             raise ToolFailure("too_large", f"the sandboxes' filesystem has {free} bytes free, under the runner's "
                                            f"reserve of {reserve}: bash calls wait until space is freed")
 
-    def _spec(self, dirs: SessionDirs, files: CallFiles, command: str, timeout_s: float) -> dict:
+    def _spec(self, dirs: SessionDirs, files: CallFiles, command: str, timeout_s: float, groups: list[str]) -> dict:
         argv, drop_to = self.isolation.command(dirs, command)
-        groups = self.groups.enter(str(dirs.work.parent)) if self.groups else []
         return {
             "call_id": files.call_id, "command": command, "argv": argv, "cwd": str(dirs.work),
             "env": tool_env(dirs.work), "uid": drop_to[0] if drop_to else None,

@@ -10,6 +10,15 @@ whole process group (itself included), so neither a timed-out tool nor its backg
 children outlive the call (bwrap's pid namespace takes `setsid` escapees with it; without
 bwrap the runner empties the session's control groups after its last running call).
 
+Nothing here is fsynced. A process that dies (this one, the runner) loses nothing that
+was written, and a machine that crashes takes the tool down with it: what must survive
+that is the runner's, the started record (written durably before the tool exists, so the
+call never runs twice) and the result record (written durably before the result is
+published, so a redelivered call replays what was sent). An exit record or output lost
+in a machine crash makes the call read as one that died with its host: reported crashed,
+not re-run. Eight fsyncs per call here, each a journal commit, were most of a call's
+time in the runner's slot (docs/benchmarks.md, tenth session).
+
 Standard library only: it runs with `-I -S`, outside the package's environment.
 """
 
@@ -58,7 +67,6 @@ def main(started_path: str, lock_fd: int) -> None:
     # The pid in the lock file lets an adopting runner kill this group past the deadline.
     os.ftruncate(lock_fd, 0)
     os.pwrite(lock_fd, f"{os.getpid()}\n".encode(), 0)
-    os.fsync(lock_fd)
     try:
         # Into the session's control groups before the tool exists, so all it forks is
         # counted against its session's limits.
@@ -68,8 +76,8 @@ def main(started_path: str, lock_fd: int) -> None:
         outcome = supervise(spec)
     except OSError as err:  # the tool could not be started (exec failure, EAGAIN from RLIMIT_NPROC)
         outcome = {"spawn_error": f"{type(err).__name__}: {err}"}
-    write_json_atomic(spec["exit_path"], outcome)
-    os.killpg(0, signal.SIGKILL)  # the record is durable; take background stragglers (and us) down
+    write_json_atomic(spec["exit_path"], outcome, durable=False)
+    os.killpg(0, signal.SIGKILL)  # the record is written; take background stragglers (and us) down
 
 
 def supervise(spec: dict) -> dict:
@@ -83,7 +91,7 @@ def supervise(spec: dict) -> dict:
              proc.stderr: _Sink(spec["stderr_path"], spec["cap"])}
     deadline = spec["deadline_monotonic"]
     # On timeout (or a stop) the tool is not killed here: main() kills the whole group
-    # right after the exit record is durable, which also catches the tool's children.
+    # right after the exit record is written, which also catches the tool's children.
     stopped = _pump(proc, sinks, deadline, watch) or _wait(proc, deadline, watch)
     for sink in sinks.values():
         sink.close()
@@ -183,8 +191,6 @@ class _Sink:
             self.room -= min(len(data), self.room)
 
     def close(self) -> None:
-        self.file.flush()
-        os.fsync(self.file.fileno())
         self.file.close()
 
 
