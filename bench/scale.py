@@ -141,27 +141,35 @@ def idle_memory(lines: list[dict]) -> dict:
 
 
 async def runner_scaling(runners: tuple[int, ...] = (1, 2, 4), sessions: int = 48,
-                         timeout_s: float = 600, windows: dict[int, tuple[float, float]] | None = None) -> dict:
+                         timeout_s: float = 600, windows: dict[int, tuple[float, float]] | None = None,
+                         runner_env: dict[str, str] | None = None,
+                         cpu: dict[int, dict[str, float]] | None = None) -> dict:
     """Sessions of five 0.2 s `sleep` calls, with 1, 2, 4 runners in the group: calls per second.
 
-    `windows`, if given, receives each count's timed part as (start, end) in `time.monotonic()`.
+    `windows`, if given, receives each count's timed part as (start, end) in `time.monotonic()`;
+    `cpu` receives each count's CPU seconds per service over it (the runners summed);
+    `runner_env` is added to the runners' environment (another code tree on PYTHONPATH).
     """
     rates = {}
     for count in runners:
         stack = Stack(Path(tempfile.mkdtemp(prefix=f"wakeline-runners{count}-")))
         try:
-            for name in ("archiver", "brain"):
-                start(stack, name)
+            pids = {name: start(stack, name) for name in ("archiver", "brain")}
             for index in range(count):
-                start(stack, f"runner-{index}", "runner")
+                pids[f"runner-{index}"] = start(stack, f"runner-{index}", "runner", **(runner_env or {}))
             await asyncio.sleep(10)  # every runner in the group before the clock starts
+            before = {name: cpu_s(pid) for name, pid in pids.items()}
             started = time.monotonic()
             ids = await create_sessions(sessions, "sleep5")
             await wait_ended(ids, timeout_s)
             ended = time.monotonic()
+            used = {name: cpu_s(pid) - before[name] for name, pid in pids.items()}
             rates[count] = round(sessions * 5 / (ended - started), 2)
             if windows is not None:
                 windows[count] = (started, ended)
+            if cpu is not None:
+                cpu[count] = {"brain": used["brain"], "archiver": used["archiver"],
+                              "runners": sum(v for n, v in used.items() if n.startswith("runner-"))}
         finally:
             stack.stop_all()
     first = rates[runners[0]]

@@ -1,6 +1,6 @@
 """bench.runner_cpu's sampler: the busy fraction it averages is the timed window's only."""
 
-from bench.runner_cpu import BusySampler, _cpu_ticks
+from bench.runner_cpu import TICK_S, BusySampler, _cpu_ticks, per_call
 
 
 def test_the_mean_covers_only_samples_inside_the_window_after_its_first_interval():
@@ -15,3 +15,16 @@ def test_the_mean_covers_only_samples_inside_the_window_after_its_first_interval
 def test_proc_stat_ticks_count_idle_within_all():
     total, idle = _cpu_ticks()
     assert 0 <= idle <= total and total > 0
+
+
+def test_the_machine_busy_seconds_are_the_ticks_between_the_first_and_last_sample_inside():
+    sampler = BusySampler(every_s=0.5)
+    ticks = round(1 / TICK_S)  # ticks per second
+    sampler.busy_ticks = [(9.0, 0), (10.1, ticks), (10.6, 3 * ticks), (11.2, 10 * ticks)]
+    assert sampler.busy_s_between(10.0, 11.0) == 2.0  # 10.1 -> 10.6 only
+    assert sampler.busy_s_between(20.0, 21.0) != sampler.busy_s_between(20.0, 21.0)  # NaN, not 0
+
+
+def test_per_call_splits_the_machine_into_services_and_the_rest():
+    figures = per_call({"brain": 0.5, "archiver": 0.25, "runners": 1.0}, machine_s=4.0, calls=250)
+    assert figures == {"brain": 2.0, "archiver": 1.0, "runners": 4.0, "rest": 9.0}
