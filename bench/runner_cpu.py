@@ -59,8 +59,9 @@ class BusySampler(threading.Thread):
 
 
 def per_call(services: dict[str, float], machine_s: float, calls: int) -> dict[str, float]:
-    """CPU ms per call: each service's, and the rest of the machine's (the broker, Postgres,
-    the calls' supervisors and tools, and whatever else ran), from CPU seconds in the window."""
+    """CPU ms per call: each service's (a runner's with its calls' supervisors and tools), and
+    the rest of the machine's (the broker, Postgres, whatever else ran), from CPU seconds in
+    the window."""
     figures = {name: round(s * 1000 / calls, 2) for name, s in services.items()}
     figures["rest"] = round((machine_s - sum(services.values())) * 1000 / calls, 2)
     return figures

@@ -35,6 +35,23 @@ def cpu_s(pid: int) -> float:
     return sum(int(v) for v in fields[11:15]) / TICK
 
 
+def tree_cpu_s(pid: int) -> float:
+    """`cpu_s` of a process and of its live descendants: a runner's fork server, whose
+    waited-for children are the calls' supervisors (and theirs the tools)."""
+    total = cpu_s(pid)
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:  # a thread that ended meanwhile
+            continue
+        for child in children:
+            try:
+                total += tree_cpu_s(int(child))
+            except OSError:  # ended meanwhile; its time is now in cpu_s(pid), read before
+                continue
+    return total
+
+
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -147,7 +164,8 @@ async def runner_scaling(runners: tuple[int, ...] = (1, 2, 4), sessions: int = 4
     """Sessions of five 0.2 s `sleep` calls, with 1, 2, 4 runners in the group: calls per second.
 
     `windows`, if given, receives each count's timed part as (start, end) in `time.monotonic()`;
-    `cpu` receives each count's CPU seconds per service over it (the runners summed);
+    `cpu` receives each count's CPU seconds per service over it (with their descendants: a
+    runner's calls, supervisors and tools included; the runners summed);
     `runner_env` is added to the runners' environment (another code tree on PYTHONPATH).
     """
     rates = {}
@@ -158,12 +176,12 @@ async def runner_scaling(runners: tuple[int, ...] = (1, 2, 4), sessions: int = 4
             for index in range(count):
                 pids[f"runner-{index}"] = start(stack, f"runner-{index}", "runner", **(runner_env or {}))
             await asyncio.sleep(10)  # every runner in the group before the clock starts
-            before = {name: cpu_s(pid) for name, pid in pids.items()}
+            before = {name: tree_cpu_s(pid) for name, pid in pids.items()}
             started = time.monotonic()
             ids = await create_sessions(sessions, "sleep5")
             await wait_ended(ids, timeout_s)
             ended = time.monotonic()
-            used = {name: cpu_s(pid) - before[name] for name, pid in pids.items()}
+            used = {name: tree_cpu_s(pid) - before[name] for name, pid in pids.items()}
             rates[count] = round(sessions * 5 / (ended - started), 2)
             if windows is not None:
                 windows[count] = (started, ended)

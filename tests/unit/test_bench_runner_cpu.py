@@ -1,6 +1,10 @@
-"""bench.runner_cpu's sampler: the busy fraction it averages is the timed window's only."""
+"""bench.runner_cpu's sampler and per-call split, and the process-tree CPU it reads."""
+
+import subprocess
+import sys
 
 from bench.runner_cpu import TICK_S, BusySampler, _cpu_ticks, per_call
+from bench.scale import cpu_s, tree_cpu_s
 
 
 def test_the_mean_covers_only_samples_inside_the_window_after_its_first_interval():
@@ -28,3 +32,16 @@ def test_the_machine_busy_seconds_are_the_ticks_between_the_first_and_last_sampl
 def test_per_call_splits_the_machine_into_services_and_the_rest():
     figures = per_call({"brain": 0.5, "archiver": 0.25, "runners": 1.0}, machine_s=4.0, calls=250)
     assert figures == {"brain": 2.0, "archiver": 1.0, "runners": 4.0, "rest": 9.0}
+
+
+def test_a_process_tree_counts_its_live_descendants_cpu():
+    busy = ("import time; t = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+            "print(1, flush=True); time.sleep(30)")
+    parent = subprocess.Popen(["sh", "-c", f'{sys.executable} -c "{busy}"; :'], stdout=subprocess.PIPE)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline() == b"1\n"  # the grandchild has burnt 0.3 s
+        assert cpu_s(parent.pid) < 0.1  # nothing waited for yet: its own counters miss it
+        assert tree_cpu_s(parent.pid) >= 0.25
+    finally:
+        parent.kill()
+        parent.wait()
