@@ -1,5 +1,7 @@
 """bench.runner_cpu's sampler and per-call split, and the process-tree CPU it reads."""
 
+import os
+import signal
 import subprocess
 import sys
 
@@ -37,11 +39,12 @@ def test_per_call_splits_the_machine_into_services_and_the_rest():
 def test_a_process_tree_counts_its_live_descendants_cpu():
     busy = ("import time; t = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
             "print(1, flush=True); time.sleep(30)")
-    parent = subprocess.Popen(["sh", "-c", f'{sys.executable} -c "{busy}"; :'], stdout=subprocess.PIPE)
+    parent = subprocess.Popen(["sh", "-c", f'{sys.executable} -c "{busy}"; :'], stdout=subprocess.PIPE,
+                              start_new_session=True)
     try:
         assert parent.stdout is not None and parent.stdout.readline() == b"1\n"  # the grandchild has burnt 0.3 s
         assert cpu_s(parent.pid) < 0.1  # nothing waited for yet: its own counters miss it
         assert tree_cpu_s(parent.pid) >= 0.25
     finally:
-        parent.kill()
+        os.killpg(parent.pid, signal.SIGKILL)  # the grandchild too
         parent.wait()
