@@ -97,12 +97,17 @@ class Brain:
         letter = dead_letter_for(record.topic, record.partition, record.offset, record.key, record.value,
                                  f"{code}: {reason}", "brain")
         known = _session_hint(record.value)
-        self._side_write(writer, [Record(topics.DEAD_LETTER, record.key or b"", encode(letter))], None)
+        dead_letter = [Record(topics.DEAD_LETTER, record.key or b"", encode(letter))]
         if known and known[0] in self.actors:  # an input_rejected event where the session is known
+            self._side_write(writer, dead_letter, None)
             command_id = known[2] or f"malformed:{record.topic}:{record.partition}:{record.offset}"
             self.actors[known[0]][0].mailbox.put_nowait((MalformedInput(command_id, reason, code), token))
         else:
-            self._release([token])
+            # Released once the letter is committed, as a re-routed record is. Released before,
+            # the offset could be committed past the record while the letter still waited in
+            # the writer's queue; a writer closed (the partition moved, shutdown) or lost then
+            # drops the letter, and the record is never read again.
+            self._side_write(writer, dead_letter, token)
 
     def _side_write(self, writer: PartitionWriter, records: list[Record], token: Any) -> None:
         async def write() -> None:
