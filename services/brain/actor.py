@@ -158,9 +158,12 @@ class SessionActor:
                 return
             await self._guarded(None)
             while True:
+                # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel (the partition
+                # revoked) that meets a get completing at the same moment, and the revoke waited forever.
                 try:
-                    item = await asyncio.wait_for(self.mailbox.get(), timeout=self.deps.idle_evict_s)
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(self.deps.idle_evict_s):
+                        item = await self.mailbox.get()
+                except TimeoutError:
                     if self._quiet() and self.mailbox.empty():
                         await self._snapshot_on_evict()
                         return  # idle eviction: the log keeps everything

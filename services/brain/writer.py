@@ -171,9 +171,12 @@ class PartitionWriter:
             self._on_lost(self, err)
 
     async def _next_batch(self) -> list[tuple[list[Record], asyncio.Future]]:
+        # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that meets a get
+        # completing at the same moment, and `close` then waited for this loop forever.
         try:
-            batch = [await asyncio.wait_for(self._queue.get(), timeout=0.5)]
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(0.5):
+                batch = [await self._queue.get()]
+        except TimeoutError:
             return []  # nothing to write: a chance to commit offsets that moved on their own
         while not self._queue.empty() and len(batch) < 500:
             batch.append(self._queue.get_nowait())

@@ -129,8 +129,9 @@ class Tail:
         timeout = self.recheck_s if self.feed_running() else self.poll_s
         if live.deltas is not None:
             return await self._wait_with_deltas(live, live.deltas, cursor, timeout)
-        try:
-            event = await asyncio.wait_for(live.queue.get(), timeout)
+        try:  # asyncio.timeout: wait_for on 3.11 can swallow the cancel of a client gone away
+            async with asyncio.timeout(timeout):
+                event = await live.queue.get()
         except TimeoutError:
             return True, timeout
         cursor.held.append(event)
