@@ -22,6 +22,7 @@ wrapper that died: whoever holds the lock is waited for, and the files say what 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -30,6 +31,8 @@ import subprocess
 import sys
 import threading
 import traceback
+from pathlib import Path
+from types import ModuleType
 
 REPLY_TIMEOUT_S = 10.0
 
@@ -109,8 +112,11 @@ class ForkServer:
 
 def serve(sock: socket.socket) -> None:
     """The server's loop: one fork per request until the runner's end closes."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import wrapper  # noqa: PLC0415 (the point: imported once, before any fork)
+    # By path, as `-I` leaves this file's directory off sys.path: imported once, before any fork.
+    spec = importlib.util.spec_from_file_location("wakeline_wrapper", Path(__file__).with_name("wrapper.py"))
+    assert spec is not None and spec.loader is not None
+    wrapper = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(wrapper)
 
     signal.signal(signal.SIGCHLD, _reap)
     while True:
@@ -140,7 +146,7 @@ def serve(sock: socket.socket) -> None:
             return
 
 
-def _become_supervisor(wrapper, sock: socket.socket, request: dict, lock_fd: int) -> None:
+def _become_supervisor(wrapper: ModuleType, sock: socket.socket, request: dict, lock_fd: int) -> None:
     """In the forked child: what the runner's Popen of the wrapper used to set up, then the wrapper."""
     try:
         os.setsid()
