@@ -3,11 +3,11 @@
 A bash call runs under `wrapper.py`, a supervisor in its own session that holds the
 call's flock while it lives, forked by the runner's fork server (`forkserver.py`). The
 runner writes `<id>.started.json` before launching it and never launches a call whose
-started record exists, so a tool starts at most once
-per tool_call_id even if runners die and the call is redelivered. Whoever handles the
-call later (the same runner, or a fresh one after `kill -9`) waits for the lock to be
-released (bounded by the recorded deadline; past it the group is killed) and builds
-the result from what the wrapper left: exit record and capped output files.
+started record exists, so a tool starts at most once per tool_call_id even if runners
+die and the call is redelivered. Whoever handles the call later (the same runner, or a
+fresh one after `kill -9`) waits for the lock to be released (bounded by the recorded
+deadline; past it the group is killed) and builds the result from what the wrapper
+left: exit record and capped output files.
 """
 
 from __future__ import annotations
