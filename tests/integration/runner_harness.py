@@ -28,10 +28,19 @@ from wakeline.commands import ToolCallRequest, ToolResultReport
 from wakeline.kafka_io import ensure_topics, make_consumer, make_producer, send_keyed
 from wakeline.settings import CommonSettings
 from wakeline.topics import TOOL_CALLS, TOOL_RESULTS, partition_for
+from wakeline_runner import cgroups
 from wakeline_runner.app import run
 from wakeline_runner.settings import RunnerSettings
 
 GATED = 'echo run >> runs; while [ ! -e go ]; do sleep 0.05; done; echo line >> counter; echo finished'
+# Where the tests run as root, calls get the per-session control groups the runner uses.
+GROUPS, _ = cgroups.detect("wakeline-test", 512, 2 * 1024**3)
+# The sandbox-level tests run each case with bubblewrap and without.
+BWRAP_MODES = {"params": ["on", "off"], "ids": ["bwrap", "no-bwrap"]}
+
+
+def sandbox_settings(tmp_path: Path, use_bwrap: str) -> RunnerSettings:
+    return RunnerSettings(sandbox_root=tmp_path / "sandboxes", use_bwrap=use_bwrap)
 
 
 async def wait_until(condition, timeout_s: float = 15.0, what: str = "condition"):

@@ -16,22 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from runner_harness import GATED, processes_with, wait_until
+from runner_harness import BWRAP_MODES, GATED, GROUPS, sandbox_settings, processes_with, wait_until
 from wakeline.commands import ToolCallRequest
 from wakeline_runner.executor import Executor
-from wakeline_runner import cgroups
 from wakeline_runner.isolation import probe
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
 
 
-# Where the tests run as root, calls get the per-session control groups the runner uses.
-GROUPS, _ = cgroups.detect("wakeline-test", 512, 2 * 1024**3)
-
-
-@pytest.fixture(params=["on", "off"], ids=["bwrap", "no-bwrap"])
+@pytest.fixture(**BWRAP_MODES)
 def settings(tmp_path: Path, request) -> RunnerSettings:
-    return RunnerSettings(sandbox_root=tmp_path / "sandboxes", use_bwrap=request.param)
+    return sandbox_settings(tmp_path, request.param)
 
 
 @pytest.fixture

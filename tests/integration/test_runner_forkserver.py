@@ -14,20 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from runner_harness import GATED, wait_until
-from wakeline_runner import cgroups, forkserver
+from runner_harness import BWRAP_MODES, GATED, GROUPS, sandbox_settings, wait_until
+from wakeline_runner import forkserver
 from wakeline_runner.forkserver import ForkServer
 from wakeline_runner.isolation import probe
 from wakeline_runner.records import read_json
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
 
-GROUPS, _ = cgroups.detect("wakeline-test", 512, 2 * 1024**3)
-
-
-@pytest.fixture(params=["on", "off"], ids=["bwrap", "no-bwrap"])
+@pytest.fixture(**BWRAP_MODES)
 def settings(tmp_path: Path, request) -> RunnerSettings:
-    return RunnerSettings(sandbox_root=tmp_path / "sandboxes", use_bwrap=request.param)
+    return sandbox_settings(tmp_path, request.param)
 
 
 @pytest.fixture
