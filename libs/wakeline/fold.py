@@ -128,6 +128,7 @@ class _Building:
                 self._forked(e, p)
             case UserMessageReceived(payload=p):
                 self._messages().append(Message("user", (TextBlock(p.text),), e.seq))
+                f["fresh_compaction"] = False
                 if self.queued is None:
                     self.queued = list(self.start.queued)
                 if self.queued:
@@ -146,7 +147,7 @@ class _Building:
                 self._messages().append(Message("assistant", blocks, e.seq))
                 # `pause_turn`: the API stopped a long turn to be resumed by sending it back.
                 f.update(awaiting_model=p.stop_reason == "pause_turn", model_failures=0, stop_reason=p.stop_reason,
-                         memory_read=None)
+                         memory_read=None, fresh_compaction=False)
             case ModelUnavailable(payload=p):
                 f["model_failures"] = p.attempt
             case ToolCallRequested(payload=p) if e.actor == BRAIN:
@@ -157,11 +158,13 @@ class _Building:
             case ToolCallRequested(payload=p):
                 self._add_tool_use(ToolUseBlock(p.tool_call_id, p.name, p.input), e.seq)
                 self._pending().append(p)
+                f["fresh_compaction"] = False
             case ToolResultReceived(payload=p) if p.tool_call_id == f["memory_call"]:
                 self.pending = [c for c in self._pending() if c.tool_call_id != p.tool_call_id]
                 f.update(memory_call=None, memory_read=MemoryRead(p.output, p.is_error))
             case ToolResultReceived(payload=p):
                 self._tool_result(e.seq, p.tool_call_id, ToolResultBlock(p.tool_call_id, p.output, p.is_error))
+                f["fresh_compaction"] = False
             case ContextCompacted(payload=p):
                 opening: tuple[Block, ...] = (TextBlock(f"[Summary of earlier conversation]\n{p.summary}"),)
                 if p.memory_file is not None and p.memory is not None:
@@ -169,7 +172,7 @@ class _Building:
                 self.messages = [Message("user", opening, e.seq)] + [m for m in self._messages()
                                                                      if m.seq > p.covered_to_seq]
                 f["compactions"] += 1
-                f["memory_read"] = None
+                f.update(memory_read=None, fresh_compaction=True)
             case TurnStarted():
                 # a read of the memory file is for its own turn's compaction, never a later one's
                 f.update(turns=f["turns"] + 1, in_turn=True, awaiting_model=True, model_failures=0, memory_read=None)

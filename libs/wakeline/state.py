@@ -143,6 +143,10 @@ class SessionState:
     ended_reason: EndReason | None = None
     hands: str | None = None  # who took over (human:<principal> or service:<principal>), or None for the runners
     compactions: int = 0
+    # A compaction with nothing said since (no message, model turn, tool call or result):
+    # the next model call goes with what it left rather than compact again. In the log,
+    # not the brain's memory, so a woken brain knows it too.
+    fresh_compaction: bool = False
     # The brain's own read of the memory file before a compaction (issue 11): the call's id
     # while it is pending, then its result until the compaction (or the model's reply, or
     # the turn's end) uses it up. Never a message: the model did not ask for it.

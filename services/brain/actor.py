@@ -132,7 +132,6 @@ class SessionActor:
     # While a parked turn waits out its backoff no model call starts (a wake starts over
     # without one: a new owner calls at once).
     _retry_task: asyncio.Task | None = None
-    _compacted_seq: int = -1  # the newest compaction's seq: none is planned right after one
     # The compaction the model's count asked for, handed from `_model_answer` to `_advance`.
     _counted_plan: Draft | None = None
     # (seq, tokens) of the newest model turn since the last compaction: its recorded usage
@@ -517,8 +516,8 @@ class SessionActor:
         decides, asked once the request is near the window (`_near_window`); where the count
         fails, the local estimate stands."""
         count = getattr(model, "count_tokens", None)
-        if count is None or self._compacted_seq == state.last_seq:
-            return None  # compacted just now: call with what is left rather than compact again
+        if count is None or state.fresh_compaction:
+            return None  # compacted just now (the log says so, across a wake): call with what is left
         if not self._near_window(state, request) and state.memory_read is None:
             return None  # far from the window by both figures: not worth a count
         counted = self._planned_count if state.memory_read is not None else None
@@ -592,8 +591,6 @@ class SessionActor:
             event = self._seal(draft, state)
             state = apply(state, event)
             events.append(event)
-            if isinstance(event, e.ContextCompacted):
-                self._compacted_seq = event.seq
             self._note_tokens(event)
         return state, events
 

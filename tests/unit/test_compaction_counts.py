@@ -69,8 +69,9 @@ def summarized(request: ModelRequest) -> bool:
     return "[Summary of earlier conversation]" in str(request.messages[0])
 
 
-async def drive(model: CountingClaude, window: int, memory: str | None = None) -> list[e.Event]:
-    """One session: `model.rounds` tool rounds (each result 300 characters), to its end;
+async def drive(model: CountingClaude, window: int, memory: str | None = None,
+                result_chars: int = 300) -> list[e.Event]:
+    """One session: `model.rounds` tool rounds (each result `result_chars` characters), to its end;
     with `memory`, a MEMORY.md the runner reads back with that content."""
     part, sid = Partition(), f"s-{uuid.uuid4().hex[:8]}"
     config: dict = {"model": MODEL, "context_window": window} | ({"memory_file": "MEMORY.md"} if memory else {})
@@ -81,8 +82,9 @@ async def drive(model: CountingClaude, window: int, memory: str | None = None) -
                                             actor="user:ann", message="list the files six times", config=config))
         await run_until_idle(actor)
         for i in range(1, model.rounds + 1):
-            part.deliver(actor, c.ToolResultReport(session_id=sid, tenant="t", tool_call_id=f"tc-{i}",
-                                                   name="list_files", output="y" * 300, runner="r1"), TOOL_RESULTS)
+            result = c.ToolResultReport(session_id=sid, tenant="t", tool_call_id=f"tc-{i}", name="list_files",
+                                        output="y" * result_chars, runner="r1")
+            part.deliver(actor, result, TOOL_RESULTS)
             await run_until_idle(actor)
         reads = [ev for ev in part.events(sid) if ev.type == "tool_call" and ev.actor == "system:brain"]
         for read in reads:  # the brain's read of the memory file, answered as a runner would
@@ -177,3 +179,32 @@ async def test_a_counted_compaction_reads_the_memory_file_first_and_records_the_
     assert [len(r.messages) >= 13 and not summarized(r) for r in model.counts].count(True) == 1
     assert "PELICAN" in str(model.calls[-1].messages[0])  # re-injected after the summary
     assert first_divergence(events, tool_schemas()) is None
+
+
+async def test_a_brain_woken_right_after_a_compaction_calls_the_model_rather_than_compact_again() -> None:
+    # A count that stays over the window after the compaction: the running brain calls the
+    # model with what is left. A brain killed once the compaction committed and woken by
+    # another owner (a `woke` event after it) must do the same: "compacted just now" is in
+    # the log (`SessionState.fresh_compaction`), not in the brain that wrote it.
+    def count(r: ModelRequest) -> int:
+        return 5000 if summarized(r) or len(r.messages) >= 13 else 300
+
+    window = 1400  # what the compaction leaves is still past half of it by the estimate: worth a count
+    events = await drive(CountingClaude(count), window, result_chars=900)
+    [compaction] = compactions(events)
+    cut = [ev for ev in events if ev.seq <= compaction.seq]  # the log as the killed brain left it
+
+    part, woken = Partition(), CountingClaude(count)
+    woken.calls = [None] * 6  # type: ignore[list-item]  # its six tool rounds were answered before the kill
+    part.events = lambda sid: cut  # type: ignore[method-assign]  # the history a new owner loads
+    await part.writer.start()
+    try:
+        await run_until_idle(part.actor(compaction.session_id, woken))
+    finally:
+        await part.writer.close()
+    after = Partition.events(part, compaction.session_id)
+    assert [ev.type for ev in after][:2] == ["woke", "model_turn"], [ev.type for ev in after]
+    assert compactions(after) == [] and woken.summaries == [] and woken.counts == []
+    assert summarized(woken.calls[-1]) and estimate_tokens(woken.calls[-1]) >= window // 2
+    assert after[-1].type == "session_ended"
+    assert first_divergence(cut + after, tool_schemas()) is None
