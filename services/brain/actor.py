@@ -516,8 +516,8 @@ class SessionActor:
         decides, asked once the request is near the window (`_near_window`); where the count
         fails, the local estimate stands."""
         count = getattr(model, "count_tokens", None)
-        if count is None or state.fresh_compaction:
-            return None  # compacted just now (the log says so, across a wake): call with what is left
+        if count is None or just_compacted(state):
+            return None  # compacted just now: call with what is left rather than compact again
         if not self._near_window(state, request) and state.memory_read is None:
             return None  # far from the window by both figures: not worth a count
         counted = self._planned_count if state.memory_read is not None else None

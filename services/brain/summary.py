@@ -35,8 +35,10 @@ def writes_summary(model: str) -> bool:
 
 
 def just_compacted(state: SessionState) -> bool:
-    """The last event was a compaction: the request it shortened is the next to send."""
-    return bool(state.messages) and state.messages[0].seq == state.last_seq and state.compactions > 0
+    """Nothing was said since the last compaction (bookkeeping such as a wake's `woke` or a
+    failed model call is not speech): the request it shortened is the next to send. From
+    the log (`SessionState.fresh_compaction`), so a brain woken in between knows it too."""
+    return state.fresh_compaction
 
 
 def summary_request(state: SessionState, plan: Draft) -> ModelRequest:

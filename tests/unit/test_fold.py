@@ -67,6 +67,23 @@ def test_compaction_replaces_covered_messages_with_a_summary():
     assert len(state.messages) == 5
 
 
+def test_a_compaction_stays_fresh_across_bookkeeping_until_the_conversation_moves():
+    # A brain woken between a compaction and its model call must not compact again: what
+    # says "compacted just now" is folded from the log, and a `woke` or a failed call is not speech.
+    compaction = draft("compaction", summary="asked once", covered_from_seq=1, covered_to_seq=8, tokens_before=900,
+                       tokens_after=50)
+    drafts = [created(), *exchange(1), draft("user_message", "cmd-2", text="question 2"), draft("turn_started", turn=2),
+              compaction, draft("woke", host="b2", reason="assigned", from_seq=1),
+              draft("model_unavailable", error="overloaded", attempt=1, retry_in_s=1.0),
+              draft("model_turn", text="answer 2", usage={"input_tokens": 90, "output_tokens": 5})]
+    events = sealed(drafts, new_session_id())
+    fresh = [fold(events[:n]).fresh_compaction for n in range(len(events) - 3, len(events) + 1)]
+    assert fresh == [True, True, True, False]  # compaction, woke, model_unavailable, model_turn
+    assert not any(fold(events[:n]).fresh_compaction for n in range(1, len(events) - 3))
+    again = sealed([*drafts[:-1], draft("user_message", "cmd-3", text="question 3")], new_session_id())
+    assert fold(again[:-1]).fresh_compaction and not fold(again).fresh_compaction
+
+
 def test_approval_is_awaited_from_request_until_grant_or_result():
     first = exchange(1)[:4]
     events = sealed([created(), *first, draft("approval_requested", tool_call_id="tc-1"),
