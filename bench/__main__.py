@@ -38,6 +38,7 @@ def main() -> None:
         stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES))
     try:
         emit(asyncio.run(tool_roundtrip.run_against_floor((3, 100), repeats=2)))
+        emit(asyncio.run(tool_roundtrip.under_load(100)))  # what bounds the 100-session figure
         emit(asyncio.run(http_commands.run()))
         emit(asyncio.run(wake_time.run(repeats=3)))
         emit(console_render.run())  # its own gateway and Chromium beside these services

@@ -5,6 +5,12 @@ Both ends are stamped by the brain's clock (`ts` of the `tool_call` and of its
 with no client clock involved. Brain, runner and archiver run as separate processes.
 `run_against_floor` measures `bench.floors` in the same run, alternating with the round
 trip, and reports each size as a ratio to its floor at p50 and p99.
+
+`under_load` says what bounds a large figure: the same floor measured *while* that many
+sessions run (how fast the broker still answers a bare round trip under this load), and
+how busy the whole machine was while their calls were in flight (`/proc/stat`, both
+cores). A floor that stays low while the machine is near fully busy says the round trip
+waits for CPU in the services, not for Kafka.
 """
 
 from __future__ import annotations
@@ -12,10 +18,13 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
+import time
 import uuid
+from datetime import datetime
 
 from bench import floors
 from bench.harness import ROUND_TRIPS, service, summary
+from bench.runner_cpu import BusySampler
 from wakeline.commands import CreateSession
 from wakeline.kafka_io import make_producer, send_keyed
 from wakeline.settings import CommonSettings
@@ -52,7 +61,42 @@ async def run_against_floor(sizes: tuple[int, ...] = (3, 100), repeats: int = 2,
     return lines
 
 
+async def under_load(sessions: int = 100, floor_sessions: int = 3, floor_rounds: int = 20,
+                     settle_s: float = 2.0, timeout_s: float = 600) -> dict:
+    """The round trip at `sessions` with the floor of `floor_sessions` measured during it, and
+    the machine's busy share while the calls were in flight. Needs brain, runner and archiver."""
+    sampler = BusySampler()
+    sampler.start()
+    to_monotonic = time.monotonic() - time.time()
+    try:
+        trip = asyncio.create_task(round_trip_times(sessions, timeout_s))
+        await asyncio.sleep(settle_s)
+        floor_began = time.time()
+        floor = await floors.run(floor_sessions, floor_rounds)
+        floor_ended = time.time()
+        times = await trip
+    finally:
+        sampler.stopping.set()
+        sampler.join()
+    first = min(called for called, _ in times).timestamp()
+    last = max(answered for _, answered in times).timestamp()
+    busy, samples = sampler.mean_between(first + to_monotonic, last + to_monotonic)
+    trip_ms = summary([(answered - called).total_seconds() * 1000 for called, answered in times])
+    return {"bench": "tool_round_trip_under_load", "concurrent_sessions": sessions,
+            "p50": trip_ms["p50"], "p99": trip_ms["p99"], "floor_sessions": floor_sessions,
+            "floor_p50": floor["p50"], "floor_p99": floor["p99"],
+            # the floor ran while calls were in flight (a short run may be over before it starts)
+            "floor_within_load": first <= floor_began and floor_ended <= last,
+            "machine_busy": busy if samples else None, "busy_samples": samples, "in_flight_s": round(last - first, 2)}
+
+
 async def round_trips(sessions: int, timeout_s: float) -> list[float]:
+    return [(answered - called).total_seconds() * 1000 for called, answered in await round_trip_times(
+        sessions, timeout_s)]
+
+
+async def round_trip_times(sessions: int, timeout_s: float) -> list[tuple[datetime, datetime]]:
+    """(tool_call ts, tool_result ts) of every call of `sessions` new sessions of the noop policy."""
     settings = CommonSettings()
     ids = [str(uuid.uuid4()) for _ in range(sessions)]
     producer = make_producer(settings)
@@ -79,7 +123,7 @@ async def round_trips(sessions: int, timeout_s: float) -> list[float]:
             rows = await conn.fetch(ROUND_TRIPS, ids)
     finally:
         await conn.close()
-    return [(r["answered"] - r["called"]).total_seconds() * 1000 for r in rows]
+    return [(r["called"], r["answered"]) for r in rows]
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ async def test_round_trip_is_reported_as_a_ratio_to_its_floor(kafka: CommonSetti
         for name in ("archiver", "runner", "brain"):
             stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES))
         lines = await tool_roundtrip.run_against_floor(sizes=(2,), repeats=1, floor_rounds=3)
+        loaded = await tool_roundtrip.under_load(sessions=2, floor_rounds=3, settle_s=0)
     finally:
         stack.stop_all()
     assert [line["bench"] for line in lines] == ["tool_round_trip_floor_ms", "tool_round_trip_ms",
@@ -30,3 +31,8 @@ async def test_round_trip_is_reported_as_a_ratio_to_its_floor(kafka: CommonSetti
     assert ratio["p50_ratio"] == round(trip["p50"] / floor["p50"], 3)
     assert ratio["p99_ratio"] == round(trip["p99"] / floor["p99"], 3)
     assert 0 < ratio["p50_ratio"] < 1_000 and 0 < ratio["p99_ratio"] < 1_000
+
+    assert loaded["bench"] == "tool_round_trip_under_load" and loaded["concurrent_sessions"] == 2
+    assert 0 < loaded["p50"] <= loaded["p99"] and 0 < loaded["floor_p50"] <= loaded["floor_p99"]
+    assert loaded["in_flight_s"] > 0 and isinstance(loaded["floor_within_load"], bool)
+    assert loaded["machine_busy"] is None or 0 <= loaded["machine_busy"] <= 1
