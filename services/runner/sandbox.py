@@ -16,8 +16,9 @@ import asyncio
 import fcntl
 import os
 import signal
+import stat
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from pathlib import Path
 
 from wakeline_runner import cgroups
@@ -31,6 +32,8 @@ from wakeline_runner.tools import ToolFailure
 
 # How long past its deadline a wrapper may take to record its own timeout before we kill it.
 GRACE_S = 5.0
+# Sessions whose directories this runner has made or checked (`open_session`'s fast path).
+OPENED_KEPT = 4096
 
 
 class Sandbox:
@@ -40,12 +43,29 @@ class Sandbox:
         self.groups = groups
         self._running: Counter[Path] = Counter()  # bash calls in progress per work dir
         self._forks = ForkServer()
+        self._opened: OrderedDict[tuple[str, str], SessionDirs] = OrderedDict()
 
     def close(self) -> None:
         """Stops the fork server; calls it started run on (they never depended on it)."""
         self._forks.close()
 
     def open_session(self, tenant: str, session_id: str) -> SessionDirs:
+        """The session's directories, made (and handed to its uid) on its first call here.
+        A session this runner opened before costs two `lstat`s, not five `mkdir`s: py-spy
+        had them at a seventh of the runner's loop on no-op calls (docs/benchmarks.md,
+        eleventh session). Whatever is no longer as it was made is made again."""
+        key = (tenant, session_id)
+        known = self._opened.get(key)
+        if known is not None and _intact(known):
+            self._opened.move_to_end(key)
+            return known
+        dirs = self._open_session(tenant, session_id)
+        self._opened[key] = dirs
+        if len(self._opened) > OPENED_KEPT:
+            self._opened.popitem(last=False)
+        return dirs
+
+    def _open_session(self, tenant: str, session_id: str) -> SessionDirs:
         for name, value in (("tenant", tenant), ("session_id", session_id)):
             if not SAFE_ID.match(value) or value in (".", ".."):
                 raise ToolFailure("invalid_input", f"{name} {value!r} cannot name a sandbox directory")
@@ -191,6 +211,16 @@ def _exit_of(pid: int | None) -> asyncio.Future[None] | None:
     loop.add_reader(pidfd, readable)
     exited.add_done_callback(closed)
     return exited
+
+
+def _intact(dirs: SessionDirs) -> bool:
+    """The calls and work dirs are still real directories, the work dir still the session's uid's."""
+    try:
+        calls, work = os.lstat(dirs.calls), os.lstat(dirs.work)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(calls.st_mode) and stat.S_ISDIR(work.st_mode)
+            and (dirs.owner is None or work.st_uid == dirs.owner[0]))
 
 
 def _hand_over(work: Path, owner: Owner) -> None:
