@@ -53,7 +53,8 @@ class Sandbox:
         """The session's directories, made (and handed to its uid) on its first call here.
         A session this runner opened before costs two `lstat`s, not five `mkdir`s: py-spy
         had them at a seventh of the runner's loop on no-op calls (docs/benchmarks.md,
-        eleventh session). Whatever is no longer as it was made is made again."""
+        eleventh session). A calls or work dir gone missing is made again, and a work dir
+        that another uid owns is handed back, as on a first call."""
         key = (tenant, session_id)
         known = self._opened.get(key)
         if known is not None and _intact(known):
