@@ -12,6 +12,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from wakeline.ids import SAFE_ID
 from wakeline_gateway.audit import AuditStore
 from wakeline_gateway.auth import Caller, caller_for, check_role, presented_key
 from wakeline_gateway.bounds import SessionIdPath
@@ -59,9 +60,20 @@ BEARER = HTTPBearer(auto_error=False, scheme_name="ApiKey",
 
 async def authenticate(store: StoreDep, request: Request,
                        _: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> Caller:
-    """The caller behind the request's API key; the tenant comes only from here."""
+    """The caller behind the request's API key; the tenant comes only from here.
+
+    On a session's route the session row comes in the same round trip (the key and the
+    session are a command's two reads before it is sent, issue 10); `find_session` takes it
+    from `request.state` instead of reading again. It was read under the scope the key
+    gives, and is only used once `caller_for` has accepted the key."""
     presented = presented_key(request.headers.get("authorization"))
-    return caller_for(presented, await store.api_key(presented.key_id))
+    session_id = request.path_params.get("session_id")
+    if isinstance(session_id, str) and SAFE_ID.fullmatch(session_id):
+        stored, row = await store.key_and_session(presented.key_id, session_id)
+        request.state.session_read = (session_id, row)
+    else:
+        stored = await store.api_key(presented.key_id)
+    return caller_for(presented, stored)
 
 
 def permit(action: str):
@@ -116,7 +128,8 @@ async def find_session(session_id: SessionId, caller: Reader, store: StoreDep, a
     An auditor, admin or service opening someone else's session is reading the audit
     trail: that goes to the access log first, like an audit query (`Caller.logged_on`).
     Every session route comes through here, so writes to it and deletes are logged too."""
-    row = await store.session(caller.scope, session_id)
+    read = getattr(request.state, "session_read", None)
+    row = read[1] if read is not None and read[0] == session_id else await store.session(caller.scope, session_id)
     if row is not None and caller.logged_on(row["owner"]):
         await record_audit_read(request, caller, audit, {"session_id": session_id})
     # Postgres already hid another user's session from a `user` (viewer_owns); said again here.

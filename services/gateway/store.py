@@ -24,6 +24,7 @@ from wakeline.proofs import InclusionProof, proof_from_postgres
 
 SESSION_COLUMNS = ("session_id, owner, title, model, status, last_seq, created_at, updated_at, "
                    "ended_reason, parent_session_id, fork_seq, deleted_at, deleted_by")
+SESSION_FIELDS = tuple(column.strip() for column in SESSION_COLUMNS.split(","))
 PAGE = 1000
 _TOKENS = "coalesce(sum((payload->'usage'->>{!r})::bigint), 0)"
 _COSTS = (f"SELECT session_id, count(*) AS model_calls, {_TOKENS.format('output_tokens')} AS output_tokens, "
@@ -56,6 +57,10 @@ async def _session_row(conn: asyncpg.Connection, scope: Scope, session_id: str) 
     return await conn.fetchrow("SELECT * FROM session_row($1, $2, $3)", scope.tenant, scope.viewer or "", session_id)
 
 
+async def _key_and_session(conn: asyncpg.Connection, key_id: str, session_id: str) -> asyncpg.Record | None:
+    return await conn.fetchrow("SELECT * FROM key_and_session($1, $2)", key_id, session_id)
+
+
 class SessionStore:
     def __init__(self, pool: TenantPool, events: EventStore):
         self._pool = pool
@@ -67,6 +72,19 @@ class SessionStore:
 
     async def api_key(self, key_id: str) -> keys.StoredKey | None:
         return await self._pool.system_statement(keys.lookup, key_id)
+
+    async def key_and_session(self, key_id: str, session_id: str) -> tuple[keys.StoredKey | None, dict | None]:
+        """The stored key and the session row `session_id` under that key's scope, in one
+        round trip (migration 0021): a session route's key check and its first read. The
+        row is None when the key is unknown or the session is not there for its scope; the
+        caller still checks the secret and revocation (`auth.caller_for`) before using it."""
+        row = await self._pool.system_statement(_key_and_session, key_id, session_id)
+        if row is None:
+            return None, None
+        stored = keys.StoredKey(row["tenant"], row["principal"], row["role"], row["secret_hash"], row["revoked"])
+        if row["session_id"] is None:
+            return stored, None
+        return stored, {column: row[column] for column in SESSION_FIELDS}
 
     async def session(self, scope: Scope, session_id: str) -> asyncpg.Record | None:
         """The projection row, deleted or not; callers decide what a deleted one means.

@@ -431,6 +431,61 @@ async def test_the_one_round_trip_session_read_is_scoped_like_a_transaction_and_
     assert dict(one_trip) == {k: v for k, v in dict(as_transaction).items() if k in dict(one_trip)}
 
 
+async def test_the_key_and_its_session_come_in_one_round_trip_under_the_keys_scope(world) -> None:
+    """`key_and_session` (0021): the stored key as `api_key_lookup` gives it, and the session
+    under the scope that key gives (a user sees only its own, another tenant nothing), no
+    row at all for an unknown key, and no scope left on the connection."""
+    store, ids, keys = world["app"].state.store, world["ids"], world["keys"]
+
+    def key_id(name: str) -> str:
+        return keys[name]["Authorization"].split("_")[1]
+
+    bob, row = await store.key_and_session(key_id("bob"), ids["bob"])
+    assert (bob.principal, bob.role, bob.revoked) == ("bob", "user", False) and row["owner"] == "user:bob"
+    assert set(row) == {"session_id", "owner", "title", "model", "status", "last_seq", "created_at", "updated_at",
+                        "ended_reason", "parent_session_id", "fork_seq", "deleted_at", "deleted_by"}
+    assert (await store.key_and_session(key_id("bob"), ids["alice"]))[1] is None  # another user's
+    assert (await store.key_and_session(key_id("svc"), ids["alice"]))[1]["owner"] == "user:alice"
+    assert (await store.key_and_session(key_id("audrey"), ids["bob"]))[1]["owner"] == "user:bob"
+    eve, foreign = await store.key_and_session(key_id("eve"), ids["alice"])
+    assert eve.tenant == world["other"] and foreign is None  # the strongest key of another tenant
+    assert await store.key_and_session("0" * 16, ids["alice"]) == (None, None)
+    revoked, _ = await store.key_and_session(key_id("revoked"), ids["alice"])
+    assert revoked.revoked  # handed back as stored: caller_for refuses it, and the row with it
+    assert await store.key_and_session(key_id("alice"), "no-such-session") == (await store.api_key(key_id("alice")),
+                                                                               None)
+    async with world["pool"]._acquire() as conn:
+        await conn.fetchrow("SELECT * FROM key_and_session($1, $2)", key_id("svc"), ids["alice"])
+        assert await conn.fetchval("SELECT coalesce(current_setting('wakeline.tenant', true), '')") == ""
+        assert await conn.fetchval("SELECT count(*) FROM sessions") == 0
+
+
+async def test_a_session_route_reads_the_key_and_the_session_in_one_statement(world, monkeypatch) -> None:
+    """A command's reads before it is sent: one statement, not a key look-up and then a
+    session read; other routes still look the key up alone."""
+    store, calls = world["app"].state.store, []
+    for name in ("api_key", "session", "key_and_session"):
+        original = getattr(store, name)
+
+        async def counted(*args, _name=name, _original=original):
+            calls.append(_name)
+            return await _original(*args)
+        monkeypatch.setattr(store, name, counted)
+    client, alice = world["client"], world["keys"]["alice"]
+    assert (await client.get(f"/v1/sessions/{world['ids']['alice']}", headers=alice)).status_code == 200
+    assert calls == ["key_and_session"]
+    calls.clear()
+    answer = await client.post(f"/v1/sessions/{world['ids']['alice']}/messages", headers=alice,
+                               params={"wait": "false"}, json={"text": "hi"})
+    assert answer.status_code == 202 and calls == ["key_and_session"]
+    calls.clear()
+    assert (await client.get(f"/v1/sessions/{world['ids']['bob']}", headers=alice)).status_code == 404
+    assert calls == ["key_and_session"]
+    calls.clear()
+    assert (await client.get("/v1/sessions", headers=alice)).status_code == 200
+    assert calls == ["api_key"]
+
+
 async def test_an_admin_sets_the_tenant_window_and_every_change_is_kept(world) -> None:
     client, keys, tenant = world["client"], world["keys"], world["tenant"]
     first = await client.put("/v1/tenant/retention", json={"keep_days": 400}, headers=keys["adam"])
