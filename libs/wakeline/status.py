@@ -8,14 +8,12 @@ yet is `new`. `advance` moves a `SessionRow` over one event, deriving its status
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Literal
 
-from wakeline.events import (
-    Event, ModelResponded, ModelUnavailable, SessionCreated, SessionDeleted, SessionEnded, SessionForked,
-    TitleGenerated, TurnEnded, TurnStarted, UserMessageReceived,
-)
+from wakeline.events import Event, SessionCreated, SessionForked
 
 Status = Literal["new", "idle", "running", "waiting_model", "ended", "deleted"]
 
@@ -62,57 +60,69 @@ class NoSessionRow(ValueError):
 
 def advance(prev: SessionRow | None, event: Event) -> SessionRow:
     """The row after `event`. `prev` is the row before it (None only for `session_created`)."""
-    match event:
-        case SessionCreated():
-            return _opened(event)
-        case SessionForked():
-            return _forked(event)
-    if prev is None:
+    if prev is None and event.type not in _OPENING:
         raise NoSessionRow(f"{event.type} at seq {event.seq} of {event.session_id} before session_created")
-    # The row keeps no in-turn flag: it reads back as `running`. That is exact for every
-    # log the brain writes, which starts no turn in an ended or deleted session.
-    in_turn, ended_reason, title = prev.status in ("running", "waiting_model"), prev.ended_reason, prev.title
-    waiting = prev.status == "waiting_model"
-    deleted_by, deleted_at = prev.deleted_by, prev.deleted_at
-    match event:
-        case TurnStarted():
+    moved = _moved(prev, (event,))
+    assert moved is not None
+    return moved
+
+
+def project(prev: SessionRow | None, events: Iterable[Event]) -> SessionRow | None:
+    """The row after one session's `events` (in seq order), as `advance` one at a time would
+    leave it, for the archiver's projection of a batch: forward only (an event at or below the
+    row's seq is passed over, so a redelivery regresses nothing), and an event with no row
+    yet is passed over (only `session_created` or `forked` opens one). None if no row."""
+    return _moved(prev, events, forward_only=True)
+
+
+_OPENING = frozenset({"session_created", "forked"})
+_IN_TURN = frozenset({"running", "waiting_model"})
+
+
+def _moved(prev: SessionRow | None, events: Iterable[Event], forward_only: bool = False) -> SessionRow | None:
+    # One definition for both: the row's fields move in a plain dict and the row is built
+    # once at the end. The archiver projects every event it stores; a frozen row per event,
+    # and class patterns (isinstance through pydantic's ABCMeta) per event, were a tenth of
+    # its event loop (issue 10). The row keeps no in-turn flag: it reads back from the
+    # status as `running`. That is exact for every log the brain writes, which starts no
+    # turn in an ended or deleted session.
+    row = None if prev is None else dict(vars(prev))
+    for event in events:
+        kind = event.type
+        if forward_only and row is not None and event.seq <= row["last_seq"]:
+            continue  # a redelivery, its session_created included, never regresses the row
+        if kind in _OPENING:
+            row = dict(vars(_opened(event)))  # type: ignore[arg-type]
+            continue
+        if row is None:
+            continue  # only advance's caller can get here with no row, and it checked
+        status = row["status"]
+        in_turn, waiting = status in _IN_TURN, status == "waiting_model"
+        if kind == "turn_started":
             in_turn, waiting = True, False
-        case TurnEnded():
+        elif kind == "turn_ended":
             in_turn, waiting = False, False
-        case ModelUnavailable():
+        elif kind == "model_unavailable":
             waiting = True
-        case ModelResponded():
+        elif kind == "model_turn":
             waiting = False
-        case SessionEnded(payload=p):
-            in_turn, ended_reason, waiting = False, p.reason, False
-        case UserMessageReceived():
-            ended_reason = None  # a message to a finished session continues it
-        case TitleGenerated(payload=p):
-            title = p.title
-        case SessionDeleted(payload=p):
+        elif kind == "session_ended":
+            in_turn, waiting, row["ended_reason"] = False, False, event.payload.reason  # type: ignore[union-attr]
+        elif kind == "user_message":
+            row["ended_reason"] = None  # a message to a finished session continues it
+        elif kind == "title_generated":
+            row["title"] = event.payload.title  # type: ignore[union-attr]
+        elif kind == "deleted":
             in_turn, waiting = False, False
-            if deleted_by is None:  # the first deletion is the one recorded
-                deleted_by, deleted_at = p.by, event.ts
-    status = session_status(deleted=deleted_by is not None, ended=ended_reason is not None, in_turn=in_turn,
-                            waiting_model=waiting)
-    # Built field by field, not with dataclasses.replace: the archiver calls this once per
-    # event, and replace's introspection was most of its cost (issue 10).
-    return SessionRow(tenant=prev.tenant, session_id=prev.session_id, owner=prev.owner, title=title,
-                      model=prev.model, status=status, last_seq=event.seq, last_hash=event.hash,
-                      created_at=prev.created_at, updated_at=event.ts, ended_reason=ended_reason,
-                      parent_session_id=prev.parent_session_id, fork_seq=prev.fork_seq, deleted_at=deleted_at,
-                      deleted_by=deleted_by)
+            if row["deleted_by"] is None:  # the first deletion is the one recorded
+                row["deleted_by"], row["deleted_at"] = event.payload.by, event.ts  # type: ignore[union-attr]
+        row["status"] = session_status(deleted=row["deleted_by"] is not None, ended=row["ended_reason"] is not None,
+                                       in_turn=in_turn, waiting_model=waiting)
+        row["last_seq"], row["last_hash"], row["updated_at"] = event.seq, event.hash, event.ts
+    return None if row is None else SessionRow(**row)
 
 
-def _opened(event: SessionCreated) -> SessionRow:
-    p = event.payload
-    return SessionRow(tenant=event.tenant, session_id=event.session_id, owner=p.owner, title=p.title,
-                      model=p.config.model, status="idle", last_seq=event.seq, last_hash=event.hash,
-                      created_at=event.ts, updated_at=event.ts, parent_session_id=p.parent_session_id,
-                      fork_seq=p.fork_seq)
-
-
-def _forked(event: SessionForked) -> SessionRow:
+def _opened(event: SessionCreated | SessionForked) -> SessionRow:
     p = event.payload
     return SessionRow(tenant=event.tenant, session_id=event.session_id, owner=p.owner, title=p.title,
                       model=p.config.model, status="idle", last_seq=event.seq, last_hash=event.hash,

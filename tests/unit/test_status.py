@@ -11,7 +11,7 @@ from tests.factories import draft, sealed
 from wakeline.events import EndReason
 from wakeline.fold import apply
 from wakeline.state import SessionState
-from wakeline.status import NoSessionRow, SessionRow, advance, session_status
+from wakeline.status import NoSessionRow, SessionRow, advance, project, session_status
 
 from .session_log import created
 from .generated_logs import CONTENT, MARKERS, content_draft, marker
@@ -99,3 +99,36 @@ def test_no_row_moves_before_its_session_created() -> None:
 ])
 def test_deleted_beats_ended_beats_running_beats_idle(flags, expected) -> None:
     assert session_status(**flags) == expected
+
+
+def one_at_a_time(prev: SessionRow | None, events: list) -> SessionRow | None:
+    """The projection's rules over `advance`, an event at a time, as the archiver had it."""
+    row = prev
+    for event in events:
+        if row is not None and event.seq <= row.last_seq:
+            continue
+        try:
+            row = advance(row, event)
+        except NoSessionRow:
+            continue
+    return row
+
+
+@given(STEPS, DELETION, st.integers(0, 50), st.integers(0, 50), st.integers(0, 50))
+def test_a_batch_projects_to_the_row_advance_reaches_one_event_at_a_time(steps, deletion, cut, low, high) -> None:
+    """`project` (the archiver's batch) against `advance` event by event: from no row or from
+    the row at any point, with any stretch of the log as the batch: one that begins before
+    session_created, redelivers what the row holds (in part or only that), or jumps ahead."""
+    events = valid_log(steps, deletion)
+    prev = one_at_a_time(None, events[:min(cut, len(events))])
+    batch = events[min(low, high):max(low, high)]
+    assert project(prev, batch) == one_at_a_time(prev, batch)
+    assert project(prev, []) == prev
+
+
+def test_a_redelivered_session_created_does_not_reopen_the_row() -> None:
+    events = sealed([created(), draft("user_message", text="hi"), draft("session_ended", reason="completed")],
+                    "sess-again")
+    row = project(None, events)
+    assert (row.status, row.last_seq) == ("ended", 3)
+    assert project(row, events[:1]) == row
