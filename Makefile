@@ -61,9 +61,10 @@ lint: venv
 	@rc=0; $(VENV)/bin/ruff check libs services tests bench || rc=1; $(VENV)/bin/mypy || rc=1; exit $$rc
 
 # The suite runs its own services under its own names; the demo's may keep running.
+# --durations: the slowest tests in every run's output, to keep the suite's wall time in view.
 test: test-up lint
 	@export $(TEST_NAMES); start=$$(date +%s); \
-	$(PY) -m pytest -q -p no:cacheprovider tests; rc=$$?; \
+	$(PY) -m pytest -q -p no:cacheprovider --durations=20 tests; rc=$$?; \
 	echo "make test: suite wall time $$(( $$(date +%s) - start ))s"; exit $$rc
 
 unit: venv
