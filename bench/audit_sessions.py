@@ -55,7 +55,8 @@ def session_rows(tenant: str, index: int) -> list[tuple[Any, ...]]:
                                            ensure_ascii=False).encode()).hexdigest()
         tool = payload.get("name") if kind in ("tool_call", "tool_result") else None
         rows.append((tenant, session_id, seq, body["event_id"], causation, kind, actor, trust, ts,
-                     prev_hash, digest, json.dumps(payload), tool, payload.get("is_error")))
+                     bytes.fromhex(prev_hash), bytes.fromhex(digest), json.dumps(payload), tool,
+                     payload.get("is_error")))
         prev_hash = digest
     return rows
 

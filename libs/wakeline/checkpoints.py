@@ -108,7 +108,7 @@ WITH k AS (
 # session with no event left has none, as before. Reading events also keeps its RLS
 # (wakeline.viewer, 0006) in force. Only the hash of a row events holds is ever signed.
 STORED_HEADS = _KEY_HEADS + """
-SELECT k.session_id, coalesce(e.seq, f.seq) AS seq, coalesce(e.hash, f.hash) AS hash
+SELECT k.session_id, coalesce(e.seq, f.seq) AS seq, encode(coalesce(e.hash, f.hash), 'hex') AS hash
   FROM k
   LEFT JOIN LATERAL (SELECT seq, hash FROM events
                       WHERE session_id = k.session_id AND seq = k.seq AND ts = k.ts) AS e ON true
@@ -119,7 +119,8 @@ SELECT k.session_id, coalesce(e.seq, f.seq) AS seq, coalesce(e.hash, f.hash) AS 
 
 # What STORED_HEADS replaced (it reads every event of the tenant); kept for the test that
 # holds the two equal and for the benchmark's before/after.
-STORED_HEADS_BY_SCAN = "SELECT DISTINCT ON (session_id) session_id, seq, hash FROM events ORDER BY session_id, seq DESC"
+STORED_HEADS_BY_SCAN = ("SELECT DISTINCT ON (session_id) session_id, seq, encode(hash, 'hex') AS hash FROM events "
+                        "ORDER BY session_id, seq DESC")
 
 
 async def stored_heads(conn: asyncpg.Connection, *, query: str = STORED_HEADS) -> dict[str, Head]:

@@ -11,6 +11,7 @@ The sessions projection and the archiver's offsets are not here.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -20,17 +21,28 @@ import asyncpg
 from wakeline.events import CorruptEvent, Event, ToolCallRequested, ToolResultReceived, parse_event
 
 Key = tuple[str, int]  # (session_id, seq): one position in one session's log
+_HASH = re.compile(r"[0-9a-f]{64}")
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("tenant", "text"), ("session_id", "text"), ("seq", "bigint"), ("event_id", "uuid"),
     ("causation_id", "text"), ("type", "text"), ("actor", "text"), ("trust", "text"),
-    ("ts", "timestamptz"), ("prev_hash", "text"), ("hash", "text"), ("payload", "jsonb"),
+    ("ts", "timestamptz"), ("prev_hash", "bytea"), ("hash", "bytea"), ("payload", "jsonb"),
     ("tool_name", "text"), ("is_error", "boolean"))
 EVENT_COLUMNS = tuple(name for name, _ in COLUMNS)  # `event_row`'s order
 DERIVED_COLUMNS = ("tool_name", "is_error")
 # What a reader selects to rebuild (and re-hash) the event.
 READ_COLUMNS = tuple(name for name in EVENT_COLUMNS if name not in DERIVED_COLUMNS)
-SELECT_LIST = ", ".join(READ_COLUMNS)
+# A chain hash is stored as its 32 bytes (0022) and leaves the database as the event
+# carries it, 64 lowercase hex digits: every statement that reads one says `hex(...)`.
+HASH_COLUMNS = ("prev_hash", "hash")
+
+
+def hex_of(column: str) -> str:
+    """A stored hash column as the event's hex text, under the column's own name."""
+    return f"encode({column}, 'hex') AS {column.rsplit('.', 1)[-1]}"
+
+
+SELECT_LIST = ", ".join(hex_of(name) if name in HASH_COLUMNS else name for name in READ_COLUMNS)
 
 # Set-based: one statement per group of rows, whatever its size.
 INSERT_ROWS = (f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) SELECT * FROM unnest("
@@ -39,13 +51,14 @@ INSERT_ROWS = (f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) SELECT * FROM u
 INSERT_EVENTS = INSERT_ROWS + " ON CONFLICT DO NOTHING RETURNING session_id, seq"
 # Only how many: for a writer that checks what it skipped itself (the archiver).
 INSERT_NEW_EVENTS = INSERT_ROWS + " ON CONFLICT DO NOTHING"
-STORED_HASHES = """
-SELECT k.session_id, k.seq, k.hash FROM event_keys AS k
+STORED_HASHES = f"""
+SELECT k.session_id, k.seq, {hex_of('k.hash')} FROM event_keys AS k
 JOIN unnest($1::text[], $2::bigint[]) AS b(session_id, seq) USING (session_id, seq)
 """
 # The same, by runs of seqs (session_id, first, last): one index range per run, not a probe per key.
-STORED_HASHES_BETWEEN = """
-SELECT k.session_id, k.seq, k.hash FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS b(session_id, lo, hi)
+STORED_HASHES_BETWEEN = f"""
+SELECT k.session_id, k.seq, {hex_of('k.hash')}
+FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS b(session_id, lo, hi)
 JOIN event_keys AS k ON k.session_id = b.session_id AND k.seq BETWEEN b.lo AND b.hi
 """
 SELECT_SESSION = f"SELECT {SELECT_LIST} FROM events WHERE session_id = $1 ORDER BY seq"
@@ -78,10 +91,19 @@ def is_error(event: Event) -> bool | None:
     return None
 
 
+def hash_bytes(value: str) -> bytes:
+    """The stored form of a chain hash. Only the form `chain.seal` makes is accepted: hex
+    that is upper case or spaced would come back as other text than the event hashed."""
+    if not _HASH.fullmatch(value):
+        raise ValueError(f"not a chain hash (64 lowercase hex digits): {value[:70]!r}")
+    return bytes.fromhex(value)
+
+
 def event_row(event: Event) -> tuple[Any, ...]:
-    """The `events` row in EVENT_COLUMNS order; the payload as JSON text for jsonb."""
+    """The `events` row in EVENT_COLUMNS order; the payload as JSON text for jsonb, the
+    hashes as bytes for bytea."""
     return (event.tenant, event.session_id, event.seq, event.event_id, event.causation_id,
-            event.type, event.actor, event.trust, event.ts, event.prev_hash, event.hash,
+            event.type, event.actor, event.trust, event.ts, hash_bytes(event.prev_hash), hash_bytes(event.hash),
             event.payload.model_dump_json(), tool_name(event), is_error(event))
 
 
@@ -90,6 +112,9 @@ def event_from_row(row: Any) -> Event:
     data: dict[str, Any] = dict(row)
     try:
         data["event_id"] = str(data["event_id"])
+        for column in HASH_COLUMNS:  # a row `event_row` made (the memory store's) holds bytes
+            if isinstance(data.get(column), bytes):
+                data[column] = data[column].hex()
         if isinstance(data["payload"], str):
             data["payload"] = json.loads(data["payload"])
         return parse_event(data)

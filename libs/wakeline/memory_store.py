@@ -27,7 +27,9 @@ class MemoryEventStore:
 
     async def append(self, events: Sequence[Event]) -> Appended:
         ordered = sorted(events, key=lambda e: (e.tenant, e.session_id, e.seq))
-        stored = {key: row["hash"] for key, row in self._rows.items()}
+        # As STORED_HASHES reads them: hex (a row holds the bytes `event_row` made, or a planted value).
+        stored = {key: row["hash"].hex() if isinstance(row["hash"], bytes) else row["hash"]
+                  for key, row in self._rows.items()}
         fresh, present, conflicts = sort_out(ordered, stored)
         for event in fresh:
             self._rows[event.session_id, event.seq] = dict(zip(EVENT_COLUMNS, event_row(event)))

@@ -75,7 +75,7 @@ async def _unsigned_cuts(conn: asyncpg.Connection, signed: set[SignedCut], now: 
 # statement for every session whose head moved, each a primary-key probe of event_keys and
 # one of the event's own partition (by its ts).
 _HELD_AT = """
-SELECT s.session_id, coalesce(e.hash, k.hash) AS hash
+SELECT s.session_id, encode(coalesce(e.hash, k.hash), 'hex') AS hash
   FROM unnest($1::text[], $2::bigint[]) AS s(session_id, seq)
   LEFT JOIN event_keys k ON k.session_id = s.session_id AND k.seq = s.seq
   LEFT JOIN LATERAL (SELECT hash FROM events

@@ -49,7 +49,7 @@ _TS = TypeAdapter(datetime)
 # One statement, so one snapshot: a row inserted meanwhile is in both sides or neither.
 _ROWS = f"""
 SELECT coalesce(e.seq, k.seq) AS at_seq, e.*, k.seq AS key_seq, k.event_id AS key_event_id,
-       k.ts AS key_ts, k.hash AS key_hash
+       k.ts AS key_ts, encode(k.hash, 'hex') AS key_hash
 FROM (SELECT {SELECT_LIST}, tool_name, is_error FROM events WHERE session_id = $1) e
 FULL JOIN (SELECT * FROM event_keys WHERE session_id = $1) k ON e.seq = k.seq
 ORDER BY at_seq, e.ts
@@ -265,7 +265,8 @@ async def prefix_report(conn: asyncpg.Connection, fork: tuple[str, int, str], de
     """The parent's chain up to the fork point, and its hash there against the one the fork links to."""
     parent, fork_seq, parent_hash = fork
     report = await verify_session(conn, parent, vetted={}, upto=fork_seq, depth=depth + 1)
-    held = await conn.fetchval("SELECT hash FROM event_keys WHERE session_id = $1 AND seq = $2", parent, fork_seq)
+    held = await conn.fetchval("SELECT encode(hash, 'hex') FROM event_keys WHERE session_id = $1 AND seq = $2",
+                               parent, fork_seq)
     problems = list(report.problems)
     if held != parent_hash:
         found = "no such seq" if held is None else f"hash {held[:16]}…"

@@ -5,8 +5,9 @@ cursor names the last row seen, never an offset, so a page is as cheap deep in t
 at its start and no row is skipped or repeated while the log grows (an event archived
 later with an older ts than the cursor is, by construction, not in a later page: exports
 of a window still being written should end at a past `until`). With tenant and one actor
-fixed, the `events_audit_actor` index (0006) yields rows in that order, so a first page
-reads `limit` index entries per month instead of sorting every match.
+fixed, the `events_tenant_actor_ts` index (0023) yields rows in ts order and an incremental
+sort orders each run of equal ts, so a first page reads about `limit` index entries per
+month instead of sorting every match.
 
 Audit reads see deleted sessions too: deletion hides a session from its users, not from
 the evidence.

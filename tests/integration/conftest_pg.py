@@ -23,7 +23,7 @@ import asyncpg
 import pytest
 
 from tests.requirements import missing, require
-from wakeline.event_store import COLUMNS, EVENT_COLUMNS
+from wakeline.event_store import COLUMNS, EVENT_COLUMNS, HASH_COLUMNS
 from wakeline.retention import RetentionSettings
 from wakeline.settings import AdminSettings, CommonSettings
 
@@ -32,6 +32,8 @@ PG_SH = Path(__file__).resolve().parents[2] / "deploy" / "postgres" / "pg.sh"
 # One row, any values: how tests plant what no writer would store.
 INSERT_EVENT = (f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ("
                 + ", ".join(f"${n}::{sql_type}" for n, (_, sql_type) in enumerate(COLUMNS, 1)) + ")")
+# Before 0022 the hashes were hex text: for a test that builds a database at an older migration.
+INSERT_EVENT_BEFORE_0022 = INSERT_EVENT.replace("::bytea", "::text")
 
 
 async def require_postgres() -> None:
@@ -130,11 +132,24 @@ def new_event(tenant: str, session_id: str, seq: int = 1, **overrides: Any) -> d
     return event
 
 
-async def insert_event(conn: asyncpg.Connection, event: dict[str, Any]) -> None:
+def row_values(event: dict[str, Any], *, before_0022: bool = False) -> list[Any]:
+    """`event` (a `new_event` dict: hex hashes, a payload dict) as INSERT_EVENT's parameters:
+    the payload as JSON text, the hashes as the bytes 0022 stores (hex text before it)."""
+    def stored(column: str) -> Any:
+        value = event[column]
+        if column == "payload":
+            return json.dumps(value)
+        if column in HASH_COLUMNS and isinstance(value, str) and not before_0022:
+            return bytes.fromhex(value)
+        return value
+    return [stored(c) for c in EVENT_COLUMNS]
+
+
+async def insert_event(conn: asyncpg.Connection, event: dict[str, Any], *, before_0022: bool = False) -> None:
     """Make sure the month's partition exists, then insert the row."""
     await conn.execute("SELECT ensure_events_partition($1)", event["ts"])
-    values = [json.dumps(event[c]) if c == "payload" else event[c] for c in EVENT_COLUMNS]
-    await conn.execute(INSERT_EVENT, *values)
+    await conn.execute(INSERT_EVENT_BEFORE_0022 if before_0022 else INSERT_EVENT,
+                       *row_values(event, before_0022=before_0022))
 
 
 async def set_tenant(conn: asyncpg.Connection, tenant: str) -> None:
@@ -142,11 +157,12 @@ async def set_tenant(conn: asyncpg.Connection, tenant: str) -> None:
     await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
 
 
-async def insert_event_as(conn: asyncpg.Connection, tenant: str, event: dict[str, Any]) -> None:
+async def insert_event_as(conn: asyncpg.Connection, tenant: str, event: dict[str, Any], *,
+                          before_0022: bool = False) -> None:
     """Insert `event` in its own transaction with `tenant` set."""
     async with conn.transaction():
         await set_tenant(conn, tenant)
-        await insert_event(conn, event)
+        await insert_event(conn, event, before_0022=before_0022)
 
 
 async def require_kafka(settings) -> None:

@@ -74,8 +74,8 @@ async def test_archiver_killed_mid_batch_and_restarted_stores_every_event_exactl
                              failed=lambda: second.poll())
             for session in sessions:
                 async with pool.transaction(tenant) as conn:
-                    rows = await conn.fetch("SELECT seq, hash FROM events WHERE session_id = $1 ORDER BY seq",
-                                            session.session_id)
+                    rows = await conn.fetch("SELECT seq, encode(hash, 'hex') AS hash FROM events "
+                                            "WHERE session_id = $1 ORDER BY seq", session.session_id)
                     keys = await conn.fetchval("SELECT count(*) FROM event_keys WHERE session_id = $1",
                                                session.session_id)
                 assert [(r["seq"], r["hash"]) for r in rows] == [(e.seq, e.hash) for e in session.events]

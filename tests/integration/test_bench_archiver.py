@@ -37,6 +37,6 @@ async def test_storage_bench_counts_every_relation_of_the_archive() -> None:
     assert line["events"] > 0
     parts = line["heap_per_event"]
     assert set(parts) == {"events", "event_keys", "session_keys", "sessions"}
-    assert {"events_pkey", "event_keys_pkey", "event_keys_event_id_key", "events_audit_actor"} <= set(
+    assert {"events_pkey", "event_keys_pkey", "event_keys_event_id_key", "events_tenant_actor_ts"} <= set(
         line["index_per_event"])
     assert line["bytes_per_event"] > sum(parts.values()) + sum(line["index_per_event"].values()) - 1

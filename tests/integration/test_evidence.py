@@ -161,10 +161,11 @@ async def rewrite_consistently(stack: Stack) -> list[Event]:
     resealed = factories.sealed(drafts, stack.session_id, tenant=stack.tenant, stamps=same)
     async with superuser() as conn, guards_off(conn, [stack.partition(), "event_keys"]):
         for event in resealed[1:]:
-            await conn.execute(f"UPDATE {stack.partition()} SET payload = $3::jsonb, prev_hash = $4, hash = $5 "
+            await conn.execute(f"UPDATE {stack.partition()} SET payload = $3::jsonb, "
+                               "prev_hash = decode($4, 'hex'), hash = decode($5, 'hex') "
                                "WHERE session_id = $1 AND seq = $2", event.session_id, event.seq,
                                event.payload.model_dump_json(), event.prev_hash, event.hash)
-            await conn.execute("UPDATE event_keys SET hash = $3 WHERE session_id = $1 AND seq = $2",
+            await conn.execute("UPDATE event_keys SET hash = decode($3, 'hex') WHERE session_id = $1 AND seq = $2",
                                event.session_id, event.seq, event.hash)
     return resealed
 

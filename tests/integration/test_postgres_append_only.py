@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -10,9 +9,9 @@ import pytest
 
 from conftest_pg import (
     INSERT_EVENT, fresh_session_id, fresh_tenant, insert_event_as, new_event, owner_connection,
-    require_postgres, service_connection, set_tenant, superuser_connection,
+    require_postgres, row_values, service_connection, set_tenant, superuser_connection,
 )
-from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS
+from wakeline.event_store import INSERT_ROWS
 
 pytestmark = pytest.mark.postgres
 
@@ -171,12 +170,11 @@ async def test_a_many_row_insert_registers_every_key() -> None:
     async with service_connection() as conn:
         async with conn.transaction():
             await set_tenant(conn, tenant)
-            await conn.execute(INSERT_ROWS, *([json.dumps(e[c]) if c == "payload" else e[c] for e in events]
-                                              for c in EVENT_COLUMNS))
+            await conn.execute(INSERT_ROWS, *(list(column) for column in zip(*(row_values(e) for e in events))))
         async with conn.transaction():
             await set_tenant(conn, tenant)
-            keys = await conn.fetch("SELECT seq, event_id, hash FROM event_keys WHERE session_id = $1 ORDER BY seq",
-                                    session_id)
+            keys = await conn.fetch("SELECT seq, event_id, encode(hash, 'hex') FROM event_keys "
+                                    "WHERE session_id = $1 ORDER BY seq", session_id)
     assert [tuple(k) for k in keys] == [(e["seq"], e["event_id"], e["hash"]) for e in events]
 
 
@@ -189,7 +187,7 @@ async def test_an_insert_into_a_partition_by_name_registers_its_key() -> None:
         async with conn.transaction():
             await set_tenant(conn, tenant)
             await conn.execute(INSERT_EVENT.replace("INSERT INTO events ", f"INSERT INTO {partition} "),
-                               *(json.dumps(event[c]) if c == "payload" else event[c] for c in EVENT_COLUMNS))
+                               *row_values(event))
             key = await conn.fetchval("SELECT event_id FROM event_keys WHERE session_id = $1 AND seq = 1", session_id)
     assert key == event["event_id"]
 

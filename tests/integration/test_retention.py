@@ -16,8 +16,8 @@ import asyncpg
 import pytest
 
 from conftest_pg import (
-    INSERT_EVENT, EVENT_COLUMNS, fresh_month, fresh_session_id, fresh_tenant, insert_event_as,
-    maintenance_connection, new_event, owner_connection, require_postgres, service_connection, set_tenant,
+    INSERT_EVENT, fresh_month, fresh_session_id, fresh_tenant, insert_event_as, maintenance_connection,
+    new_event, owner_connection, require_postgres, row_values, service_connection, set_tenant,
 )
 from tests.factories import at, draft, sealed
 from wakeline.events import Event
@@ -208,7 +208,7 @@ async def test_a_dropped_month_is_never_created_again(connect) -> None:
         async with conn.transaction():
             await set_tenant(conn, tenant)
             with pytest.raises(asyncpg.CheckViolationError, match="no partition"):
-                await conn.execute(INSERT_EVENT, *(late[c] if c != "payload" else "{}" for c in EVENT_COLUMNS))
+                await conn.execute(INSERT_EVENT, *row_values(late))
     assert not await partition_exists(name)
 
 
@@ -279,7 +279,8 @@ class DroppedMonth:
 
     async def key_hashes(self) -> dict[int, str]:
         async with self.pool.transaction(self.tenant) as conn:
-            rows = await conn.fetch("SELECT seq, hash FROM event_keys WHERE session_id = $1", self.session_id)
+            rows = await conn.fetch("SELECT seq, encode(hash, 'hex') AS hash FROM event_keys WHERE session_id = $1",
+                                    self.session_id)
         return {r["seq"]: r["hash"] for r in rows}
 
 

@@ -88,7 +88,7 @@ async def test_the_migration_registers_the_sessions_already_archived(tmp_path: P
                 session = f"pre-{n}-{fresh_session_id()[:8]}"
                 sessions.add(session)
                 for seq in range(1 + n, 4 + n):  # sessions 1.. start past seq 1
-                    await insert_event_as(conn, tenant, new_event(tenant, session, seq, ts=ts))
+                    await insert_event_as(conn, tenant, new_event(tenant, session, seq, ts=ts), before_0022=True)
         applied = await apply_migrations(dsn)  # 0020 and whatever came after it
         assert applied[0] == "0020_session_keys" and all(int(m[:4]) > 20 for m in applied[1:])
         async with connected(dsn) as conn:

@@ -170,10 +170,11 @@ async def rewrite_consistently(setup: Setup) -> list[Event]:
     resealed = factories.sealed(drafts, setup.session_id, tenant=setup.tenant, stamps=same_ids_and_times)
     async with superuser() as conn, tampering(conn, setup.events) as partition:
         for event in resealed[1:]:
-            await conn.execute(f"UPDATE {partition} SET payload = $3::jsonb, prev_hash = $4, hash = $5 "
+            await conn.execute(f"UPDATE {partition} SET payload = $3::jsonb, "
+                               "prev_hash = decode($4, 'hex'), hash = decode($5, 'hex') "
                                "WHERE session_id = $1 AND seq = $2", event.session_id, event.seq,
                                event.payload.model_dump_json(), event.prev_hash, event.hash)
-            await conn.execute("UPDATE event_keys SET hash = $3 WHERE session_id = $1 AND seq = $2",
+            await conn.execute("UPDATE event_keys SET hash = decode($3, 'hex') WHERE session_id = $1 AND seq = $2",
                                event.session_id, event.seq, event.hash)
     assert resealed[0] == setup.events[0] and resealed[1].hash != setup.events[1].hash
     return resealed
@@ -354,7 +355,7 @@ async def test_a_row_deleted_from_a_surviving_month_after_a_drop_is_still_missin
 
 async def test_a_first_surviving_row_that_does_not_link_to_the_cut_is_reported(cut: CutSetup) -> None:
     async with superuser() as conn, tampering(conn, cut.surviving) as partition:
-        await conn.execute(f"UPDATE {partition} SET prev_hash = $2 WHERE session_id = $1 AND seq = 4",
+        await conn.execute(f"UPDATE {partition} SET prev_hash = decode($2, 'hex') WHERE session_id = $1 AND seq = 4",
                            cut.session_id, GENESIS_HASH)
     report = await cut.verify()
     assert (report.first_bad_seq, report.retained_out) == (4, 3)
@@ -363,7 +364,7 @@ async def test_a_first_surviving_row_that_does_not_link_to_the_cut_is_reported(c
 
 async def test_a_tombstone_that_disagrees_with_the_retention_log_voids_the_cut(cut: CutSetup) -> None:
     async with superuser() as conn, tampering(conn, cut.surviving):
-        await conn.execute("UPDATE event_keys SET hash = $2 WHERE session_id = $1 AND seq = 3",
+        await conn.execute("UPDATE event_keys SET hash = decode($2, 'hex') WHERE session_id = $1 AND seq = 3",
                            cut.session_id, "f" * 64)
     report = await cut.verify()
     found = reasons(report)
