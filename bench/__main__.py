@@ -9,6 +9,7 @@ import os
 import platform
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench import (
@@ -29,26 +30,35 @@ def main() -> None:
     emit({"bench": "machine", "cores": os.cpu_count(), "python": platform.python_version(),
           "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "loadavg_1m": os.getloadavg()[0]})
     # first, before the services start: they need only Postgres (or nothing), and nothing competes for the cores
-    emit(asyncio.run(audit_query.run()))
-    emit(fold_speed.run(repeats=3))
-    emit(asyncio.run(prompt_cache.run()))  # no services: the local Messages API server only
-    emit(asyncio.run(prompt_cache.run_mixed()))  # thinking, a second message, compactions
+    timed("audit_query", lambda: asyncio.run(audit_query.run()))
+    timed("fold_speed", lambda: fold_speed.run(repeats=3))
+    timed("prompt_cache", lambda: asyncio.run(prompt_cache.run()))  # no services: the local Messages API only
+    timed("prompt_cache_mixed", lambda: asyncio.run(prompt_cache.run_mixed()))  # thinking, compactions
     stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-")))
+    started = time.monotonic()
     for name in ("archiver", "runner", "brain"):
         stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES))
+    emit({"bench": "section_s", "section": "services_start", "s": round(time.monotonic() - started, 1)})
     try:
-        emit(asyncio.run(tool_roundtrip.run_against_floor((3, 100), repeats=2)))
-        emit(asyncio.run(tool_roundtrip.under_load(100)))  # what bounds the 100-session figure
-        emit(asyncio.run(http_commands.run()))
-        emit(asyncio.run(wake_time.run(repeats=3)))
-        emit(console_render.run())  # its own gateway and Chromium beside these services
+        timed("tool_roundtrip", lambda: asyncio.run(tool_roundtrip.run_against_floor((3, 100), repeats=2)))
+        timed("tool_roundtrip_under_load", lambda: asyncio.run(tool_roundtrip.under_load(100)))
+        timed("http_commands", lambda: asyncio.run(http_commands.run()))
+        timed("wake_time", lambda: asyncio.run(wake_time.run(repeats=3)))
+        timed("console_render", console_render.run)  # its own gateway and Chromium beside these services
     finally:
         stack.stop_all()
     # after the services: it leaves events that the next run's archiver must first skip as redeliveries
-    emit(asyncio.run(archiver_throughput.run()))
+    timed("archiver_throughput", lambda: asyncio.run(archiver_throughput.run()))
     # last: each figure starts its own brain, runners and archiver
-    emit(asyncio.run(scale.run()))
+    timed("scale", lambda: asyncio.run(scale.run()))
     emit({"bench": "finished", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+
+
+def timed(section: str, run: Callable[[], list[dict] | dict]) -> None:
+    """Emits a section's lines, then how long it took: `make bench` should stay near 10 minutes."""
+    started = time.monotonic()
+    emit(run())
+    emit({"bench": "section_s", "section": section, "s": round(time.monotonic() - started, 1)})
 
 
 if __name__ == "__main__":

@@ -93,6 +93,7 @@ def test_each_role_sees_exactly_the_actions_it_may_take(stack, keys, page):
     open_session(page, stack, own)
     assert visible_acts(page) == READ_ACTS and not page.is_visible("#send")
     page.click("#nav-audit")
+    page.wait_for_selector("#audit-form", state="visible")  # the view follows the hashchange event, a task later
     assert page.is_visible("#audit-form") and page.is_visible("#a-sessions")
     assert not page.is_visible("#access-log")  # the access log is the admin's
 
@@ -104,6 +105,7 @@ def test_each_role_sees_exactly_the_actions_it_may_take(stack, keys, page):
     open_session(page, stack, own)
     assert visible_acts(page) == READ_ACTS | {"delete"} and not page.is_visible("#send")
     page.click("#nav-audit")
+    page.wait_for_selector("#access-log", state="visible")
     assert page.is_visible("#access-log") and page.is_visible("#a-sessions")
     with api(stack, keys["admin"]) as admin:  # and the server agrees with the page
         assert admin.post(f"/v1/sessions/{own}/messages", json={"text": "not mine"}).status_code == 403
