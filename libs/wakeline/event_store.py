@@ -11,7 +11,6 @@ The sessions projection and the archiver's offsets are not here.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -19,9 +18,9 @@ from typing import Any, NamedTuple, Protocol
 import asyncpg
 
 from wakeline.events import CorruptEvent, Event, ToolCallRequested, ToolResultReceived, parse_event
+from wakeline.ids import CHAIN_HASH
 
 Key = tuple[str, int]  # (session_id, seq): one position in one session's log
-_HASH = re.compile(r"[0-9a-f]{64}")
 
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("tenant", "text"), ("session_id", "text"), ("seq", "bigint"), ("event_id", "uuid"),
@@ -33,7 +32,7 @@ DERIVED_COLUMNS = ("tool_name", "is_error")
 # What a reader selects to rebuild (and re-hash) the event.
 READ_COLUMNS = tuple(name for name in EVENT_COLUMNS if name not in DERIVED_COLUMNS)
 # A chain hash is stored as its 32 bytes (0022) and leaves the database as the event
-# carries it, 64 lowercase hex digits: every statement that reads one says `hex(...)`.
+# carries it, 64 lowercase hex digits: every statement that reads one selects `hex_of(column)`.
 HASH_COLUMNS = ("prev_hash", "hash")
 
 
@@ -94,9 +93,15 @@ def is_error(event: Event) -> bool | None:
 def hash_bytes(value: str) -> bytes:
     """The stored form of a chain hash. Only the form `chain.seal` makes is accepted: hex
     that is upper case or spaced would come back as other text than the event hashed."""
-    if not _HASH.fullmatch(value):
+    if not CHAIN_HASH.fullmatch(value):
         raise ValueError(f"not a chain hash (64 lowercase hex digits): {value[:70]!r}")
     return bytes.fromhex(value)
+
+
+def hash_text(value: bytes | str) -> str:
+    """A hash as an event carries it, from what a row holds: the bytes `event_row` made (the
+    memory store keeps those), or text already (a statement's `hex_of`, a planted value)."""
+    return value.hex() if isinstance(value, bytes) else value
 
 
 def event_row(event: Event) -> tuple[Any, ...]:
@@ -112,9 +117,9 @@ def event_from_row(row: Any) -> Event:
     data: dict[str, Any] = dict(row)
     try:
         data["event_id"] = str(data["event_id"])
-        for column in HASH_COLUMNS:  # a row `event_row` made (the memory store's) holds bytes
-            if isinstance(data.get(column), bytes):
-                data[column] = data[column].hex()
+        for column in HASH_COLUMNS:
+            if column in data:
+                data[column] = hash_text(data[column])
         if isinstance(data["payload"], str):
             data["payload"] = json.loads(data["payload"])
         return parse_event(data)

@@ -22,6 +22,10 @@ ID = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
 # Names that are shown and indexed but are not ids (a tool's name, a runner's host).
 PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
 
+# A chain hash as `chain.seal` writes it (SHA-256, lowercase hex): the only spelling stored,
+# since the bytes go back to text one way (event_store.hash_bytes, archiver bounds).
+CHAIN_HASH = re.compile(r"^[0-9a-f]{64}$")
+
 ACTOR_KINDS = ("user", "human", "service", "system", "agent", "runner")
 ACTOR_PATTERN = r"^(user|human|service|system|agent|runner):[^\x00-\x1f\x7f]{1,200}$"
 Actor = Annotated[str, Field(min_length=3, max_length=210, pattern=ACTOR_PATTERN)]

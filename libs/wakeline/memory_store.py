@@ -15,7 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from wakeline.event_store import (
-    EVENT_COLUMNS, READ_COLUMNS, Appended, EventQuery, Key, Scope, event_from_row, event_row, sort_out,
+    EVENT_COLUMNS, READ_COLUMNS, Appended, EventQuery, Key, Scope, event_from_row, event_row, hash_text,
+    sort_out,
 )
 from wakeline.events import Event, SessionCreated, SessionForked
 
@@ -27,9 +28,7 @@ class MemoryEventStore:
 
     async def append(self, events: Sequence[Event]) -> Appended:
         ordered = sorted(events, key=lambda e: (e.tenant, e.session_id, e.seq))
-        # As STORED_HASHES reads them: hex (a row holds the bytes `event_row` made, or a planted value).
-        stored = {key: row["hash"].hex() if isinstance(row["hash"], bytes) else row["hash"]
-                  for key, row in self._rows.items()}
+        stored = {key: hash_text(row["hash"]) for key, row in self._rows.items()}  # as STORED_HASHES reads them
         fresh, present, conflicts = sort_out(ordered, stored)
         for event in fresh:
             self._rows[event.session_id, event.seq] = dict(zip(EVENT_COLUMNS, event_row(event)))

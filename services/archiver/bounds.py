@@ -14,10 +14,9 @@ import re
 from wakeline.codec import MalformedRecord
 from wakeline.event_store import tool_name
 from wakeline.events import Event
-from wakeline.ids import ACTOR_PATTERN, SAFE_ID
+from wakeline.ids import ACTOR_PATTERN, CHAIN_HASH, SAFE_ID
 
 _ACTOR = re.compile(ACTOR_PATTERN)
-_HASH = re.compile(r"^[0-9a-f]{64}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # A causation id is an input's id, sometimes with a prefix (`result:<tool_call_id>`).
 MAX_CAUSATION = 256
@@ -35,7 +34,7 @@ def check_event(event: Event) -> None:
     _check_text("causation_id", event.causation_id, MAX_CAUSATION)
     _check_text("payload.name", tool_name(event), MAX_TOOL_NAME)
     for field in ("hash", "prev_hash"):
-        if not _HASH.fullmatch(getattr(event, field)):
+        if not CHAIN_HASH.fullmatch(getattr(event, field)):
             raise MalformedRecord(f"{field}: not 64 lowercase hex digits: {_shown(getattr(event, field))}")
 
 

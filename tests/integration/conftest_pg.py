@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
@@ -24,6 +25,7 @@ import pytest
 
 from tests.requirements import missing, require
 from wakeline.event_store import COLUMNS, EVENT_COLUMNS, HASH_COLUMNS
+from wakeline.migrate import MIGRATIONS_DIR, apply_migrations
 from wakeline.retention import RetentionSettings
 from wakeline.settings import AdminSettings, CommonSettings
 
@@ -178,3 +180,24 @@ async def require_kafka(settings) -> None:
     except (KafkaError, OSError, TimeoutError) as exc:
         message = f"Kafka unreachable at {settings.kafka_bootstrap}: {type(exc).__name__}: {exc}"
         missing(message)
+
+
+@asynccontextmanager
+async def database_before(version: int, workdir: Path) -> AsyncIterator[str]:
+    """A new database with the migrations before `version` applied (copied into `workdir`),
+    dropped afterwards; its admin DSN. For a test of what `version` does to data already there."""
+    name = f"wakeline_before_{version:04d}_{uuid.uuid4().hex[:8]}"
+    async with superuser_connection() as conn:
+        await conn.execute(f'CREATE DATABASE "{name}" OWNER wakeline_owner')
+    try:
+        dsn = AdminSettings().postgres_admin_dsn.rsplit("/", 1)[0] + "/" + name
+        before = workdir / f"before-{version:04d}"
+        before.mkdir()
+        for sql in sorted(Path(str(MIGRATIONS_DIR)).glob("*.sql")):
+            if int(sql.name.split("_", 1)[0]) < version:
+                shutil.copy(sql, before / sql.name)
+        await apply_migrations(dsn, before)
+        yield dsn
+    finally:
+        async with superuser_connection() as conn:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

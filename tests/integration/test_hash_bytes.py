@@ -9,10 +9,7 @@ writer refuses to store a hash spelled any other way than `seal` spells it.
 
 from __future__ import annotations
 
-import shutil
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,39 +17,18 @@ import asyncpg
 import pytest
 
 from conftest_pg import (
-    INSERT_EVENT_BEFORE_0022, connected, fresh_tenant, insert_event_as, new_event, require_postgres,
-    service_connection, set_tenant, superuser_connection,
+    INSERT_EVENT_BEFORE_0022, connected, database_before, fresh_tenant, insert_event_as, new_event,
+    require_postgres, service_connection, set_tenant,
 )
 from tests.factories import Stamps, at, draft, sealed
 from wakeline.event_store import EVENT_COLUMNS, SELECT_SESSION, event_from_row, event_row, hash_bytes
 from wakeline.events import Event
-from wakeline.migrate import MIGRATIONS_DIR, apply_migrations
-from wakeline.settings import AdminSettings
+from wakeline.migrate import apply_migrations
 from wakeline.verify import verify_session
 
 pytestmark = pytest.mark.postgres
 
 CREATED = draft("session_created", "cmd-create", config={}, owner="user:ann")
-
-
-@asynccontextmanager
-async def database_before_0022(tmp_path: Path) -> AsyncIterator[str]:
-    """A new database migrated up to 0021; its admin DSN."""
-    name = f"wakeline_hash_bytes_{uuid.uuid4().hex[:8]}"
-    async with superuser_connection() as conn:
-        await conn.execute(f'CREATE DATABASE "{name}" OWNER wakeline_owner')
-    try:
-        dsn = AdminSettings().postgres_admin_dsn.rsplit("/", 1)[0] + "/" + name
-        before = tmp_path / "before"
-        before.mkdir()
-        for sql in sorted(Path(str(MIGRATIONS_DIR)).glob("*.sql")):
-            if int(sql.name.split("_", 1)[0]) < 22:
-                shutil.copy(sql, before / sql.name)
-        await apply_migrations(dsn, before)
-        yield dsn
-    finally:
-        async with superuser_connection() as conn:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _now(n: int) -> Stamps:
@@ -78,7 +54,7 @@ async def test_events_archived_before_0022_read_back_exactly_and_verify(tmp_path
     tenant = fresh_tenant()
     events = sealed([CREATED, draft("user_message", text="hi"), draft("turn_started", turn=1)],
                     tenant=tenant, stamps=_now(3))
-    async with database_before_0022(tmp_path) as dsn:
+    async with database_before(22, tmp_path) as dsn:
         async with connected(dsn) as conn:
             await _insert_as_text(conn, events)
         applied = await apply_migrations(dsn)
@@ -104,7 +80,7 @@ async def test_a_hash_no_writer_makes_stops_the_migration_and_is_named(tmp_path:
     tenant = fresh_tenant()
     events = sealed([CREATED, draft("user_message", text="hi")], tenant=tenant, stamps=_now(2))
     shouted = events[1].model_copy(update={"hash": events[1].hash.upper()})
-    async with database_before_0022(tmp_path) as dsn:
+    async with database_before(22, tmp_path) as dsn:
         async with connected(dsn) as conn:
             await _insert_as_text(conn, [events[0], shouted])
         named = f"events holds a hash .* \\(session {events[0].session_id}, seq 2\\)"

@@ -8,8 +8,6 @@ is dropped.
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,11 +15,10 @@ import asyncpg
 import pytest
 
 from conftest_pg import (
-    connected, fresh_session_id, fresh_tenant, insert_event, insert_event_as, new_event, owner_connection,
-    require_postgres, service_connection, set_tenant, superuser_connection,
+    connected, database_before, fresh_session_id, fresh_tenant, insert_event, insert_event_as, new_event,
+    owner_connection, require_postgres, service_connection, set_tenant,
 )
-from wakeline.migrate import MIGRATIONS_DIR, apply_migrations
-from wakeline.settings import AdminSettings
+from wakeline.migrate import apply_migrations
 
 pytestmark = pytest.mark.postgres
 
@@ -69,18 +66,7 @@ async def test_every_insert_registers_its_sessions_once_and_only_for_their_tenan
 async def test_the_migration_registers_the_sessions_already_archived(tmp_path: Path) -> None:
     """0001..0019 on a new database, events of two tenants, then 0020: every session is there."""
     await require_postgres()
-    name = f"wakeline_session_keys_{uuid.uuid4().hex[:8]}"
-    async with superuser_connection() as conn:
-        await conn.execute(f'CREATE DATABASE "{name}" OWNER wakeline_owner')
-    try:
-        admin = AdminSettings().postgres_admin_dsn
-        dsn = admin.rsplit("/", 1)[0] + "/" + name
-        before = tmp_path / "before"
-        before.mkdir()
-        for sql in sorted(Path(str(MIGRATIONS_DIR)).glob("*.sql")):
-            if int(sql.name.split("_", 1)[0]) < 20:
-                shutil.copy(sql, before / sql.name)
-        await apply_migrations(dsn, before)
+    async with database_before(20, tmp_path) as dsn:
         ts = datetime.now(UTC) - timedelta(days=1)
         expected: dict[str, set[str]] = {fresh_tenant(): set(), fresh_tenant(): set()}
         async with connected(dsn) as conn:
@@ -96,6 +82,3 @@ async def test_the_migration_registers_the_sessions_already_archived(tmp_path: P
                 assert await _sessions_seen(conn, tenant) == sessions
             assert sorted(r[0] for r in await conn.fetch("SELECT event_tenants()")) == sorted(expected)
             assert await conn.fetchval("SELECT to_regclass('event_keys_tenant_session_seq')") is None
-    finally:
-        async with superuser_connection() as conn:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
