@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,8 +23,10 @@ from pathlib import Path
 import asyncpg
 
 from tests.e2e.sessions import warm_up
+from tests.private_broker import environ
 from tests.requirements import missing
-from wakeline.settings import CommonSettings
+from wakeline.migrate import apply_migrations
+from wakeline.settings import AdminSettings, CommonSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -153,6 +156,41 @@ def require_database() -> None:
         asyncio.run(probe())
     except Exception as err:  # noqa: BLE001 - any failure means "not there"
         missing(f"Postgres unreachable: {err!r}; run `make up` first (make test does)")
+
+
+@contextmanager
+def own_database(prefix: str) -> Iterator[str]:
+    """A database of the block's own, made as `make up` makes one (`pg.sh up` bootstraps it,
+    then every migration), dropped afterwards; settings built inside the block use it.
+
+    For a module whose private broker reuses the suite's topic names: the archive keys a
+    dead letter by its topic, partition and offset, so a row stored from the private
+    broker's offsets stands in for the suite's own later letter at the same position, which
+    is then never stored (seen: test_failure_isolation waiting for a dead letter after
+    test_stray_transaction had run in the same database)."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    made = subprocess.run(["bash", str(ROOT / "deploy/postgres/pg.sh"), "up"], capture_output=True, text=True,
+                          env={**os.environ, "WAKELINE_POSTGRES_DATABASE": name}, timeout=300)
+    if made.returncode != 0:
+        missing(f"pg.sh up could not make database {name}: {made.stdout}{made.stderr}")
+    try:
+        with environ(WAKELINE_POSTGRES_DATABASE=name):
+            asyncio.run(apply_migrations(AdminSettings().postgres_admin_dsn))
+            yield name
+    finally:
+        asyncio.run(_drop_database(name))
+
+
+async def _drop_database(name: str) -> None:
+    """As the cluster's superuser over its unix socket (root maps to postgres)."""
+    status = subprocess.run(["bash", str(ROOT / "deploy/postgres/pg.sh"), "status"], capture_output=True, text=True)
+    fields = dict(line.split("=", 1) for line in status.stdout.splitlines() if "=" in line)
+    conn = await asyncpg.connect(host=fields["socket_dir"], port=int(fields["port"]), user="postgres",
+                                 database="postgres", timeout=10)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
 
 
 @contextmanager

@@ -4,7 +4,9 @@ by the brain that takes it, and serves again; nothing else is lost.
 
 The stray transaction is made on a broker of this module's own (`tests.private_broker`):
 making one needs the broker's transaction verification off, and it would hold the suite's
-events partition for every later test if the brain failed to end it.
+events partition for every later test if the brain failed to end it. The module archives
+into a database of its own too (`own_database`): its broker has the suite's topic names,
+and the dead letter its archiver stores would occupy the suite's dead-letter position.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pytest
 from aiokafka import TopicPartition
 
 from tests.e2e.inbox_records import SETTINGS, assert_partition_serves
-from tests.e2e.stack import require_database, running_stack
+from tests.e2e.stack import own_database, require_database, running_stack
 from tests.private_broker import first_value_at, held_partitions, leave_stray_transaction, private_broker_in_environ
 from wakeline.settings import CommonSettings
 from wakeline.topics import ARCHIVER_GROUP, BRAIN_GROUP, EVENTS
@@ -27,7 +29,7 @@ PARTITION = 4
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with private_broker_in_environ(tmp_path_factory.mktemp("broker")) as broker:
+    with private_broker_in_environ(tmp_path_factory.mktemp("broker")) as broker, own_database("wakeline_stray"):
         yield broker
 
 

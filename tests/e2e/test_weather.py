@@ -3,7 +3,9 @@ nothing is lost or doubled, and no process is restarted by hand.
 
 The stack here runs on a broker of its own (`tests.private_broker`), with an archiver group
 of its own (its stored offsets are that broker's): restarting the shared broker would
-change it under every test that runs after this one.
+change it under every test that runs after this one. It archives into a database of its
+own as well (`own_database`): that broker has the suite's topic names, and a dead letter
+stored from its offsets would occupy the suite's dead-letter position.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import uuid
 import pytest
 
 from tests.e2e.sessions import wait_ended, wait_for
-from tests.e2e.stack import require_database, running_stack
+from tests.e2e.stack import own_database, require_database, running_stack
 from tests.e2e.stored_log import assert_log_whole
 from tests.e2e.inbox_records import SETTINGS, assert_partition_serves, create, produce
 from tests.private_broker import held_partitions, private_broker_in_environ
@@ -25,7 +27,7 @@ from wakeline.topics import ARCHIVER_GROUP, partition_for, record_key
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with private_broker_in_environ(tmp_path_factory.mktemp("broker")) as broker:
+    with private_broker_in_environ(tmp_path_factory.mktemp("broker")) as broker, own_database("wakeline_weather"):
         yield broker
 
 

@@ -19,8 +19,8 @@ BEGIN
     RAISE EXCEPTION 'wakeline 0022: % holds a hash that is not 64 lowercase hex digits (session %, seq %): %',
       tbl, session_id, seq, left(hex, 80)
       USING ERRCODE = 'data_exception',
-            HINT = 'no Wakeline writer stores one; keep a copy of the row and investigate it '
-                   '(`wakeline verify`) before migrating';
+            HINT = 'no Wakeline writer stores one; keep a copy of the row and investigate it before '
+                   'migrating, with the release before this one (`wakeline verify-direct`)';
   END IF;
   RETURN decode(hex, 'hex');
 END $$;
