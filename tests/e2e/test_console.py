@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.e2e.console_browser import expect_ui, open_session, shot, sign_in
-from tests.e2e.sessions import create_session, wait_ended
+from tests.e2e.sessions import create_session, wait_ended, wait_for
 from wakeline.event_store import INSERT_ROWS, event_row
 from wakeline.events import parse_event
 from wakeline.settings import CommonSettings
@@ -131,6 +131,7 @@ def test_a_session_started_in_the_console_runs_live_and_resumes_after_the_gatewa
     page.wait_for_selector("#transcript li[data-type=session_ended]", timeout=90_000)
     assert page.eval_on_selector_all("#transcript > li", "ls => ls.length") > seen
     with api(stack, keys["user"]) as user:
+        wait_ended(user, stack, session_id)  # the page saw the end on the live feed; Postgres a moment later
         stored = [e["seq"] for e in user.get(f"/v1/sessions/{session_id}/events").json()["data"]]
     shown = [int(s) for s in page.eval_on_selector_all("#transcript > li", "ls => ls.map(l => l.dataset.seq)")]
     assert shown == stored, "the transcript has a gap or a duplicate"
@@ -619,7 +620,10 @@ def test_a_session_is_woken_from_the_console(stack, keys, page):
     assert page.get_attribute("#s-notice", "class") != "error"
     woke = page.wait_for_selector("#transcript li[data-type=woke] >> text=user:console-user")
     seq = int(woke.evaluate("e => e.closest('li').dataset.seq"))
-    mine = [e for e in events_of(stack, keys["user"], sid, type="woke") if e["actor"] == "user:console-user"]
+    # the page draws the event from the live feed (Kafka); the events API reads Postgres,
+    # which has it once the archiver has stored it a moment later
+    mine = wait_for(lambda: [e for e in events_of(stack, keys["user"], sid, type="woke")
+                             if e["actor"] == "user:console-user"], 30, "the woke event archived", stack)
     assert [(e["seq"], e["payload"]["reason"]) for e in mine] == [(seq, "requested")]
 
 
