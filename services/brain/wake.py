@@ -49,13 +49,13 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, WakeIncomplete) or is_weather(exc)
 
 
-def tail_consumer(settings: CommonSettings) -> AIOKafkaConsumer:
+def tail_consumer(settings: CommonSettings, fetch_max_wait_ms: int = 100) -> AIOKafkaConsumer:
     """The consumer a `SessionLoader` reads tails with; its owner starts and stops it."""
     # "none": an archive offset Kafka no longer has means events were lost before
     # they were archived; that must fail loudly, never silently start elsewhere.
     return AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), group_id=None,
                             enable_auto_commit=False, isolation_level="read_committed",
-                            fetch_max_wait_ms=100, auto_offset_reset="none")
+                            fetch_max_wait_ms=fetch_max_wait_ms, auto_offset_reset="none")
 
 
 @dataclass
@@ -162,9 +162,16 @@ class SessionLoader:
             return found
         self._tail.seek(tp, start)
         self._tail.resume(tp)
+        # Read in this task and pause before yielding to the loop again. Under `wait_for`
+        # (a task of its own) the loop ran once between the last records and the pause,
+        # and in that turn the fetcher sent its next fetch from the end: a long poll of up
+        # to `fetch_max_wait_ms` that the broker answers before any later request on the
+        # connection, so the next wake's `end_offsets` waited behind it (issue 10: 20–65 ms
+        # on every second wake in `bench.wake_time`).
         try:
-            await asyncio.wait_for(self._read_until(tp, last, keys, found), self._tail_deadline_s)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(self._tail_deadline_s):
+                await self._read_until(tp, last, keys, found)
+        except TimeoutError:
             raise WakeIncomplete(f"{self._topic}[{partition}]: the tail read did not reach offset {last}"
                                  f" within {self._tail_deadline_s:g} s") from None
         finally:

@@ -4,10 +4,12 @@ events: on the real broker, with transactional writes as the brain makes them.""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 
 import pytest
 from aiokafka.admin import NewTopic
+from aiokafka.structs import TopicPartition
 
 from runner_harness import reachable_kafka
 from tests.factories import LIVE, draft, sealed
@@ -71,3 +73,41 @@ async def test_twenty_concurrent_wakes_of_a_partition_take_two_reads_and_get_onl
     for sid, events in zip(sids, found):
         assert [(e.session_id, e.seq, e.event_id) for e in events] == \
             [(e.session_id, e.seq, e.event_id) for e in logs[sid]], sid
+
+
+async def test_a_tail_read_leaves_no_long_poll_in_front_of_the_next_wakes_offset_look_up() -> None:
+    """Kafka answers a connection's requests in order. A fetch the consumer sends from the
+    end after the last records is a long poll, and the next wake's `end_offsets` on the
+    same connection waits the whole of it: with the wait made 5 s here, a read that leaves
+    one behind stalls each following look-up for seconds, one that does not for milliseconds."""
+    settings = await reachable_kafka()
+    topic = f"test-tail-{uuid.uuid4().hex[:12]}"
+    admin = make_admin(settings)
+    await admin.start()
+    await admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
+    producer = make_producer(settings, transactional_id=f"test-tail-{uuid.uuid4().hex}")
+    tail = tail_consumer(settings, fetch_max_wait_ms=5_000)
+    await producer.start()
+    await tail.start()
+    looked_up: list[float] = []
+    try:
+        sid = sessions_on(0, 1)[0]
+        events = sealed([draft("session_created", f"c-{sid}", config={}, owner="user:t"),
+                         draft("user_message", f"m-{sid}", text="hello")], sid, stamps=LIVE)
+        for event in events:  # two transactions: the tail ends on a commit marker
+            async with producer.transaction():
+                await producer.send(topic, encode(event), key=sid.encode(), partition=0)
+        loader = SessionLoader(None, tail, topic=topic)  # type: ignore[arg-type] - tail reads need no database
+        tp = TopicPartition(topic, 0)
+        for _ in range(3):
+            found = await asyncio.wait_for(loader._read_keys(0, 0, {sid.encode()}), 60)
+            assert [e.seq for e in found[sid.encode()]] == [1, 2]
+            started = time.perf_counter()
+            await asyncio.wait_for(tail.end_offsets([tp]), 60)
+            looked_up.append(time.perf_counter() - started)
+    finally:
+        await tail.stop()
+        await producer.stop()
+        await admin.delete_topics([topic])
+        await admin.close()
+    assert max(looked_up) < 2.5, f"an offset look-up after a tail read waited {max(looked_up):.2f} s: {looked_up}"
