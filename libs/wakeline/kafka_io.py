@@ -30,6 +30,16 @@ log = logging.getLogger(__name__)
 _DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs config_source: set on the topic itself
 
 
+# Consumers that read a range already known to be committed (a wake's tail, the archive's
+# lag) never need a fetch to wait for records to arrive: a long poll would only hold the
+# connection, on which Kafka answers requests in order, in front of the next offset
+# look-up. And a fetch of nothing but markers or aborted records moves the position yet
+# hands back no record, so `getmany` would wait out its whole timeout: they poll briefly
+# and look at the position again (issue 10).
+RANGE_FETCH_WAIT_MS = 10
+RANGE_POLL_MS = 20
+
+
 def kafka_auth(settings: CommonSettings) -> dict[str, Any]:
     """The aiokafka keyword arguments that log a client in as `settings.kafka_username`."""
     if settings.kafka_security_protocol == "PLAINTEXT":

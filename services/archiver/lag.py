@@ -22,7 +22,7 @@ from typing import TypedDict
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from wakeline.kafka_io import kafka_auth
+from wakeline.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.topics import ARCHIVER_GROUP, EVENTS
@@ -55,7 +55,8 @@ class LagProbe:
         self._read_timeout_s = read_timeout_s
         self._consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
                                           group_id=None,
-                                          enable_auto_commit=False, isolation_level="read_committed")
+                                          enable_auto_commit=False, isolation_level="read_committed",
+                                          fetch_max_wait_ms=RANGE_FETCH_WAIT_MS)
         self._lock = asyncio.Lock()
 
     async def __aenter__(self) -> LagProbe:
@@ -89,11 +90,18 @@ class LagProbe:
         counts = dict.fromkeys(starts, 0)
         pending = set(starts)
         deadline = asyncio.get_running_loop().time() + self._read_timeout_s
-        while pending and asyncio.get_running_loop().time() < deadline:
-            fetched = await self._consumer.getmany(*pending, timeout_ms=200)
-            for tp, records in fetched.items():
-                counts[tp] += sum(1 for r in records if r.offset < ends[tp])
-            for tp in list(pending):
-                if await self._consumer.position(tp) >= ends[tp]:
-                    pending.discard(tp)
+        # Short fetch waits and polls (`RANGE_POLL_MS`), and a partition read to its end
+        # paused, as in the brain's tail reads: nothing may long-poll in front of the next
+        # measure's end_offsets.
+        try:
+            while pending and asyncio.get_running_loop().time() < deadline:
+                fetched = await self._consumer.getmany(*pending, timeout_ms=RANGE_POLL_MS)
+                for tp, records in fetched.items():
+                    counts[tp] += sum(1 for r in records if r.offset < ends[tp])
+                for tp in list(pending):
+                    if await self._consumer.position(tp) >= ends[tp]:
+                        pending.discard(tp)
+                        self._consumer.pause(tp)
+        finally:
+            self._consumer.pause(*starts)
         return {tp: (ends[tp] - starts[tp] if tp in pending else n) for tp, n in counts.items()}

@@ -27,7 +27,7 @@ from wakeline.archive_position import ARCHIVER_GROUP, wake_start
 from wakeline.event_store import events_from_snapshot, session_events
 from wakeline.events import Event, SessionForked, SnapshotTaken, parse_event
 from wakeline.lineage import prefix_events
-from wakeline.kafka_io import kafka_auth
+from wakeline.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.settings import CommonSettings
 from wakeline.snapshots import current
@@ -49,7 +49,7 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, WakeIncomplete) or is_weather(exc)
 
 
-def tail_consumer(settings: CommonSettings, fetch_max_wait_ms: int = 100) -> AIOKafkaConsumer:
+def tail_consumer(settings: CommonSettings, fetch_max_wait_ms: int = RANGE_FETCH_WAIT_MS) -> AIOKafkaConsumer:
     """The consumer a `SessionLoader` reads tails with; its owner starts and stops it."""
     # "none": an archive offset Kafka no longer has means events were lost before
     # they were archived; that must fail loudly, never silently start elsewhere.
@@ -183,7 +183,7 @@ class SessionLoader:
         # An empty poll is not the end: after a fence or during a slow fetch the next
         # records may still be on their way. Only the position says we are done.
         while await self._tail.position(tp) < last:
-            records = (await self._tail.getmany(tp, timeout_ms=1000, max_records=5000)).get(tp, [])
+            records = (await self._tail.getmany(tp, timeout_ms=RANGE_POLL_MS, max_records=5000)).get(tp, [])
             for r in records:
                 if r.key in keys:
                     found.setdefault(r.key, []).append(parse_event(r.value))

@@ -111,3 +111,43 @@ async def test_a_tail_read_leaves_no_long_poll_in_front_of_the_next_wakes_offset
         await admin.delete_topics([topic])
         await admin.close()
     assert max(looked_up) < 2.5, f"an offset look-up after a tail read waited {max(looked_up):.2f} s: {looked_up}"
+
+
+async def test_a_tail_that_ends_in_an_aborted_transaction_is_read_without_waiting_out_a_poll() -> None:
+    """After a fence (a brain killed mid-transaction, its successor aborting it) a
+    partition's tail can hold nothing but aborted records and their marker. The fetch
+    moves the position to the end yet hands back no record, so a read that waited for
+    records waited out its whole poll (1 s) on every wake of that partition."""
+    settings = await reachable_kafka()
+    topic = f"test-tail-{uuid.uuid4().hex[:12]}"
+    admin = make_admin(settings)
+    await admin.start()
+    await admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
+    producer = make_producer(settings, transactional_id=f"test-tail-{uuid.uuid4().hex}")
+    tail = tail_consumer(settings)
+    await producer.start()
+    await tail.start()
+    took: list[float] = []
+    try:
+        sid = sessions_on(0, 1)[0]
+        created, message = sealed([draft("session_created", f"c-{sid}", config={}, owner="user:t"),
+                                   draft("user_message", f"m-{sid}", text="hello")], sid, stamps=LIVE)
+        async with producer.transaction():
+            await producer.send(topic, encode(created), key=sid.encode(), partition=0)
+        committed_end = (await tail.end_offsets([TopicPartition(topic, 0)]))[TopicPartition(topic, 0)]
+        await producer.begin_transaction()
+        await producer.send(topic, encode(message), key=sid.encode(), partition=0)
+        await producer.abort_transaction()
+        loader = SessionLoader(None, tail, topic=topic)  # type: ignore[arg-type] - tail reads need no database
+        for start in (0, committed_end, committed_end):
+            started = time.perf_counter()
+            found = await asyncio.wait_for(loader._read_keys(0, start, {sid.encode()}), 60)
+            took.append(time.perf_counter() - started)
+            # the aborted message is never handed back; the committed event only when read from 0
+            assert [e.seq for e in found.get(sid.encode(), [])] == ([1] if start == 0 else [])
+    finally:
+        await tail.stop()
+        await producer.stop()
+        await admin.delete_topics([topic])
+        await admin.close()
+    assert sorted(took)[1] < 0.5, f"reading a tail of aborted records took {took} s"
