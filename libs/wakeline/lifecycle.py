@@ -24,7 +24,17 @@ def serve(run: Callable[[S, asyncio.Event], Awaitable[None]], settings: S, name:
         tracing.configure(name, settings)
     else:
         logs.configure(name)
-    asyncio.run(_main(run, settings))
+    with asyncio.Runner(loop_factory=loop_factory(settings)) as runner:
+        runner.run(_main(run, settings))
+
+
+def loop_factory(settings: object) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's loop unless the settings ask for the standard library's (None: asyncio's default)."""
+    if getattr(settings, "event_loop", "asyncio") != "uvloop":
+        return None
+    import uvloop  # a dependency; imported here so that choosing asyncio never needs it
+
+    return uvloop.new_event_loop
 
 
 async def _main(run: Callable[[S, asyncio.Event], Awaitable[None]], settings: S) -> None:

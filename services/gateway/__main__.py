@@ -17,7 +17,9 @@ def main() -> None:
     tracing.configure("gateway", settings)
     # JSON: uvicorn's own loggers go through the root's handler too (log_config=None).
     extra = {"log_config": None} if settings.log_format == "json" else {}
-    uvicorn.run(create_app(settings), host=settings.http_host, port=settings.http_port, **extra)
+    # httptools parses HTTP/1.1 (a dependency, as uvloop is), not uvicorn's pure-Python h11.
+    uvicorn.run(create_app(settings), host=settings.http_host, port=settings.http_port,
+                loop=settings.event_loop, http="httptools", **extra)
 
 
 if __name__ == "__main__":
