@@ -87,6 +87,7 @@ class LagProbe:
         self._consumer.assign(list(starts))
         for tp, start in starts.items():
             self._consumer.seek(tp, start)
+        self._consumer.resume(*starts)  # the last count left them paused
         counts = dict.fromkeys(starts, 0)
         pending = set(starts)
         deadline = asyncio.get_running_loop().time() + self._read_timeout_s
