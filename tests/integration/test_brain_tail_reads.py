@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import NewTopic
 from aiokafka.structs import TopicPartition
 
@@ -31,17 +34,29 @@ def sessions_on(partition: int, count: int) -> list[str]:
     return found
 
 
-async def test_twenty_concurrent_wakes_of_a_partition_take_two_reads_and_get_only_their_own_events() -> None:
+@asynccontextmanager
+async def private_topic(**tail_options: int) -> AsyncIterator[tuple[str, AIOKafkaProducer, AIOKafkaConsumer]]:
+    """A topic of its own on the real broker, a transactional producer and a started tail consumer."""
     settings = await reachable_kafka()
     topic = f"test-tail-{uuid.uuid4().hex[:12]}"
     admin = make_admin(settings)
     await admin.start()
     await admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
     producer = make_producer(settings, transactional_id=f"test-tail-{uuid.uuid4().hex}")
-    tail = tail_consumer(settings)
+    tail = tail_consumer(settings, **tail_options)
     await producer.start()
     await tail.start()
     try:
+        yield topic, producer, tail
+    finally:
+        await tail.stop()
+        await producer.stop()
+        await admin.delete_topics([topic])
+        await admin.close()
+
+
+async def test_twenty_concurrent_wakes_of_a_partition_take_two_reads_and_get_only_their_own_events() -> None:
+    async with private_topic() as (topic, producer, tail):
         sids = sessions_on(0, 20)
         logs = {sid: sealed([draft("session_created", f"c-{sid}", config={}, owner="user:t"),
                              draft("user_message", f"m-{sid}", text=f"hello {sid}")], sid, stamps=LIVE)
@@ -63,11 +78,6 @@ async def test_twenty_concurrent_wakes_of_a_partition_take_two_reads_and_get_onl
         loader._read_keys = counted  # type: ignore[method-assign]
 
         found = await asyncio.wait_for(asyncio.gather(*(loader._read_tail(sid, 0, 0) for sid in sids)), 60)
-    finally:
-        await tail.stop()
-        await producer.stop()
-        await admin.delete_topics([topic])
-        await admin.close()
     # The first wake reads alone; everything that queued behind it is served by one read.
     assert reads == [(0, 1), (0, 19)]
     for sid, events in zip(sids, found):
@@ -80,17 +90,8 @@ async def test_a_tail_read_leaves_no_long_poll_in_front_of_the_next_wakes_offset
     end after the last records is a long poll, and the next wake's `end_offsets` on the
     same connection waits the whole of it: with the wait made 5 s here, a read that leaves
     one behind stalls each following look-up for seconds, one that does not for milliseconds."""
-    settings = await reachable_kafka()
-    topic = f"test-tail-{uuid.uuid4().hex[:12]}"
-    admin = make_admin(settings)
-    await admin.start()
-    await admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
-    producer = make_producer(settings, transactional_id=f"test-tail-{uuid.uuid4().hex}")
-    tail = tail_consumer(settings, fetch_max_wait_ms=5_000)
-    await producer.start()
-    await tail.start()
     looked_up: list[float] = []
-    try:
+    async with private_topic(fetch_max_wait_ms=5_000) as (topic, producer, tail):
         sid = sessions_on(0, 1)[0]
         events = sealed([draft("session_created", f"c-{sid}", config={}, owner="user:t"),
                          draft("user_message", f"m-{sid}", text="hello")], sid, stamps=LIVE)
@@ -105,11 +106,6 @@ async def test_a_tail_read_leaves_no_long_poll_in_front_of_the_next_wakes_offset
             started = time.perf_counter()
             await asyncio.wait_for(tail.end_offsets([tp]), 60)
             looked_up.append(time.perf_counter() - started)
-    finally:
-        await tail.stop()
-        await producer.stop()
-        await admin.delete_topics([topic])
-        await admin.close()
     assert max(looked_up) < 2.5, f"an offset look-up after a tail read waited {max(looked_up):.2f} s: {looked_up}"
 
 
@@ -118,17 +114,8 @@ async def test_a_tail_that_ends_in_an_aborted_transaction_is_read_without_waitin
     partition's tail can hold nothing but aborted records and their marker. The fetch
     moves the position to the end yet hands back no record, so a read that waited for
     records waited out its whole poll (1 s) on every wake of that partition."""
-    settings = await reachable_kafka()
-    topic = f"test-tail-{uuid.uuid4().hex[:12]}"
-    admin = make_admin(settings)
-    await admin.start()
-    await admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])
-    producer = make_producer(settings, transactional_id=f"test-tail-{uuid.uuid4().hex}")
-    tail = tail_consumer(settings)
-    await producer.start()
-    await tail.start()
     took: list[float] = []
-    try:
+    async with private_topic() as (topic, producer, tail):
         sid = sessions_on(0, 1)[0]
         created, message = sealed([draft("session_created", f"c-{sid}", config={}, owner="user:t"),
                                    draft("user_message", f"m-{sid}", text="hello")], sid, stamps=LIVE)
@@ -145,9 +132,4 @@ async def test_a_tail_that_ends_in_an_aborted_transaction_is_read_without_waitin
             took.append(time.perf_counter() - started)
             # the aborted message is never handed back; the committed event only when read from 0
             assert [e.seq for e in found.get(sid.encode(), [])] == ([1] if start == 0 else [])
-    finally:
-        await tail.stop()
-        await producer.stop()
-        await admin.delete_topics([topic])
-        await admin.close()
     assert sorted(took)[1] < 0.5, f"reading a tail of aborted records took {took} s"
