@@ -27,8 +27,16 @@ BATCH_SESSIONS = 200
 WRITERS = 2  # one insert per core while the other batch's rows are generated
 
 
-async def ensure_loaded(dsn: str, sessions: int = SESSIONS) -> dict:
-    """Loads what is missing; the figures say whether this run loaded and how long it took."""
+ARRIVAL_BATCH = 10_000
+
+
+async def ensure_loaded(dsn: str, sessions: int = SESSIONS, order: str = "sessions") -> dict:
+    """Loads what is missing; the figures say whether this run loaded and how long it took.
+
+    `order` "sessions" writes 200 whole sessions per insert (each session's times start at a
+    random moment of the year, so time-keyed indexes are written in random order);
+    "arrival" writes every event in `ts` order, `ARRIVAL_BATCH` per insert, as the archiver
+    stores a live log (`bench.storage_fresh` measures both)."""
     async with TenantPool(dsn, min_size=1, max_size=WRITERS) as pool:
         wanted = sessions * PER_SESSION
         present = await count_events(pool)
@@ -38,9 +46,14 @@ async def ensure_loaded(dsn: str, sessions: int = SESSIONS) -> dict:
         async with pool.transaction(TENANT) as conn:
             for month in range(1, 13):
                 await conn.execute("SELECT ensure_events_partition($1)", datetime(2026, month, 1, tzinfo=timezone.utc))
-        batches = [(first, min(first + BATCH_SESSIONS, sessions)) for first in range(0, sessions, BATCH_SESSIONS)]
         started = time.perf_counter()
-        await asyncio.gather(*(_write(pool, batches[n::WRITERS]) for n in range(WRITERS)))
+        if order == "arrival":
+            rows = await asyncio.to_thread(_in_arrival_order, sessions)
+            batches = [rows[at:at + ARRIVAL_BATCH] for at in range(0, len(rows), ARRIVAL_BATCH)]
+            await asyncio.gather(*(_write_rows(pool, batches[n::WRITERS]) for n in range(WRITERS)))
+        else:
+            batches = [(first, min(first + BATCH_SESSIONS, sessions)) for first in range(0, sessions, BATCH_SESSIONS)]
+            await asyncio.gather(*(_write(pool, batches[n::WRITERS]) for n in range(WRITERS)))
         loaded_s = time.perf_counter() - started
         vacuumed_s = await _vacuum_analyze()
         return {"loaded": True, "events": await count_events(pool), "load_s": round(loaded_s, 1),
@@ -112,6 +125,20 @@ async def _write(pool: TenantPool, batches: list[tuple[int, int]]) -> None:
         columns = await asyncio.to_thread(_columns, first, last)
         async with pool.transaction(TENANT) as conn:
             await conn.execute(INSERT_ROWS, *columns)
+
+
+def _in_arrival_order(sessions: int) -> list[tuple]:
+    ts = EVENT_COLUMNS.index("ts")
+    return sorted((row for index in range(sessions) for row in session_rows(TENANT, index)), key=lambda r: r[ts])
+
+
+async def _write_rows(pool: TenantPool, batches: list[list[tuple]]) -> None:
+    """As `_write`, for batches of rows in arrival order: one stored row means its batch is."""
+    for rows in batches:
+        async with pool.transaction(TENANT) as conn:
+            if await conn.fetchval("SELECT 1 FROM event_keys WHERE session_id = $1 AND seq = $2", rows[0][1], rows[0][2]):
+                continue
+            await conn.execute(INSERT_ROWS, *[list(column) for column in zip(*rows)])
 
 
 def _columns(first: int, last: int) -> list[list]:

@@ -6,7 +6,7 @@ users, `agent:scripted:demo`, `runner:host-N` and `system:brain` as actors. User
 a Zipf law (user:alice most active), so one actor has hundreds of events a week and most
 have a few. Hashes are computed here from the payloads' JSON renderings, not through
 `wakeline.chain.seal` (four times slower); `audit_load` checks a sample of them with
-`wakeline.chain`. Rows only, no I/O.
+`wakeline.chain`. Event ids are time-ordered, as the brain mints them. Rows only, no I/O.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from wakeline import events as e
 from wakeline.events import GENESIS_HASH
+from wakeline.ids import time_ordered_id
 
 PER_SESSION = 50
 USERS = ("user:alice", *(f"user:person-{n:03d}" for n in range(2, 501)))
@@ -48,7 +49,7 @@ def session_rows(tenant: str, index: int) -> list[tuple[Any, ...]]:
     rows, prev_hash = [], GENESIS_HASH
     for seq, (kind, actor, trust, payload, gap_s, causation) in enumerate(_drafts(rng, user), start=1):
         ts += timedelta(seconds=gap_s)
-        body = {"session_id": session_id, "seq": seq, "event_id": _uuid(rng),
+        body = {"session_id": session_id, "seq": seq, "event_id": _event_id(rng, ts),
                 "causation_id": causation, "tenant": tenant, "actor": actor, "trust": trust,
                 "ts": _json_ts(ts), "prev_hash": prev_hash, "type": kind, "payload": payload}
         digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"),
@@ -103,6 +104,11 @@ def _rng(index: int) -> random.Random:
 
 def _uuid(rng: random.Random) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def _event_id(rng: random.Random, ts: datetime) -> str:
+    """As the brain mints one (`wakeline.ids.time_ordered_id`) at the event's time."""
+    return time_ordered_id(int(ts.timestamp() * 1000), rng.getrandbits(80))
 
 
 def _json_ts(ts: datetime) -> str:

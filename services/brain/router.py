@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
 from datetime import datetime, timezone
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,6 +21,7 @@ from aiokafka.structs import ConsumerRecord, TopicPartition
 from wakeline import topics, tracing
 from wakeline.codec import MalformedRecord, decode, dead_letter_for, encode
 from wakeline.commands import ToolResultReport, parse_command
+from wakeline.ids import time_ordered_id
 from wakeline.deltas import ModelDelta
 from wakeline.events import RejectionCode
 from wakeline.offsets import OffsetTracker
@@ -49,7 +49,7 @@ class Brain:
         self._deps = ActorDeps(
             host=settings.host, idle_evict_s=settings.idle_evict_s, load=load, model_for=model_for,
             tools=tools, release=self._release, dead_letter=self._dead_letter_input,
-            now=lambda: datetime.now(timezone.utc), new_id=lambda: str(uuid.uuid4()),
+            now=lambda: datetime.now(timezone.utc), new_id=time_ordered_id,
             max_record_bytes=settings.max_record_bytes, snapshot_every=settings.snapshot_every,
             snapshot_on_evict_after=settings.snapshot_on_evict_after, load_prefix=load_prefix,
             model_slots=asyncio.Semaphore(settings.model_concurrency), model_retry_s=settings.model_retry_s,

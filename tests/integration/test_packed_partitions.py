@@ -1,4 +1,4 @@
-"""A month created after 0024 stores its columns packed, and is guarded like every month.
+"""A month created after 0024 (or empty when it ran) stores its columns packed, and is guarded like every month.
 
 0024 makes `ensure_events_partition` create a plain table with its own column order and
 attach it. What must not change: rows go in and come back through `events` exactly, a
@@ -90,26 +90,30 @@ async def test_a_session_across_an_old_month_and_a_packed_one_reads_back_and_ver
     await require_postgres()
     tenant = fresh_tenant()
     old_month, new_month = datetime(2031, 1, 31, 23, 59, 58, tzinfo=UTC), datetime(2031, 2, 1, tzinfo=UTC)
+    empty_month = datetime(2031, 3, 1, tzinfo=UTC)  # created before 0024, never written: made again
     events = sealed([draft("session_created", "cmd-create", config={}, owner="user:ann"),
                      draft("user_message", "cmd-2", text="hi"), draft("turn_started", turn=1),
                      draft("user_message", "cmd-3", text="and then")],
                     tenant=tenant, stamps=at([old_month, old_month + timedelta(seconds=1),
                                               new_month + timedelta(seconds=1), new_month + timedelta(seconds=2)]))
+    placeholders = ", ".join(f"${n}" for n in range(1, len(EVENT_COLUMNS) + 1))
+    insert = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({placeholders})"
     async with database_before(24, tmp_path) as dsn:
         async with connected(dsn) as conn:
             async with conn.transaction():
                 await set_tenant(conn, tenant)
                 await conn.execute("SELECT ensure_events_partition($1)", old_month)
+                await conn.execute("SELECT ensure_events_partition($1)", empty_month)
+                for event in events[:2]:
+                    await conn.execute(insert, *event_row(event))
         applied = await apply_migrations(dsn)
         assert applied[0] == "0024_packed_partitions"
         async with connected(dsn) as conn:
             async with conn.transaction():
                 await set_tenant(conn, tenant)
                 await conn.execute("SELECT ensure_events_partition($1)", new_month)
-                placeholders = ", ".join(f"${n}" for n in range(1, len(EVENT_COLUMNS) + 1))
-                for event in events:
-                    await conn.execute(f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({placeholders})",
-                                       *event_row(event))
+                for event in events[2:]:
+                    await conn.execute(insert, *event_row(event))
             async with conn.transaction():
                 await set_tenant(conn, tenant)
                 back = [event_from_row(r) for r in await conn.fetch(SELECT_SESSION, events[0].session_id)]
@@ -118,7 +122,13 @@ async def test_a_session_across_an_old_month_and_a_packed_one_reads_back_and_ver
                     "SELECT DISTINCT tableoid::regclass::text AS part FROM events ORDER BY 1")]
             old_columns = [r["attname"] for r in await conn.fetch(COLUMNS, "events_y2031m01")]
             new_columns = [r["attname"] for r in await conn.fetch(COLUMNS, "events_y2031m02")]
+            empty_columns = [r["attname"] for r in await conn.fetch(COLUMNS, "events_y2031m03")]
+            # 0001 made 2025-01 .. 2027-12 when the database was new; none was written.
+            untouched = await conn.fetchval(
+                "SELECT count(*) FROM pg_inherits i JOIN pg_attribute a ON a.attrelid = i.inhrelid AND a.attnum = 1 "
+                "WHERE i.inhparent = 'public.events'::regclass AND a.attname <> 'seq'")
     assert back == events
     assert report.ok and report.events == 4, report
     assert old_columns == list(EVENT_COLUMNS) + ["archived_at"] and new_columns == PACKED
+    assert empty_columns == PACKED and untouched == 1
     assert parts == ["events_y2031m01", "events_y2031m02"]

@@ -97,3 +97,31 @@ END $$;
 -- CREATE OR REPLACE keeps the function's grants; said again so this file reads whole.
 REVOKE EXECUTE ON FUNCTION ensure_events_partition(timestamptz) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION ensure_events_partition(timestamptz) TO wakeline_service;
+
+-- Months that exist but have never held a row are made again in the packed order: 0001
+-- creates 2025-01 .. 2027-12 when a database is new, so without this a new install would
+-- store nothing packed before 2028. "Never held a row" is a heap of 0 bytes: the log is
+-- append-only, so a month that ever stored an event (or began to, in a transaction that
+-- rolled back) has pages and is left as it is. Not a count of rows: FORCE ROW LEVEL
+-- SECURITY binds the owner this runs as, and a count would see none (0022's lesson).
+-- events is locked first, for the few statements this takes, so that no insert can
+-- reach a month between its check and its drop, and no insert holding events can
+-- deadlock against a drop that needs it. Migrations run before the services start
+-- (make up, the deploy's migrate job); a running archiver would wait here, not fail.
+DO $$
+DECLARE
+  part record;
+BEGIN
+  LOCK TABLE public.events IN ACCESS EXCLUSIVE MODE;
+  FOR part IN
+    SELECT c.oid::regclass AS rel, b.range_from
+      FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid,
+           LATERAL public.events_partition_bounds(c.oid::regclass) b
+     WHERE i.inhparent = 'public.events'::regclass AND pg_relation_size(c.oid) = 0
+       AND (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum = 1) <> 'seq'
+     ORDER BY b.range_from
+  LOOP
+    EXECUTE format('DROP TABLE %s', part.rel);
+    PERFORM public.ensure_events_partition(part.range_from);
+  END LOOP;
+END $$;
