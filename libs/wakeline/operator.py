@@ -1,6 +1,6 @@
 """The operator commands of the installed package, as sub-commands of `wakeline`.
 
-`wakeline migrate`, `wakeline topics [--fix]`, `wakeline acls`, `wakeline checkpoints write`
+`wakeline migrate`, `wakeline pack-months`, `wakeline topics [--fix]`, `wakeline acls`, `wakeline checkpoints write`
 and `wakeline verify-direct` talk to Postgres or Kafka directly (not to the gateway), each as
 the module behind it, which parses the rest of the command line; `python -m wakeline.<module>`
 still works. `verify-direct` is the operator's side of `wakeline verify`: the same chains,
@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from wakeline import admin, checkpoints, migrate, verify
+from wakeline import admin, checkpoints, closed_months, migrate, verify
 
 # (sub-command, help, the function taking the remaining arguments and returning the exit code)
 COMMANDS: tuple[tuple[str, str, Callable[[list[str]], int]], ...] = (
     ("migrate", "apply the SQL migrations shipped in the package (as the schema owner)", migrate.main),
+    ("pack-months", "rebuild the indexes of months that have closed, every page full (as the schema owner)",
+     closed_months.main),
     ("topics", "create the <prefix>.* topics; --fix sets retention and min ISR of existing ones (as admin)",
      lambda rest: admin.main(["topics", *rest])),
     ("acls", "create each service principal's Kafka ACLs on the <prefix> names (as admin)",
