@@ -136,7 +136,8 @@ async def _write_rows(pool: TenantPool, batches: list[list[tuple]]) -> None:
     """As `_write`, for batches of rows in arrival order: one stored row means its batch is."""
     for rows in batches:
         async with pool.transaction(TENANT) as conn:
-            if await conn.fetchval("SELECT 1 FROM event_keys WHERE session_id = $1 AND seq = $2", rows[0][1], rows[0][2]):
+            first = rows[0]
+            if await conn.fetchval("SELECT 1 FROM event_keys WHERE session_id = $1 AND seq = $2", first[1], first[2]):
                 continue
             await conn.execute(INSERT_ROWS, *[list(column) for column in zip(*rows)])
 

@@ -33,6 +33,7 @@ import json
 import sys
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import asyncpg
 
@@ -71,7 +72,7 @@ def _is_leftover(index: str, valid: bool) -> bool:
     return not valid and any(name.rstrip("0123456789").endswith(s) for s in _LEFTOVER_SUFFIXES)
 
 
-async def plan(conn: asyncpg.Connection, now: datetime, after: timedelta) -> list[dict]:
+async def plan(conn: asyncpg.Connection, now: datetime, after: timedelta) -> list[dict[str, Any]]:
     """Every index of every closed month that holds rows, as _INDEXES describes it."""
     return [dict(r) for r in await conn.fetch(_INDEXES, now - after)]
 

@@ -31,7 +31,8 @@ PACKED = ["seq", "ts", "archived_at", "payload", "event_id", "prev_hash", "hash"
           "session_id", "type", "actor", "trust", "causation_id", "tool_name"]
 PARENT_ORDER = ", ".join(["tenant", "session_id", "seq", "event_id", "causation_id", "type", "actor", "trust", "ts",
                           "prev_hash", "hash", "payload", "tool_name", "is_error", "archived_at"])
-COLUMNS = "SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum"
+COLUMNS = ("SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped "
+           "ORDER BY attnum")
 
 
 async def test_a_new_month_is_packed_guarded_and_reads_back() -> None:
