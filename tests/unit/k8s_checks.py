@@ -59,6 +59,7 @@ K8S_VERSION = "1.33"  # the oldest Kubernetes the manifests are meant for (appAr
 SETTINGS_BY_COMMAND: dict[tuple[str, ...], type[CommonSettings]] = {
     ("wakeline-gateway",): GatewaySettings, ("wakeline-brain",): BrainSettings, ("wakeline-runner",): RunnerSettings,
     ("wakeline-archiver",): ArchiverSettings, ("wakeline", "migrate"): AdminSettings,
+    ("wakeline", "pack-months"): AdminSettings,
     ("wakeline-signer", "run"): SignerSettings,
 }
 # Secrets nobody generates: the installer creates them (docs/operations.md gives the commands).
@@ -67,7 +68,7 @@ INSTALLER_SECRETS = {"wakeline-pg-service", "wakeline-pg-maintenance", "wakeline
 RUNNER_CAPABILITIES = {"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL", "SETUID", "SETGID", "SYS_ADMIN", "SYS_CHROOT",
                        "NET_ADMIN"}
 CORE_KINDS = {("v1", "Namespace"), ("v1", "ConfigMap"), ("v1", "Service"), ("v1", "PersistentVolumeClaim"),
-              ("apps/v1", "Deployment"), ("batch/v1", "Job")}
+              ("apps/v1", "Deployment"), ("batch/v1", "Job"), ("batch/v1", "CronJob")}
 
 
 @dataclass
@@ -360,6 +361,8 @@ def pod_templates(docs: list[Doc]) -> Iterator[tuple[Doc, dict[str, Any]]]:
     for d in docs:
         if d.kind in ("Deployment", "Job"):
             yield d, d.body["spec"]["template"]["spec"]
+        elif d.kind == "CronJob":
+            yield d, d.body["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 
 
 def command_of(container: dict[str, Any]) -> tuple[str, ...]:

@@ -29,7 +29,8 @@ def test_the_manifests_hold_every_kind_the_deployment_needs():
     kinds = {(d.kind, d.name) for d in DOCS}
     services = [("Deployment", s) for s in ("gateway", "brain", "runner", "archiver", "signer")]
     for needed in [("Kafka", "wakeline"), ("KafkaNodePool", "dual"), ("Cluster", "wakeline-pg"),
-                   ("Job", "wakeline-migrate"), ("Service", "gateway"), ("ScaledObject", "brain"),
+                   ("Job", "wakeline-migrate"), ("CronJob", "wakeline-pack-months"), ("Service", "gateway"),
+                   ("ScaledObject", "brain"),
                    ("ScaledObject", "runner"), *services]:
         assert needed in kinds
 
@@ -69,7 +70,7 @@ def test_the_services_log_json_lines_and_serve_metrics_on_the_port_the_pods_expo
 def test_every_container_runs_a_console_script_of_the_wheel():
     assert k.command_problems(DOCS) == []
     commands = {k.command_of(c) for _, pod in k.pod_templates(DOCS) for c in pod["containers"]}
-    assert commands == set(k.SETTINGS_BY_COMMAND)  # every service and the migrate Job, each once
+    assert commands == set(k.SETTINGS_BY_COMMAND)  # every service, the migrate Job, pack-months, each once
 
 
 def test_every_principal_of_grants_has_a_kafka_user_with_the_same_acls():
