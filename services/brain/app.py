@@ -33,9 +33,9 @@ def partition_producer(settings: BrainSettings, partition: int) -> TimedProducer
     # markers still being written; the coordinator refuses its AddPartitionsToTxn with
     # CONCURRENT_TRANSACTIONS, and aiokafka retries that one after a fixed 20 ms (its
     # module constant BACKOFF_OVERRIDE), not after retry_backoff_ms. Under load every
-    # transaction follows another, so that wait lands on the tool round trip: one setting
-    # governs both waits.
-    aiokafka_sender.BACKOFF_OVERRIDE = settings.txn_retry_backoff_ms / 1000
+    # transaction follows another, so that wait lands on the tool round trip's tail
+    # (settings.py: txn_concurrent_retry_ms).
+    aiokafka_sender.BACKOFF_OVERRIDE = settings.txn_concurrent_retry_ms / 1000
     return TimedProducer(AIOKafkaProducer(
         bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), acks="all", enable_idempotence=True,
         transactional_id=f"{settings.group_id}-p{partition}", transaction_timeout_ms=60_000, linger_ms=1,
