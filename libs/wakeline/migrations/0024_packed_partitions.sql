@@ -21,7 +21,8 @@
 -- ACCESS EXCLUSIVE, so a new month no longer waits for (or stalls) readers of events. The
 -- indexes of events are created on the partition by ATTACH, its row triggers are cloned,
 -- and what 0013 added after creating a partition (its truncate guard, the key-registry
--- statement trigger, row-level security and its policy, ENABLE ALWAYS) is done as before.
+-- statement trigger, row-level security and its policy, ENABLE ALWAYS) is done as before,
+-- the security through 0011's wakeline_tenant_scoped.
 CREATE OR REPLACE FUNCTION ensure_events_partition(at_ts timestamptz) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -78,13 +79,8 @@ BEGIN
     'EXECUTE FUNCTION public.refuse_change()', name || '_refuse_truncate', name);
   PERFORM public.wakeline_record_event_keys(format('public.%I', name)::regclass);
   -- Partitions do not inherit RLS; queries through events use its policy, this one
-  -- covers anyone reading a partition by name.
-  EXECUTE format('ALTER TABLE public.%I ENABLE ROW LEVEL SECURITY', name);
-  EXECUTE format('ALTER TABLE public.%I FORCE ROW LEVEL SECURITY', name);
-  EXECUTE format(
-    'CREATE POLICY tenant_isolation ON public.%I '
-    'USING (tenant = current_setting(''wakeline.tenant'', true)) '
-    'WITH CHECK (tenant = current_setting(''wakeline.tenant'', true))', name);
+  -- covers anyone reading a partition by name (0011's recipe, the policy 0013 wrote out).
+  PERFORM public.wakeline_tenant_scoped(format('public.%I', name)::regclass);
   -- Cloned row triggers inherit ENABLE ALWAYS in PG15; assert it rather than rely on it.
   FOR trg IN SELECT tgname FROM pg_trigger
              WHERE tgrelid = ('public.' || name)::regclass AND tgenabled <> 'A'
