@@ -15,9 +15,11 @@ every page full (`fillfactor` 100), and stay that way.
 Each index is rebuilt with `REINDEX INDEX CONCURRENTLY`: reads and writes of `events` go on
 (it takes SHARE UPDATE EXCLUSIVE on the one partition), the index stays attached to its
 parent, and if the rebuild stops half way, Postgres leaves an invalid `<index>_ccnew` (or
-`_ccold`) behind, which the next run drops before packing. A month counts as packed when
-every index of it has `fillfactor=100`, so runs are idempotent and an interrupted run
-resumes where it stopped. A month that never stored a row has nothing to pack.
+`_ccold`) behind, which the next run drops before packing. An index counts as packed once
+its rebuild has finished: only then does it get its comment (`PACKED`); the `fillfactor`
+is set before the rebuild, which builds with it, so it cannot say whether the rebuild ran.
+Runs are idempotent and an interrupted run resumes where it stopped. A month that never
+stored a row has nothing to pack.
 
 The rows themselves are not touched: the heap of an append-only table is already full, and
 nothing here changes what any query returns (tests/integration/test_closed_months.py).
@@ -46,7 +48,7 @@ _LOCK = "SELECT pg_advisory_lock(hashtext('wakeline.pack_months'))"
 # whether it is packed already. Oldest month first.
 _INDEXES = """
 SELECT c.oid::regclass::text AS partition, b.range_to, i.indexrelid::regclass::text AS index,
-       i.indisvalid AS valid, coalesce('fillfactor=100' = ANY (ic.reloptions), false) AS packed,
+       i.indisvalid AS valid, coalesce(obj_description(ic.oid, 'pg_class') = $2, false) AS packed,
        pg_relation_size(i.indexrelid) AS bytes
   FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
   CROSS JOIN LATERAL events_partition_bounds(c.oid::regclass) b
@@ -54,6 +56,8 @@ SELECT c.oid::regclass::text AS partition, b.range_to, i.indexrelid::regclass::t
  WHERE h.inhparent = 'public.events'::regclass AND b.range_to <= $1 AND pg_relation_size(c.oid) > 0
  ORDER BY b.range_to, ic.relname
 """
+# The comment a packed index carries, set once its rebuild has finished.
+PACKED = "wakeline pack-months: rebuilt with every page full"
 # What an interrupted REINDEX CONCURRENTLY leaves: an invalid copy with this suffix.
 _LEFTOVER_SUFFIXES = ("_ccnew", "_ccold")
 FULL = 100
@@ -74,7 +78,7 @@ def _is_leftover(index: str, valid: bool) -> bool:
 
 async def plan(conn: asyncpg.Connection, now: datetime, after: timedelta) -> list[dict[str, Any]]:
     """Every index of every closed month that holds rows, as _INDEXES describes it."""
-    return [dict(r) for r in await conn.fetch(_INDEXES, now - after)]
+    return [dict(r) for r in await conn.fetch(_INDEXES, now - after, PACKED)]
 
 
 async def pack_closed_months(dsn: str, now: datetime, after: timedelta = timedelta(days=2),
@@ -95,6 +99,7 @@ async def pack_closed_months(dsn: str, now: datetime, after: timedelta = timedel
             # Storage parameter first: REINDEX builds with the index's fillfactor.
             await conn.execute(f"ALTER INDEX {row['index']} SET (fillfactor = {FULL})")
             await conn.execute(f"REINDEX INDEX CONCURRENTLY {row['index']}")
+            await conn.execute(f"COMMENT ON INDEX {row['index']} IS '{PACKED}'")
             after_bytes = await conn.fetchval("SELECT pg_relation_size($1::regclass)", row["index"])
             packed.append(PackedIndex(row["partition"], row["index"], row["bytes"], after_bytes))
         return leftovers, packed
