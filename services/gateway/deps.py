@@ -97,6 +97,10 @@ RetentionSetter = Annotated[Caller, Depends(permit("tenant.retention.set"))]
 
 
 async def get_feed(request: Request) -> FeedState:
+    return _feed(request)
+
+
+def _feed(request: Request) -> FeedState:
     # An app run without its lifespan (stores overridden in unit tests) has no feed: waits poll.
     return getattr(request.app.state, "feed", None) or FeedState(Listeners())
 
@@ -104,7 +108,11 @@ async def get_feed(request: Request) -> FeedState:
 FeedDep = Annotated[FeedState, Depends(get_feed)]
 
 
-async def get_dispatcher(inbox: InboxDep, store: StoreDep, settings: SettingsDep, feed: FeedDep) -> CommandDispatcher:
+async def get_dispatcher(inbox: InboxDep, store: StoreDep, request: Request) -> CommandDispatcher:
+    # Settings and feed straight from the app, not as dependencies of their own: every command
+    # route solves this one, and each dependency FastAPI solves costs tens of microseconds.
+    settings: GatewaySettings = request.app.state.settings
+    feed = _feed(request)
     waits = Waits(settings.wait_timeout_s, settings.outcome_poll_s, settings.outcome_recheck_s)
     return CommandDispatcher(inbox, store, waits, settings.max_record_bytes, settings.submit_timeout_s,
                              feed.listeners, feed.running)

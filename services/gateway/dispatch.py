@@ -153,7 +153,8 @@ class CommandDispatcher:
 
     async def _submit(self, command: CommandBase) -> None:
         try:
-            await asyncio.wait_for(self._inbox.submit(command), self._submit_timeout_s)
+            async with asyncio.timeout(self._submit_timeout_s):  # in this task: wait_for would start one
+                await self._inbox.submit(command)
         except MessageSizeTooLargeError as err:  # only if the producer's limit disagrees with ours
             raise RecordTooLarge("the command", encoded_size(command), self._max_record_bytes) from err
         except (KafkaError, TimeoutError) as err:

@@ -87,13 +87,19 @@ class EventsFeed:
                 self._healthy = True
                 for records in batches.values():
                     for record in records:
-                        self._deliver(record.value, record.partition, record.offset)
+                        if self._wanted(record.key):
+                            self._deliver(record.value, record.partition, record.offset)
             except asyncio.CancelledError:
                 raise
             except Exception:  # noqa: BLE001 - the fallback covers the gap; say so and try again
                 log.exception("%s feed: failed; answers fall back to Postgres until it recovers", self.topic)
                 self._healthy = False
                 await asyncio.sleep(RESTART_S)
+
+    def _wanted(self, key: bytes | None) -> bool:
+        """Records are keyed by session id (`topics.record_key`): one nobody here listens to is
+        not decoded at all. A record without a key is decoded and judged by what it names."""
+        return key is None or self.listeners.watches(key.decode("utf-8", "replace"))
 
     def _deliver(self, value: bytes | None, partition: int, offset: int) -> None:
         try:
@@ -112,6 +118,9 @@ class DeltasFeed(EventsFeed):
     `model_turn` event carries the whole reply."""
 
     topic = DELTAS
+
+    def _wanted(self, key: bytes | None) -> bool:
+        return key is None or self.listeners.watches_deltas(key.decode("utf-8", "replace"))
 
     def _deliver(self, value: bytes | None, partition: int, offset: int) -> None:
         try:

@@ -6,11 +6,16 @@ decides who sees it. Both kinds of listener are keyed by the event's own `tenant
 reads every tenant's events and RLS is not there to help). A listener that goes away is
 removed by its context manager; a subscriber whose bounded queue fills is cut off rather
 than allowed to slow the feed (its client reconnects with `Last-Event-ID`).
+
+The feed reads every session's events, most of which nobody here waits for: `watches`
+lets it skip a record by its key (the session id) before decoding it, so a gateway's CPU
+follows its own requests and streams rather than the whole deployment's event rate.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,6 +67,18 @@ class Listeners:
         self._queue_size = queue_size
         self._waiters: dict[WaiterKey, list[asyncio.Future[Event]]] = {}
         self._subscribers: dict[SessionKey, list[Subscription]] = {}
+        # session id -> listeners of any tenant: a pre-filter only; delivery still matches the
+        # event's own tenant and session (a record keyed for one session, naming another, is
+        # skipped or delivered by what it names, never to the wrong listener)
+        self._watched: Counter[str] = Counter()
+        self._watched_deltas: Counter[str] = Counter()
+
+    def watches(self, session_id: str) -> bool:
+        """Whether anyone here listens to `session_id`'s events (any tenant)."""
+        return session_id in self._watched
+
+    def watches_deltas(self, session_id: str) -> bool:
+        return session_id in self._watched_deltas
 
     @contextmanager
     def outcome(self, tenant: str, session_id: str, causation_id: str) -> Iterator[asyncio.Future[Event]]:
@@ -69,10 +86,12 @@ class Listeners:
         key = (tenant, session_id, causation_id)
         heard: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
         self._waiters.setdefault(key, []).append(heard)
+        self._watched[session_id] += 1
         try:
             yield heard
         finally:
             _discard(self._waiters, key, heard)
+            _uncount(self._watched, session_id)
             heard.cancel()
 
     @contextmanager
@@ -81,10 +100,16 @@ class Listeners:
         subscriber = Subscription(tenant, session_id, asyncio.Queue(self._queue_size),
                                   deltas=asyncio.Queue(self._queue_size) if deltas else None)
         self._subscribers.setdefault(key, []).append(subscriber)
+        self._watched[session_id] += 1
+        if deltas:
+            self._watched_deltas[session_id] += 1
         try:
             yield subscriber
         finally:
             _discard(self._subscribers, key, subscriber)
+            _uncount(self._watched, session_id)
+            if deltas:
+                _uncount(self._watched_deltas, session_id)
 
     def deliver(self, event: Event) -> None:
         if event.causation_id is not None:
@@ -112,3 +137,9 @@ def _discard(table: dict[K, list[V]], key: K, item: V) -> None:
         entries.remove(item)
     if not entries:
         del table[key]
+
+
+def _uncount(counts: Counter[str], key: str) -> None:
+    counts[key] -= 1
+    if counts[key] <= 0:
+        del counts[key]

@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 from aiokafka import AIOKafkaProducer
+from aiokafka.structs import ConsumerRecord
 
 from gateway_harness import FakeInbox, Seeder, created, draft, gateway_settings, running_gateway, sealed
 from wakeline.codec import encode
@@ -22,6 +23,7 @@ from wakeline.kafka_io import kafka_auth
 from wakeline.pg import TenantPool
 from wakeline.topics import EVENTS, partition_for, record_key
 from wakeline_gateway.deps import get_inbox
+from wakeline_gateway.feed import EventsFeed
 from wakeline_gateway.listeners import Listeners
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
@@ -165,3 +167,56 @@ async def test_a_slow_stream_is_cut_off_without_holding_up_the_feed() -> None:
             listeners.deliver(event)  # never waits for the slow one
         assert slow.cut_off and slow.queue.qsize() == 2 and listeners.counts() == (0, 1)
         assert not other.cut_off and [other.queue.get_nowait() for _ in range(2)] == events[2:]
+
+
+async def test_listeners_watch_a_session_only_while_someone_here_listens_to_it() -> None:
+    listeners = Listeners()
+    assert not listeners.watches("s")
+    with listeners.outcome("t", "s", "c"):
+        assert listeners.watches("s") and not listeners.watches_deltas("s") and not listeners.watches("other")
+        with listeners.subscription("t2", "s", deltas=True):  # another tenant's stream of the same id
+            assert listeners.watches("s") and listeners.watches_deltas("s")
+        assert listeners.watches("s") and not listeners.watches_deltas("s")
+    assert not listeners.watches("s") and listeners.counts() == (0, 0)
+
+
+class Batches:
+    """A consumer stand-in for the feed's loop (no broker: what is checked is which records
+    the feed decodes): hands out one batch, then waits like an idle long poll."""
+
+    def __init__(self, records: list[ConsumerRecord]):
+        self._records: list[ConsumerRecord] | None = records
+
+    async def getmany(self, timeout_ms: int) -> dict[object, list[ConsumerRecord]]:
+        if self._records is None:
+            await asyncio.sleep(timeout_ms / 1000)
+            return {}
+        records, self._records = self._records, None
+        return {"tp": records}
+
+
+def record(offset: int, key: bytes | None, value: bytes) -> ConsumerRecord:
+    return ConsumerRecord(EVENTS, 0, offset, 0, 0, key, value, None, len(key or b""), len(value), [])
+
+
+async def test_the_feed_decodes_only_records_of_sessions_someone_here_listens_to(caplog) -> None:
+    listeners = Listeners()
+    watched, unwatched = str(uuid.uuid4()), str(uuid.uuid4())
+    first, second = events_of("t", watched, 2)
+    feed = EventsFeed(Batches([
+        record(0, record_key(unwatched), b"{not an event"),  # never decoded: no warning
+        record(1, record_key(watched), b"{not an event either"),  # decoded, refused, said
+        record(2, record_key(unwatched), encode(events_of("t", unwatched, 1)[0])),
+        record(3, record_key(watched), encode(first)),
+        record(4, None, encode(second)),  # no key: decoded, judged by what it names
+    ]), 1, listeners)
+    with listeners.subscription("t", watched) as live, caplog.at_level("WARNING"):
+        task = asyncio.create_task(feed._run())
+        try:
+            got = [await asyncio.wait_for(live.queue.get(), 5) for _ in range(2)]
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    assert got == [first, second] and live.queue.empty()
+    refused = [r.getMessage() for r in caplog.records if "is not an event" in r.getMessage()]
+    assert len(refused) == 1 and "@1 " in refused[0]
