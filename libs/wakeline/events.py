@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, field_validator, model_validator
+
+from wakeline.declared_tools import MAX_DECLARED_BYTES, MAX_DECLARED_TOOLS, ToolDefinition, declared_size
 
 GENESIS_HASH = "0" * 64
 
@@ -41,11 +43,22 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _tool_kind(value: Any) -> str:
+    return "builtin" if isinstance(value, str) else "declared"
+
+
+# A built-in tool by name (run by our runners), or a tool the session declares for its own
+# harness. Tagged, so a bad definition is reported as one, not also as "not a string".
+ToolEntry = Annotated[Union[Annotated[str, Tag("builtin")], Annotated[ToolDefinition, Tag("declared")]],
+                      Discriminator(_tool_kind)]
+BUILTIN_TOOL_NAMES = frozenset({"bash", "read_file", "write_file", "list_files"})  # wakeline.tools.TOOLS
+
+
 class SessionConfig(Frozen):
     """Bound once by `session_created`; immutable for the session's lifetime."""
 
     system_prompt: str = "You are a careful agent. Use the tools to do the task, then report."
-    tools: tuple[str, ...] = ("bash", "read_file", "write_file", "list_files")
+    tools: tuple[ToolEntry, ...] = ("bash", "read_file", "write_file", "list_files")
     model: str = "scripted:default"
     max_turns: int = Field(default=20, ge=1, le=10_000)
     # Bounded so a request can never carry a number no model or column can take.
@@ -61,12 +74,44 @@ class SessionConfig(Frozen):
     # that each compaction re-reads and re-injects whole after its summary. None: no memory
     # file; left out of the dump then, so configs sealed before it keep their hash.
     memory_file: str | None = Field(default=None, min_length=1, max_length=255, exclude_if=lambda v: v is None)
+    # How long a declared tool's call waits for the harness before the model gets an error
+    # result saying no harness answered; None (left out of the dump): as long as the session lives.
+    client_tool_timeout_s: float | None = Field(default=None, gt=0, le=30 * 86400, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _budget_below_max_tokens(self) -> "SessionConfig":
         if self.thinking_budget is not None and self.thinking_budget >= self.max_tokens:
             raise ValueError(f"thinking_budget ({self.thinking_budget}) must be below max_tokens ({self.max_tokens})")
         return self
+
+    @model_validator(mode="after")
+    def _declared_tools_bounded(self) -> "SessionConfig":
+        declared = self.declared_tools()
+        if len(declared) > MAX_DECLARED_TOOLS:
+            raise ValueError(f"at most {MAX_DECLARED_TOOLS} declared tools, got {len(declared)}")
+        seen: set[str] = set()
+        for tool in declared.values():
+            if tool.name in BUILTIN_TOOL_NAMES:
+                raise ValueError(f"tool {tool.name!r}: the name is a built-in tool's; declare it under another name")
+        for name in self.tool_names():
+            if name in seen:
+                raise ValueError(f"tool {name!r} is listed twice")
+            seen.add(name)
+        size = declared_size([t.api_shape() for t in declared.values()])
+        if size > MAX_DECLARED_BYTES:
+            raise ValueError(f"declared tools take {size} bytes as JSON; at most {MAX_DECLARED_BYTES}")
+        return self
+
+    def builtin_tools(self) -> tuple[str, ...]:
+        """The built-in tools' names, in the order listed: these calls go to the runners."""
+        return tuple(t for t in self.tools if isinstance(t, str))
+
+    def declared_tools(self) -> dict[str, ToolDefinition]:
+        """The tools the session's own harness answers, by name, in the order declared."""
+        return {t.name: t for t in self.tools if isinstance(t, ToolDefinition)}
+
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(t if isinstance(t, str) else t.name for t in self.tools)
 
     @field_validator("memory_file")
     @classmethod
@@ -178,10 +223,17 @@ def reasoning_of(turn: ModelTurnPayload) -> tuple[str, ...]:
                  for b in turn.blocks if b.get("type") in ("thinking", "redacted_thinking"))
 
 
+AnsweredBy = Literal["client"]
+
+
 class ToolCallPayload(Frozen):
     tool_call_id: str
     name: str
     input: dict[str, Any]
+    # "client": a declared tool's call, answered by the session's own harness and never sent
+    # to the runners. None (left out of the dump, so calls sealed before it keep their
+    # hash): a built-in tool's, for the runners or whoever holds the hands.
+    answered_by: AnsweredBy | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class _ApprovalFields(Frozen):
@@ -211,6 +263,9 @@ class ToolResultPayload(Frozen):
     is_error: bool = False
     error_kind: str | None = None
     duration_ms: int | None = None
+    # Copied from the call it answers ("client" for a declared tool's), so the sessions
+    # projection can count the calls still waiting for the harness from the events alone.
+    answered_by: AnsweredBy | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 TokenSource = Literal["estimate", "count_tokens"]

@@ -100,7 +100,8 @@ class _Building:
             f["seen_commands"] = f["seen_commands"].with_added(self.seen)
         f["status"] = session_status(deleted=f["deleted_by"] is not None, ended=f["ended_reason"] is not None,
                                      in_turn=f["in_turn"], created=bool(f["session_id"]),
-                                     waiting_model=f["model_failures"] > 0)
+                                     waiting_model=f["model_failures"] > 0,
+                                     waiting_client=any(c.answered_by == "client" for c in f["pending_tool_calls"]))
         return evolve(self.start, **f)
 
     def _messages(self) -> list[Message]:
@@ -185,6 +186,10 @@ class _Building:
             case SessionEnded(payload=p):
                 f.update(ended_reason=p.reason, in_turn=False, awaiting_model=False, model_failures=0,
                          memory_read=None)
+                # The end stops the wait for the harness (a cancel, say): its calls are no longer
+                # offered, and a result posted for one now is refused. Runner calls stay as they were.
+                if any(c.answered_by == "client" for c in self._pending()):
+                    self.pending = [c for c in self._pending() if c.answered_by != "client"]
             case HandsTakenOver(payload=p):
                 f["hands"] = p.by
             case HandsHandedBack():

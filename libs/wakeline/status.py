@@ -15,18 +15,21 @@ from typing import Literal
 
 from wakeline.events import Event, SessionCreated, SessionForked
 
-Status = Literal["new", "idle", "running", "waiting_model", "ended", "deleted"]
+Status = Literal["new", "idle", "running", "waiting_model", "waiting_client", "ended", "deleted"]
 
 
 def session_status(*, deleted: bool, ended: bool, in_turn: bool, created: bool = True,
-                   waiting_model: bool = False) -> Status:
+                   waiting_model: bool = False, waiting_client: bool = False) -> Status:
     if deleted:
         return "deleted"
     if ended:
         return "ended"
     if in_turn:
         # Parked by an unavailable model (`model_unavailable`): the turn goes on once it answers.
-        return "waiting_model" if waiting_model else "running"
+        if waiting_model:
+            return "waiting_model"
+        # A declared tool's call waits for the session's own harness (its result comes over HTTP).
+        return "waiting_client" if waiting_client else "running"
     return "idle" if created else "new"
 
 
@@ -49,6 +52,9 @@ class SessionRow:
     fork_seq: int | None = None
     deleted_at: datetime | None = None
     deleted_by: str | None = None
+    # Declared tools' calls waiting for the harness (0025): a call with `answered_by` client
+    # counts one up, its result one down, the session's end resets it (as the fold drops them).
+    pending_client: int = 0
 
 
 SESSION_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(SessionRow))
@@ -76,7 +82,7 @@ def project(prev: SessionRow | None, events: Iterable[Event]) -> SessionRow | No
 
 
 _OPENING = frozenset({"session_created", "forked"})
-_IN_TURN = frozenset({"running", "waiting_model"})
+_IN_TURN = frozenset({"running", "waiting_model", "waiting_client"})
 
 
 def _moved(prev: SessionRow | None, events: Iterable[Event], forward_only: bool = False) -> SessionRow | None:
@@ -106,8 +112,13 @@ def _moved(prev: SessionRow | None, events: Iterable[Event], forward_only: bool 
             waiting = True
         elif kind == "model_turn":
             waiting = False
+        elif kind == "tool_call" and event.payload.answered_by == "client":  # type: ignore[union-attr]
+            row["pending_client"] += 1
+        elif kind == "tool_result" and event.payload.answered_by == "client":  # type: ignore[union-attr]
+            row["pending_client"] = max(0, row["pending_client"] - 1)
         elif kind == "session_ended":
             in_turn, waiting, row["ended_reason"] = False, False, event.payload.reason  # type: ignore[union-attr]
+            row["pending_client"] = 0
         elif kind == "user_message":
             row["ended_reason"] = None  # a message to a finished session continues it
         elif kind == "title_generated":
@@ -117,7 +128,8 @@ def _moved(prev: SessionRow | None, events: Iterable[Event], forward_only: bool 
             if row["deleted_by"] is None:  # the first deletion is the one recorded
                 row["deleted_by"], row["deleted_at"] = event.payload.by, event.ts  # type: ignore[union-attr]
         row["status"] = session_status(deleted=row["deleted_by"] is not None, ended=row["ended_reason"] is not None,
-                                       in_turn=in_turn, waiting_model=waiting)
+                                       in_turn=in_turn, waiting_model=waiting,
+                                       waiting_client=row["pending_client"] > 0)
         row["last_seq"], row["last_hash"], row["updated_at"] = event.seq, event.hash, event.ts
     return None if row is None else SessionRow(**row)
 

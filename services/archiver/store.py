@@ -32,9 +32,9 @@ SET_TENANT = "SELECT set_config('wakeline.tenant', $1, true)"
 LOCK_SESSIONS = (f"SELECT {', '.join(SESSION_COLUMNS)} FROM sessions WHERE session_id = ANY($1::text[]) "
                  "ORDER BY session_id FOR UPDATE")
 _SESSION_TYPES = ("text", "text", "text", "text", "text", "text", "bigint", "text", "timestamptz", "timestamptz",
-                  "text", "text", "bigint", "timestamptz", "text")
+                  "text", "text", "bigint", "timestamptz", "text", "int")
 _SESSION_CHANGES = ("title", "status", "last_seq", "last_hash", "updated_at", "ended_reason", "deleted_at",
-                    "deleted_by")
+                    "deleted_by", "pending_client")
 # Forward only: a redelivered or older batch never regresses a row. What a session is
 # (tenant, owner, model, created_at, fork) is written once, by the insert.
 UPSERT_SESSIONS = (

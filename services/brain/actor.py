@@ -42,7 +42,7 @@ from wakeline_brain.inputs import handle_input
 from wakeline_brain.memory import compaction_step
 from wakeline_brain.model import Model, ModelError, ModelReply, ModelRequest
 from wakeline_brain.parking import park_drafts
-from wakeline_brain.steps import CALL_MODEL, failed_model_drafts, model_drafts, next_step
+from wakeline_brain.steps import CALL_MODEL, client_timeout_drafts, failed_model_drafts, model_drafts, next_step
 from wakeline_brain.summary import just_compacted, model_compaction, summary_request, writes_summary
 from wakeline_brain.wake import is_transient
 from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
@@ -105,6 +105,13 @@ class _RetryModel:
     """The backoff after a `model_unavailable` is over: call the model again."""
 
 
+@dataclass(frozen=True)
+class _ClientTimeout:
+    """A declared tool's call waited `client_tool_timeout_s` for the harness."""
+
+    tool_call_id: str
+
+
 @dataclass
 class _SummaryDone:
     """A planned compaction, with the model's summary (or the mechanical one where that
@@ -140,6 +147,9 @@ class SessionActor:
     # The count a planned compaction was decided by, for its record once the memory file's
     # read is in (a wake counts again).
     _planned_count: TokenCount | None = None
+    # A timer per declared tool's call waiting for the harness, where the config sets
+    # `client_tool_timeout_s`; started when the call is written (or the session woken).
+    _client_timers: dict[str, asyncio.Task] = field(default_factory=dict)
 
     async def run(self, why: str) -> None:
         logs.bind(session_id=self.session_id)  # this task's lines, and its model calls'
@@ -163,7 +173,8 @@ class SessionActor:
                     async with asyncio.timeout(self.deps.idle_evict_s):
                         item = await self.mailbox.get()
                 except TimeoutError:
-                    if self._quiet() and self.mailbox.empty():
+                    # A call on a timer keeps the session here: evicted, nothing would end its wait.
+                    if self._quiet() and self.mailbox.empty() and not self._client_timers:
                         await self._snapshot_on_evict()
                         return  # idle eviction: the log keeps everything
                     continue
@@ -173,6 +184,8 @@ class SessionActor:
                 self._model_task.cancel()
             if self._retry_task:
                 self._retry_task.cancel()
+            for timer in self._client_timers.values():
+                timer.cancel()
 
     async def _wake(self, why: str) -> None:
         events = await self._load()
@@ -284,6 +297,9 @@ class SessionActor:
         if isinstance(item, _RetryModel):
             self._retry_task = None
             return [], None  # `_advance` then finds the call due and makes it
+        if isinstance(item, _ClientTimeout):
+            self._client_timers.pop(item.tool_call_id, None)
+            return client_timeout_drafts(self.state, item.tool_call_id), None
         payload, token = item
         if isinstance(payload, c.WakeSession) and self._retry_task is not None:
             self._retry_task.cancel()  # a wake asks for the model now, not after the backoff
@@ -611,6 +627,24 @@ class SessionActor:
         await self.writer.append(records + list(calls.values()))
         self._issued.update(calls)  # only once sent: a refused append issues nothing
         self.state, self._snapshot_seq = state, snapshot_seq
+        self._time_client_calls(state)
+
+    def _time_client_calls(self, state: SessionState) -> None:
+        """Starts the timer of each declared tool's call that waits for the harness and has
+        none, and stops those of calls no longer pending. The wait is counted from the write
+        here, or from the wake on a brain that took the session over (its timer is gone)."""
+        limit = state.config.client_tool_timeout_s
+        waiting = {c.tool_call_id for c in state.pending_tool_calls if c.answered_by == "client"}
+        for call_id in list(self._client_timers):
+            if call_id not in waiting:
+                self._client_timers.pop(call_id).cancel()
+        if limit is None:
+            return
+        for call_id in waiting - set(self._client_timers):
+            async def expire(call_id: str = call_id) -> None:
+                await asyncio.sleep(limit)
+                await self.mailbox.put(_ClientTimeout(call_id))
+            self._client_timers[call_id] = asyncio.create_task(expire())
 
     def _seal(self, draft: Draft, state: SessionState) -> e.Event:
         return seal(draft, session_id=self.session_id, tenant=self.tenant, seq=state.last_seq + 1,
@@ -651,6 +685,8 @@ class SessionActor:
         for call in state.pending_tool_calls:
             if call.tool_call_id in self._issued or call.tool_call_id in state.awaiting_approval:
                 continue
+            if call.answered_by == "client":
+                continue  # the session's own harness answers it (GET .../tool-calls/stream), never a runner
             request = c.ToolCallRequest(session_id=self.session_id, tenant=self.tenant,
                                         tool_call_id=call.tool_call_id, name=call.name, input=call.input,
                                         timeout_s=state.config.tool_timeout_s, causation_seq=state.last_seq,

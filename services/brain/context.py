@@ -30,7 +30,10 @@ KEEP_RECENT = 4
 def build_request(state: SessionState, tools: list[dict[str, Any]]) -> ModelRequest:
     cap_chars = state.config.context_window * CHARS_PER_TOKEN // 4
     messages = _merge([_render(m, cap_chars) for m in state.messages])
-    allowed = [t for t in tools if t["name"] in state.config.tools]
+    # Built-ins in the brain's order (as always), then the declared tools exactly as declared.
+    builtin = state.config.builtin_tools()
+    allowed = [t for t in tools if t["name"] in builtin]
+    allowed += [t.api_shape() for t in state.config.declared_tools().values()]
     return ModelRequest(model=state.config.model, system=f"{state.config.system_prompt}\n\n{DATA_NOTICE}",
                         messages=messages, tools=allowed, max_tokens=state.config.max_tokens,
                         thinking_budget=state.config.thinking_budget, session_id=state.session_id,

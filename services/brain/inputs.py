@@ -127,6 +127,8 @@ def _take_over(state: SessionState, cmd: c.CommandBase) -> list[Draft]:
 
 def _submit(state: SessionState, cmd: c.SubmitToolResult) -> list[Draft]:
     call = next((p for p in state.pending_tool_calls if p.tool_call_id == cmd.tool_call_id), None)
+    if call is not None and call.answered_by == "client":
+        return _client_result(state, cmd, call)
     if state.hands is None or call is None:
         return [_rejected(cmd, "not_pending", "no one holds the hands, or the tool call is not pending")]
     result = e.ToolResultPayload(tool_call_id=call.tool_call_id, name=call.name, output=cmd.output,
@@ -134,8 +136,27 @@ def _submit(state: SessionState, cmd: c.SubmitToolResult) -> list[Draft]:
     return [_draft(result, cmd.actor, cmd.command_id, trust="data")]
 
 
+def _client_result(state: SessionState, cmd: c.SubmitToolResult, call: e.ToolCallPayload) -> list[Draft]:
+    """The session's own harness answers a declared tool's call; the actor is the key's
+    principal as a harness (`user:` or `service:`), never `human:`: nobody took the hands."""
+    if call.tool_call_id in state.awaiting_approval:
+        return [_rejected(cmd, "not_pending", f"tool call {call.tool_call_id} awaits approval first")]
+    result = e.ToolResultPayload(tool_call_id=call.tool_call_id, name=call.name, output=cmd.output,
+                                 is_error=cmd.is_error, answered_by="client")
+    return [_draft(result, harness_actor(cmd.actor), cmd.command_id, trust="data")]
+
+
+def harness_actor(actor: str) -> str:
+    """The gateway sends results as the hands (`human:<principal>` for a user's key); a harness
+    answering its own session's call acts as the key's principal, `user:<principal>`."""
+    return "user:" + actor.removeprefix("human:") if actor.startswith("human:") else actor
+
+
 def _tool_result(state: SessionState, report: c.ToolResultReport) -> list[Draft]:
-    pending = {p.tool_call_id for p in state.pending_tool_calls}
+    calls = {p.tool_call_id: p for p in state.pending_tool_calls}
+    if calls.get(report.tool_call_id) is not None and calls[report.tool_call_id].answered_by == "client":
+        return []  # a declared tool's call is the harness's to answer, never a runner's
+    pending = set(calls)
     if report.tool_call_id not in pending or state.hands is not None:
         return []  # a duplicate delivery, or whoever holds the hands answers it now
     result = e.ToolResultPayload(tool_call_id=report.tool_call_id, name=report.name, output=report.output,

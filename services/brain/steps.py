@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from wakeline import events as e
 from wakeline.chain import Draft
+from wakeline.declared_tools import input_problems
 from wakeline.state import SessionState
 from wakeline.tools import TOOLS
 from wakeline_brain.model import ModelReply, ToolUse
@@ -89,8 +90,10 @@ def model_drafts(state: SessionState, reply: ModelReply, actor: str) -> list[Dra
                               usage=reply.usage, stop_reason=reply.stop_reason, tool_call_ids=tool_ids,
                               blocks=tuple(reply.blocks))
     drafts = [Draft(payload=turn, actor=actor, trust="instruction")]
+    declared = state.config.declared_tools()
     for use in reply.tool_uses:
-        call = e.ToolCallPayload(tool_call_id=use.id, name=use.name, input=use.input)
+        call = e.ToolCallPayload(tool_call_id=use.id, name=use.name, input=use.input,
+                                 answered_by="client" if use.name in declared else None)
         drafts.append(Draft(payload=call, actor=actor, trust="instruction"))
     refused = {}
     for i, use in enumerate(reply.tool_uses):
@@ -100,7 +103,8 @@ def model_drafts(state: SessionState, reply: ModelReply, actor: str) -> list[Dra
             kind, message = problem
             output = json.dumps({"error_kind": kind, "message": message})
             result = e.ToolResultPayload(tool_call_id=use.id, name=use.name, output=output, is_error=True,
-                                         error_kind=kind, duration_ms=0)
+                                         error_kind=kind, duration_ms=0,
+                                         answered_by="client" if use.name in declared else None)
             drafts.append(Draft(payload=result, actor=SYSTEM, trust="data"))
     for use in reply.tool_uses:
         if use.name in state.config.require_approval and use.id not in refused:
@@ -114,9 +118,15 @@ def _unrunnable(state: SessionState, use: ToolUse, cut: bool) -> tuple[str, str]
     if cut:
         return ("max_tokens", f"not run: the reply hit max_tokens ({state.config.max_tokens}) while this call "
                               "was being written, so its input may be incomplete; ask again with a shorter reply")
-    if use.name not in state.config.tools or use.name not in TOOLS:
+    declared = state.config.declared_tools().get(use.name)
+    if declared is not None:
+        problems = input_problems(declared, use.input)
+        if problems is None:
+            return None
+        return ("invalid_input", f"not run: the input does not fit {use.name}'s schema: {problems}"[:2000])
+    if use.name not in state.config.builtin_tools() or use.name not in TOOLS:
         return ("unknown_tool", f"not run: no tool {use.name!r} in this session (tools: "
-                                f"{', '.join(state.config.tools)})")
+                                f"{', '.join(state.config.tool_names())})")
     try:
         TOOLS[use.name][0].model_validate(use.input)
     except ValidationError as err:
@@ -127,3 +137,17 @@ def _unrunnable(state: SessionState, use: ToolUse, cut: bool) -> tuple[str, str]
 
 def failed_model_drafts(detail: str) -> list[Draft]:
     return [_ended("error", detail[:2000])]
+
+
+def client_timeout_drafts(state: SessionState, tool_call_id: str) -> list[Draft]:
+    """The error result for a declared tool's call no harness answered within the config's
+    `client_tool_timeout_s`; nothing if it was answered (or the session ended) meanwhile."""
+    call = next((c for c in state.pending_tool_calls if c.tool_call_id == tool_call_id), None)
+    if call is None or call.answered_by != "client" or state.status in ("ended", "deleted"):
+        return []
+    waited = state.config.client_tool_timeout_s
+    message = f"no harness answered this call within {waited:g} s (client_tool_timeout_s)"
+    output = json.dumps({"error_kind": "no_harness", "message": message})
+    result = e.ToolResultPayload(tool_call_id=call.tool_call_id, name=call.name, output=output, is_error=True,
+                                 error_kind="no_harness", answered_by="client")
+    return [Draft(payload=result, actor=SYSTEM, trust="data")]

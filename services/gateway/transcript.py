@@ -80,7 +80,7 @@ def _text(event: Event) -> str:
             return f"forked from {p.parent_session_id} at seq {p.fork_seq} (hash {p.parent_hash[:16]}…)"
         case SessionCreated(payload=p):
             c = p.config
-            return (f"model {c.model}, up to {c.max_turns} turns, tools: {', '.join(c.tools) or 'none'}\n\n"
+            return (f"model {c.model}, up to {c.max_turns} turns, tools: {', '.join(c.tool_names()) or 'none'}\n\n"
                     f"System prompt:\n{c.system_prompt}")
         case UserMessageReceived(payload=p) | ModelResponded(payload=p):
             return p.text

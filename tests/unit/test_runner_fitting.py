@@ -7,7 +7,7 @@ import os
 
 from wakeline.commands import ToolResultReport
 from wakeline.limits import input_budget
-from wakeline_runner.fitting import fit_report
+from wakeline.fitting import fit_report
 from wakeline_runner.tools import BashResult, FileEntry, ListFilesResult, ReadFileResult
 
 BUDGET = input_budget(1_000_000)

@@ -1,5 +1,8 @@
 """Cutting a tool result down to the largest record the log takes, keeping it valid JSON.
 
+Shared by the runner (its own results) and the gateway (a harness's posted result for a
+declared tool), so output over the limit is cut and marked the same way wherever it comes from.
+
 Every report the runner returns passes through `fit_report` (fresh results, errors and
 replayed records alike). A report whose encoded size is over the budget keeps its shape:
 each string in its output is cut to one length, the longest that fits (found by
