@@ -24,8 +24,11 @@ from wakeline_gateway.feed import DeltasFeed, EventsFeed, FeedState, feed_consum
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.metrics import HttpMetrics
+from wakeline_gateway.pool import Leases
 from wakeline_gateway.audit import AuditStore
-from wakeline_gateway.routes import audit, commands, console, forks, health, me, reads, sessions, stream, tenant
+from wakeline_gateway.routes import (
+    audit, commands, console, forks, health, me, reads, sessions, stream, tenant, tool_calls,
+)
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.store import SessionStore
 
@@ -41,6 +44,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         try:
             app.state.store = SessionStore(pool, PostgresEventStore(pool))
             app.state.audit = AuditStore(pool)
+            app.state.leases = Leases(pool)
             app.state.inbox = Inbox(producer, settings.partitions)
             async with events_feed(settings) as feed:
                 app.state.feed = feed
@@ -78,7 +82,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodyLimit, cap=body_cap(settings.max_record_bytes))
     app.add_middleware(HttpMetrics)  # outermost: times what the body limit refuses too
-    for module in (sessions, forks, commands, reads, stream, audit, tenant, health, me, console):
+    for module in (sessions, forks, commands, tool_calls, reads, stream, audit, tenant, health, me, console):
         app.include_router(module.router)
     app.openapi = lambda: problem_openapi(app)  # type: ignore[method-assign]
     return app

@@ -25,12 +25,15 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "audit.access_log": frozenset({"admin"}),
     "tenant.retention.read": frozenset({"auditor", "admin"}),
     "tenant.retention.set": frozenset({"admin"}),
+    # A pool of harness workers answers declared tools' calls across the tenant's sessions.
+    "tool_calls.pool": frozenset({"service"}),
 }
 ACTIONS = {
     "session.create": "create sessions", "session.read": "read sessions",
     "session.write": "write to sessions", "session.delete": "delete sessions",
     "audit.read": "run audit queries", "audit.access_log": "read the audit access log",
     "tenant.retention.read": "read the retention window", "tenant.retention.set": "set the retention window",
+    "tool_calls.pool": "take tool calls across the tenant's sessions",
 }
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="wakeline"'}
 

@@ -28,8 +28,9 @@ from wakeline import keys as keys_admin
 from wakeline import operator, proofs
 from wakeline import retention as retention_admin
 from wakeline.retention import parse_window
+from wakeline_client import Wakeline, WakelineError
+from wakeline_client import operations as ops
 from wakeline_gateway import terminal
-from wakeline_gateway.client import GatewayClient, GatewayError
 
 
 class CliSettings(BaseSettings):
@@ -49,17 +50,18 @@ class CliSettings(BaseSettings):
         return self
 
 
-def run(client: GatewayClient, args: argparse.Namespace) -> int:
+def run(client: Wakeline, args: argparse.Namespace) -> int:
     config = {k: v for k, v in (("model", args.model), ("max_turns", args.max_turns)) if v is not None}
-    body: dict[str, Any] = {"message": args.task, "title": args.title, "config": config or None}
-    created = client.json("POST", "/v1/sessions", json=body)
-    print(f"session {created['session_id']}", file=sys.stderr)
-    if created["status"] == "pending":
+    created = client.sessions.create(args.task, title=args.title, config=config or None)
+    print(f"session {created.session_id}", file=sys.stderr)
+    if created.status == "pending":
         print("waiting for the brain to create it (is the brain running?)", file=sys.stderr)
     last: dict[str, Any] = {}
     writing = False  # a live line of the model's text is open
-    for item in client.follow(created["session_id"], deltas=args.live):
-        if item["type"] == "delta":
+    # A session created a moment ago may not be archived yet: its stream is 404 for a while.
+    for frame in client.sessions.stream_frames(created.session_id, deltas=args.live, appear_within_s=30.0):
+        item = frame.json()
+        if frame.event == "delta":
             writing = _show_delta(item, writing)
             continue
         if writing:
@@ -84,56 +86,55 @@ def _show_delta(delta: dict[str, Any], writing: bool) -> bool:
     return True
 
 
-def sessions(client: GatewayClient, args: argparse.Namespace) -> int:
-    for session in client.json("GET", "/v1/sessions", params={"limit": args.limit})["data"]:
+def sessions(client: Wakeline, args: argparse.Namespace) -> int:
+    for session in client.http.json(ops.LIST_SESSIONS, query={"limit": args.limit})["data"]:
         print(terminal.session_line(session))
     return 0
 
 
-def events(client: GatewayClient, args: argparse.Namespace) -> int:
+def events(client: Wakeline, args: argparse.Namespace) -> int:
     params = {k: v for k, v in (("after", args.after), ("before", args.before), ("limit", args.limit),
                                 ("type", args.type)) if v is not None}
-    for event in client.json("GET", f"/v1/sessions/{args.session_id}/events", params=params)["data"]:
+    for event in client.http.json(ops.READ_EVENTS, _session(args), params)["data"]:
         print(terminal.event_line(event))
     return 0
 
 
-def transcript(client: GatewayClient, args: argparse.Namespace) -> int:
-    path = f"/v1/sessions/{args.session_id}/transcript"
+def transcript(client: Wakeline, args: argparse.Namespace) -> int:
     if args.html:
-        page = client.call("GET", path, params={"format": "html"}).text
+        page = client.sessions.transcript(args.session_id, format="html")
         Path(args.html).write_text(page, encoding="utf-8")
         print(f"wrote {args.html} ({len(page)} bytes)", file=sys.stderr)
     elif args.markdown:
-        print(terminal.safe(client.call("GET", path, params={"format": "markdown"}).text), end="")
+        print(terminal.safe(client.sessions.transcript(args.session_id, format="markdown")), end="")
     else:
-        print(terminal.safe(json.dumps(client.json("GET", path), indent=2, ensure_ascii=False)))
+        print(terminal.safe(json.dumps(client.http.json(ops.READ_TRANSCRIPT, _session(args)), indent=2,
+                                    ensure_ascii=False)))
     return 0
 
 
-def replay(client: GatewayClient, args: argparse.Namespace) -> int:
+def replay(client: Wakeline, args: argparse.Namespace) -> int:
     if args.check:
         return replay_check(client, args)
     if args.session_id is None:
-        raise GatewayError("replay takes a session id (--all only with --check)")
-    steps = client.json("GET", f"/v1/sessions/{args.session_id}/replay")["data"]
+        raise WakelineError("replay takes a session id (--all only with --check)")
+    steps = client.http.json(ops.REPLAY_SESSION, _session(args))["data"]
     for step in steps:
         print(terminal.safe(json.dumps(step, ensure_ascii=False)) if args.json else terminal.replay_line(step))
     return 0
 
 
-def fork(client: GatewayClient, args: argparse.Namespace) -> int:
+def fork(client: Wakeline, args: argparse.Namespace) -> int:
     """A new session with SID's history up to SEQ, continued with MESSAGE."""
     body: dict[str, Any] = {"at_seq": args.seq, "message": args.message, "title": args.title}
-    headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
-    answer = client.json("POST", f"/v1/sessions/{args.session_id}/fork", json=body, headers=headers)
+    answer = client.http.json(ops.FORK_SESSION, _session(args), body=body, idempotency_key=args.idempotency_key)
     print(f"session {answer['session_id']}")
     print(terminal.outcome_line(answer))
     return 0
 
 
-def tree(client: GatewayClient, args: argparse.Namespace) -> int:
-    node = client.json("GET", f"/v1/sessions/{args.session_id}/tree")
+def tree(client: Wakeline, args: argparse.Namespace) -> int:
+    node = client.http.json(ops.SESSION_TREE, _session(args))
     if args.json:
         print(terminal.safe(json.dumps(node, indent=2, ensure_ascii=False)))
     else:
@@ -142,25 +143,25 @@ def tree(client: GatewayClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def cost(client: GatewayClient, args: argparse.Namespace) -> int:
+def cost(client: Wakeline, args: argparse.Namespace) -> int:
     if args.session_id is None:
         params = {k: when(v) for k, v in (("since", args.since), ("until", args.until)) if v}
-        report = client.json("GET", "/v1/audit/cost", params=params)
+        report = client.http.json(ops.TENANT_COST, query=params)
     else:
-        report = client.json("GET", f"/v1/sessions/{args.session_id}/cost")
+        report = client.http.json(ops.SESSION_COST, _session(args))
     print(terminal.safe(json.dumps(report, indent=2, ensure_ascii=False)))
     return 0
 
 
-def replay_check(client: GatewayClient, args: argparse.Namespace) -> int:
+def replay_check(client: Wakeline, args: argparse.Namespace) -> int:
     """Each history, read through the API with the caller's key, is judged by the brain's own
     decision code (`python -m wakeline_brain.replay_check`): the gateway holds none of it."""
     if args.all == (args.session_id is not None):
-        raise GatewayError("replay --check takes a session id or --all, not both or neither")
+        raise WakelineError("replay --check takes a session id or --all, not both or neither")
     ids = [args.session_id] if args.session_id else list(_session_ids(client, when(args.since) if args.since else None))
     diverged = 0
     for session_id in ids:
-        history = "\n".join(client.lines("GET", f"/v1/sessions/{session_id}/export", params={"inherited": "true"}))
+        history = "\n".join(client.sessions.export(session_id, inherited=True))
         judged = subprocess.run([sys.executable, "-m", "wakeline_brain.replay_check", "--jsonl", "-"],
                                 input=history, capture_output=True, text=True, timeout=600)
         print(terminal.safe(judged.stdout.strip() or judged.stderr.strip()))
@@ -169,10 +170,10 @@ def replay_check(client: GatewayClient, args: argparse.Namespace) -> int:
     return 1 if diverged else 0
 
 
-def _session_ids(client: GatewayClient, since: str | None) -> Iterator[str]:
+def _session_ids(client: Wakeline, since: str | None) -> Iterator[str]:
     cursor = None
     while True:
-        page = client.json("GET", "/v1/sessions", params={"limit": 200} | ({"cursor": cursor} if cursor else {}))
+        page = client.http.json(ops.LIST_SESSIONS, query={"limit": 200, "cursor": cursor})
         for session in page["data"]:
             if since is None or session["created_at"] >= since[:19]:
                 yield session["session_id"]
@@ -181,18 +182,18 @@ def _session_ids(client: GatewayClient, since: str | None) -> Iterator[str]:
             return
 
 
-def verify(client: GatewayClient, args: argparse.Namespace) -> int:
+def verify(client: Wakeline, args: argparse.Namespace) -> int:
     """One session (any reader of it), or --all: every session of the key's tenant (auditor, admin)."""
     if args.all == (args.session_id is not None):
-        raise GatewayError("verify takes a session id or --all, not both or neither")
+        raise WakelineError("verify takes a session id or --all, not both or neither")
     if args.all:
         # Linear in the tenant's events (every hash is recomputed): far beyond a normal request.
-        tenant = client.json("GET", "/v1/audit/verify", timeout=900)
+        tenant = client.http.json(ops.VERIFY_TENANT, timeout=900)
         reports = tenant["sessions"]
         for problem in tenant["checkpoint_problems"]:
             print(f"BROKEN checkpoint: {terminal.safe(problem['reason'])}")
     else:
-        reports = [client.json("GET", f"/v1/sessions/{args.session_id}/verify")]
+        reports = [client.http.json(ops.VERIFY_SESSION, _session(args))]
     for report in reports:
         if report["ok"]:
             print(f"ok: {report['session_id']}: {report['events']} events, hash chain intact"
@@ -207,9 +208,9 @@ def verify(client: GatewayClient, args: argparse.Namespace) -> int:
     ok = all(r["ok"] for r in reports) and (not args.all or tenant["ok"])
     if getattr(args, "proof", False):
         if args.all:
-            raise GatewayError("--proof is for one session")
+            raise WakelineError("--proof is for one session")
         # One JSON line: `wakeline proof-check FILE --public-key-file signer.key.pub` checks it offline.
-        answer = client.json("GET", f"/v1/sessions/{args.session_id}/proof")
+        answer = client.http.json(ops.INCLUSION_PROOF, _session(args))
         if answer["proof"] is None:
             print(f"no proof: {terminal.safe(answer['reason'] or '')}", file=sys.stderr)
             return 2
@@ -221,12 +222,12 @@ def verify(client: GatewayClient, args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def retention_window(client: GatewayClient, args: argparse.Namespace) -> int:
+def retention_window(client: Wakeline, args: argparse.Namespace) -> int:
     """The tenant's window; with --keep-days, set it (admin)."""
     if args.keep_days is not None:
-        answer = client.json("PUT", "/v1/tenant/retention", json={"keep_days": args.keep_days})
+        answer = client.http.json(ops.SET_RETENTION, body={"keep_days": args.keep_days})
     else:
-        answer = client.json("GET", "/v1/tenant/retention")
+        answer = client.http.json(ops.READ_RETENTION)
     print(json.dumps(answer, indent=2))
     return 0
 
@@ -240,30 +241,30 @@ def when(text: str) -> str:
         return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).isoformat()
 
 
-def audit(client: GatewayClient, args: argparse.Namespace) -> int:
+def audit(client: Wakeline, args: argparse.Namespace) -> int:
     params: dict[str, Any] = {k: v for k, v in (
         ("actor", args.actor), ("principal", args.principal), ("type", args.type), ("tool", args.tool),
         ("session_id", args.session), ("outcome", args.outcome),
         ("since", when(args.since) if args.since else None),
         ("until", when(args.until) if args.until else None)) if v}
     if args.access_log:
-        page = client.json("GET", "/v1/audit/access-log", params={k: params[k] for k in ("since", "until")
-                                                                  if k in params} | {"limit": args.limit})
+        page = client.http.json(ops.ACCESS_LOG, query={k: params[k] for k in ("since", "until")
+                                                       if k in params} | {"limit": args.limit})
         for entry in page["data"]:
             print(terminal.safe(json.dumps(entry, ensure_ascii=False)))
         return 0
     if args.sessions:
-        for row in client.json("GET", "/v1/audit/sessions", params={**params, "limit": args.limit})["data"]:
+        for row in client.http.json(ops.AUDIT_SESSIONS, query={**params, "limit": args.limit})["data"]:
             print(terminal.safe(json.dumps(row, ensure_ascii=False)))
         return 0
     if args.format in ("jsonl", "csv"):
-        for line in client.lines("GET", "/v1/audit/events/export", params={**params, "format": args.format}):
+        for line in client.audit.export(format=args.format, **params):
             print(terminal.safe(line))
         return 0
     shown, cursor = 0, None
     while shown < args.limit:
         page_params = {**params, "limit": min(1000, args.limit - shown)} | ({"cursor": cursor} if cursor else {})
-        page = client.json("GET", "/v1/audit/events", params=page_params)
+        page = client.http.json(ops.AUDIT_EVENTS, query=page_params)
         for event in page["data"]:
             print(f"{event['ts']} {event['session_id']} {terminal.event_line(event)}")
         shown += page["count"]
@@ -273,13 +274,16 @@ def audit(client: GatewayClient, args: argparse.Namespace) -> int:
     return 0
 
 
-def command(method: str, suffix: str, body: Callable[[argparse.Namespace], dict[str, Any] | None] = lambda a: None):
-    def send(client: GatewayClient, args: argparse.Namespace) -> int:
-        headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}
-        answer = client.json(method, f"/v1/sessions/{args.session_id}{suffix}", json=body(args), headers=headers)
+def command(op: ops.Operation, body: Callable[[argparse.Namespace], dict[str, Any] | None] = lambda a: None):
+    def send(client: Wakeline, args: argparse.Namespace) -> int:
+        answer = client.http.json(op, _session(args), body=body(args), idempotency_key=args.idempotency_key)
         print(terminal.outcome_line(answer))
         return 0
     return send
+
+
+def _session(args: argparse.Namespace) -> dict[str, str]:
+    return {"session_id": args.session_id}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -357,10 +361,10 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(direct=retention_admin.main)
     for name, text, direct in operator.COMMANDS:  # migrate, topics, acls, checkpoints
         sub.add_parser(name, help=text, add_help=False).set_defaults(direct=direct)
-    for name, method, suffix, text in (("wake", "POST", "/wake", "wake the session"),
-                                       ("delete", "DELETE", "", "delete the session (rows stay)")):
-        _with_session(sub, name, command(method, suffix), text).add_argument("--idempotency-key")
-    message = command("POST", "/messages", lambda a: {"text": a.text, "expected_seq": a.expected_seq})
+    for name, op, text in (("wake", ops.WAKE_SESSION, "wake the session"),
+                           ("delete", ops.DELETE_SESSION, "delete the session (rows stay)")):
+        _with_session(sub, name, command(op), text).add_argument("--idempotency-key")
+    message = command(ops.POST_MESSAGE, lambda a: {"text": a.text, "expected_seq": a.expected_seq})
     p = _with_session(sub, "send", message, "post a message")
     p.add_argument("text")
     p.add_argument("--expected-seq", type=int)
@@ -375,7 +379,7 @@ def _with_session(sub: Any, name: str, handler: Callable[..., int], text: str) -
     return p
 
 
-def main(argv: list[str] | None = None, client: GatewayClient | None = None) -> int:
+def main(argv: list[str] | None = None, client: Wakeline | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args, rest = parser().parse_known_args(argv)
     if getattr(args, "direct", None) is not None:  # not HTTP: the operator module parses the rest
@@ -385,9 +389,14 @@ def main(argv: list[str] | None = None, client: GatewayClient | None = None) -> 
     settings = CliSettings()
     key = settings.api_key.get_secret_value() if settings.api_key else None
     try:
-        with client or GatewayClient(settings.gateway_url, settings.timeout_s, api_key=key) as gateway:
+        client = client or Wakeline(settings.gateway_url, key, timeout_s=settings.timeout_s)
+    except ValueError as err:  # a malformed WAKELINE_API_KEY
+        print(f"wakeline: {err}", file=sys.stderr)
+        return 1
+    try:
+        with client as gateway:
             return args.handler(gateway, args)
-    except GatewayError as err:
+    except WakelineError as err:
         print(f"wakeline: {terminal.one_line(err, 2000)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

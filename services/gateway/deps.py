@@ -20,6 +20,7 @@ from wakeline_gateway.dispatch import CommandDispatcher, Waits
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.feed import FeedState
 from wakeline_gateway.listeners import Listeners
+from wakeline_gateway.pool import Leases
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.shapes import SessionPublic
@@ -47,7 +48,12 @@ async def get_audit(request: Request) -> AuditStore:
     return request.app.state.audit
 
 
+async def get_leases(request: Request) -> Leases:
+    return request.app.state.leases
+
+
 StoreDep = Annotated[SessionStore, Depends(get_store)]
+LeasesDep = Annotated[Leases, Depends(get_leases)]
 AuditDep = Annotated[AuditStore, Depends(get_audit)]
 InboxDep = Annotated[Inbox, Depends(get_inbox)]
 
@@ -94,6 +100,7 @@ Auditor = Annotated[Caller, Depends(permit("audit.read"))]
 AccessLogReader = Annotated[Caller, Depends(permit("audit.access_log"))]
 RetentionReader = Annotated[Caller, Depends(permit("tenant.retention.read"))]
 RetentionSetter = Annotated[Caller, Depends(permit("tenant.retention.set"))]
+PoolWorker = Annotated[Caller, Depends(permit("tool_calls.pool"))]
 
 
 async def get_feed(request: Request) -> FeedState:

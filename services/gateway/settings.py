@@ -48,6 +48,10 @@ class GatewaySettings(CommonSettings):
     submit_timeout_s: float = Field(default=10.0, gt=0, le=300)
     stream_poll_s: float = Field(default=0.2, gt=0)
     stream_heartbeat_s: float = Field(default=15.0, gt=0)
+    # The harness pool (GET /v1/tool-calls/stream): a worker's lease on a call unless it asks
+    # for another, and how often the gateway looks for calls on offer.
+    tool_call_lease_s: float = Field(default=60.0, gt=0, le=3600)
+    tool_call_poll_s: float = Field(default=0.1, gt=0)
     # False for a store built without deletion: DELETE answers 501 instead of pretending.
     deletion_enabled: bool = True
     default_model: str = "scripted:demo"

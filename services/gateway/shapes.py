@@ -78,6 +78,9 @@ class SessionPublic(BaseModel):
     ended_reason: EndReason | str | None = None
     parent_session_id: str | None = None
     fork_seq: int | None = None
+    pending_client_calls: list[str] = Field(
+        default_factory=list, description="Declared tools' calls waiting for the session's harness (status "
+                                          "`waiting_client`), by tool_call_id, in the order called.")
 
 
 class SessionCostBrief(BaseModel):

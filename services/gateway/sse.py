@@ -23,6 +23,8 @@ from wakeline_gateway.listeners import Listeners, Subscription
 from wakeline_gateway.store import EventQuery, Scope, SessionStore
 
 BATCH = 500
+HEARTBEAT = ": heartbeat\n\n"
+CAUGHT_UP = "caught up"  # `Tail.items`: what was stored when the tail started has been sent
 # The events that decide whether a session is over: a user_message after session_ended
 # continues it (as in wakeline.fold), anything else (markers, a woke) leaves it as it was.
 TURNING_POINTS = ("session_ended", "deleted", "user_message")
@@ -82,17 +84,29 @@ class Tail:
 
     async def frames(self, after: int, until_end: bool) -> AsyncIterator[str]:
         yield ": wakeline stream\n\n"
+        async for item in self.items(after, until_end):
+            if isinstance(item, str):
+                if item == HEARTBEAT:
+                    yield item
+            elif isinstance(item, ModelDelta):
+                yield delta_frame(item)
+            else:
+                yield frame(item)
+
+    async def items(self, after: int, until_end: bool) -> AsyncIterator[Event | ModelDelta | str]:
+        """The session's events after `after` in seq order, deltas as they come, `HEARTBEAT`
+        when it is quiet, and `CAUGHT_UP` once, when the history stored at the start is sent."""
         # Subscribed before the first read: whatever commits after it is either in
         # Postgres by then or on its way here.
         with self.listeners.subscription(self.scope.tenant, self.session_id, deltas=self.deltas) as live:
             cursor = Cursor(after, await self._turning_point_until(after))
-            quiet_s, read_store, gap_reads = 0.0, True, 0
+            quiet_s, read_store, gap_reads, caught_up = 0.0, True, 0, False
             while True:
                 while (event := cursor.ready()) is not None:
-                    yield frame(event)
+                    yield event
                     cursor.take(event)
                 while cursor.deltas:
-                    yield delta_frame(cursor.deltas.pop(0))
+                    yield cursor.deltas.pop(0)
                 if cursor.held:  # a gap: events the feed passed before this stream subscribed
                     if gap_reads and not await self._gap_pause(live, cursor):
                         return  # the archiver lags so far that the client is better off resuming
@@ -101,24 +115,27 @@ class Tail:
                     gap_reads = 0
                 if read_store:
                     seq_before = cursor.seq
-                    async for text in self._stored_after(cursor):
-                        yield text
+                    async for stored in self._stored_after(cursor):
+                        yield stored
                     quiet_s = 0.0 if cursor.seq > seq_before else quiet_s
                     read_store = False
+                    if not caught_up:
+                        caught_up = True
+                        yield CAUGHT_UP
                     continue
                 if ends_stream(cursor.turning_point, until_end) or live.cut_off:
                     return
                 read_store, waited = await self._wait(live, cursor)
                 quiet_s = quiet_s + waited if read_store else 0.0
                 if quiet_s >= self.heartbeat_s:
-                    yield ": heartbeat\n\n"
+                    yield HEARTBEAT
                     quiet_s = 0.0
 
-    async def _stored_after(self, cursor: Cursor) -> AsyncIterator[str]:
+    async def _stored_after(self, cursor: Cursor) -> AsyncIterator[Event]:
         while True:
             events = await self.store.events(self.scope, self.session_id, EventQuery(after=cursor.seq, limit=BATCH))
             for event in events:
-                yield frame(event)
+                yield event
                 cursor.take(event)
             if len(events) < BATCH:
                 return

@@ -34,13 +34,13 @@ def pg_rows(sql: str, *args: Any, tenant: str = "default") -> list[asyncpg.Recor
         return pool.submit(asyncio.run, query()).result()
 
 
-def stored_events(session_id: str) -> list[Event]:
-    return [event_from_row(r) for r in pg_rows(SELECT_SESSION, session_id)]
+def stored_events(session_id: str, tenant: str = "default") -> list[Event]:
+    return [event_from_row(r) for r in pg_rows(SELECT_SESSION, session_id, tenant=tenant)]
 
 
-def assert_log_whole(session_id: str) -> list[Event]:
+def assert_log_whole(session_id: str, tenant: str = "default") -> list[Event]:
     """Every event once, seq dense from 1, hash chain valid: what every e2e test ends on."""
-    events = stored_events(session_id)
+    events = stored_events(session_id, tenant)
     seqs = [e.seq for e in events]
     assert seqs == list(range(1, len(seqs) + 1)), f"seq not dense: {seqs}"
     assert first_broken_seq(events) is None

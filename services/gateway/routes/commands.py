@@ -11,14 +11,14 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from wakeline.commands import (
-    ApproveToolCall, CancelSession, DenyToolCall, HandBack, PostMessage, SubmitToolResult, TakeOver, WakeSession,
+    ApproveToolCall, CancelSession, DenyToolCall, HandBack, PostMessage, TakeOver, WakeSession,
 )
 from wakeline_gateway.auth import Caller
 from wakeline_gateway.bounds import ToolCallIdPath
 from wakeline_gateway.deps import DispatcherDep, IdempotencyKey, WritableSessionDep, Writer
 from wakeline_gateway.idempotency import new_command_id
 from wakeline_gateway.problem import responses
-from wakeline_gateway.shapes import CommandPublic, DenialCreate, MessageCreate, SessionPublic, ToolResultCreate
+from wakeline_gateway.shapes import CommandPublic, DenialCreate, MessageCreate, SessionPublic
 
 # Every command can be refused by the brain (its code decides 404/409/413/422), be too large,
 # or find Kafka down; 202 is "sent, no outcome recorded within the wait".
@@ -80,7 +80,7 @@ async def deny_tool_call(tool_call_id: ToolCallIdPath, session: WritableSessionD
 @router.post("/takeover", response_model=CommandPublic, responses=PENDING)
 async def take_over(session: WritableSessionDep, caller: Writer, dispatcher: DispatcherDep, response: Response,
                     key: IdempotencyKey = None, wait: bool = True) -> CommandPublic:
-    """The caller takes the hands: tool calls wait for it (`POST .../tool-results/{id}`). The
+    """The caller takes the hands: tool calls wait for it (`POST .../tool-results/{id}`, routes/tool_calls.py). The
     actor is human:<principal>, or service:<principal> for a service key (`Caller.hands`)."""
     command = TakeOver(**_ids(session, caller, hands=True))
     return _status(response, await dispatcher.dispatch(command, wait, key))
@@ -90,16 +90,4 @@ async def take_over(session: WritableSessionDep, caller: Writer, dispatcher: Dis
 async def hand_back(session: WritableSessionDep, caller: Writer, dispatcher: DispatcherDep, response: Response,
                     key: IdempotencyKey = None, wait: bool = True) -> CommandPublic:
     command = HandBack(**_ids(session, caller, hands=True))
-    return _status(response, await dispatcher.dispatch(command, wait, key))
-
-
-@router.post("/tool-results/{tool_call_id}", response_model=CommandPublic, responses=PENDING)
-async def submit_tool_result(tool_call_id: ToolCallIdPath, body: ToolResultCreate, session: WritableSessionDep,
-                             caller: Writer, dispatcher: DispatcherDep, response: Response,
-                             key: IdempotencyKey = None, wait: bool = True) -> CommandPublic:
-    """Whoever holds the hands answers a pending tool call; the event's actor is human:<principal>,
-    or service:<principal> for a service key."""
-    dispatcher.admit(body)
-    command = SubmitToolResult(**_ids(session, caller, hands=True), tool_call_id=tool_call_id,
-                               output=body.output, is_error=body.is_error)
     return _status(response, await dispatcher.dispatch(command, wait, key))

@@ -21,6 +21,7 @@ from wakeline_gateway.deps import (
 from wakeline_gateway.bounds import is_plain_id, utc_convertible
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.dispatch import describe
+from wakeline_gateway.harness import pending_client_calls
 from wakeline_gateway.idempotency import new_command_id, session_id_for
 from wakeline_gateway.problem import responses
 from wakeline_gateway.shapes import (
@@ -80,7 +81,10 @@ async def list_sessions(caller: Reader, store: StoreDep,
 
 
 @router.get("/{session_id}", response_model=SessionPublic, responses=responses(404))
-async def get_session(session: SessionDep) -> SessionPublic:
+async def get_session(session: SessionDep, caller: Reader, store: StoreDep) -> SessionPublic:
+    if session.status == "waiting_client":  # the projection counts them; the log names them
+        calls = await pending_client_calls(store, caller.scope, session.session_id)
+        session = session.model_copy(update={"pending_client_calls": list(calls.pending)})
     return session
 
 

@@ -1,0 +1,161 @@
+"""A pool of harness workers: the tenant's declared tools' calls, each to one worker at a time.
+
+`GET /v1/tool-calls/stream?tools=a,b` offers every call of the tenant's sessions that waits
+for its harness, whose tool is one of `tools`, to one connected worker under a lease in
+Postgres (`tool_call_leases`, 0025), where every gateway replica sees it. The lease is
+renewed while the worker stays connected and given back when it goes; one whose gateway
+died runs out after `lease_s`. Either way the call is offered again. Delivery is at least
+once; the result is recorded once (the brain answers a second result `not_pending`, and
+the results route compares it with what was recorded).
+
+What is pending comes from the archive: a session counted `pending_client > 0` (its
+projection row) and, in it, a client call with no result and no approval still awaited.
+The search runs every `poll_s`, and at once after a lease is given back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from wakeline.pg import TenantPool
+
+# Calls waiting for a harness, oldest session first, that no live lease holds. Runs under
+# the tenant's row-level security; the partial index 0025 made finds the waiting sessions.
+OFFERABLE = """
+SELECT c.session_id, c.seq, c.payload->>'tool_call_id' AS tool_call_id, c.tool_name AS name,
+       c.payload->'input' AS input
+  FROM sessions s
+  JOIN events c ON c.session_id = s.session_id AND c.type = 'tool_call'
+ WHERE s.tenant = $1 AND s.pending_client > 0 AND s.status = 'waiting_client'
+   AND c.tenant = $1 AND c.payload->>'answered_by' = 'client' AND c.tool_name = ANY($2::text[])
+   AND NOT EXISTS (SELECT 1 FROM events r WHERE r.session_id = c.session_id AND r.type = 'tool_result'
+                     AND r.seq > c.seq AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id')
+   AND NOT EXISTS (SELECT 1 FROM events a WHERE a.session_id = c.session_id AND a.type = 'approval_requested'
+                     AND a.seq > c.seq AND a.payload->>'tool_call_id' = c.payload->>'tool_call_id'
+                     AND NOT EXISTS (SELECT 1 FROM events g WHERE g.session_id = c.session_id
+                                       AND g.type = 'approval_granted' AND g.seq > a.seq
+                                       AND g.payload->>'tool_call_id' = a.payload->>'tool_call_id'))
+   AND NOT EXISTS (SELECT 1 FROM tool_call_leases l WHERE l.tenant = $1 AND l.session_id = c.session_id
+                     AND l.tool_call_id = c.payload->>'tool_call_id' AND l.expires_at > now())
+ ORDER BY s.updated_at, c.session_id, c.seq
+ LIMIT $3
+"""
+# Taken only where no live lease is: a lease that ran out is taken over, one held is not.
+TAKE = """
+INSERT INTO tool_call_leases (tenant, session_id, tool_call_id, worker, expires_at)
+VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+ON CONFLICT (tenant, session_id, tool_call_id) DO UPDATE
+   SET worker = EXCLUDED.worker, leased_at = now(), expires_at = EXCLUDED.expires_at
+ WHERE tool_call_leases.expires_at <= now()
+RETURNING expires_at
+"""
+RENEW = ("UPDATE tool_call_leases SET expires_at = now() + make_interval(secs => $3) "
+         "WHERE tenant = $1 AND worker = $2")
+GIVE_BACK = "DELETE FROM tool_call_leases WHERE tenant = $1 AND worker = $2"
+HELD = "SELECT count(*) FROM tool_call_leases WHERE tenant = $1 AND worker = $2 AND expires_at > now()"
+# An answered call keeps a lease of its own for a while: the archive may not hold its result
+# yet, and until it does the search above would offer it again (a needless second delivery).
+ANSWERED = """
+INSERT INTO tool_call_leases (tenant, session_id, tool_call_id, worker, expires_at)
+VALUES ($1, $2, $3, 'answered', now() + interval '10 minutes')
+ON CONFLICT (tenant, session_id, tool_call_id) DO UPDATE SET worker = EXCLUDED.worker, expires_at = EXCLUDED.expires_at
+"""
+# Leases long run out: nothing reads them again (a call with no result is offered anyway).
+SWEEP = "DELETE FROM tool_call_leases WHERE tenant = $1 AND expires_at < now() - interval '10 minutes'"
+
+
+async def _never() -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Offer:
+    session_id: str
+    tool_call_id: str
+    name: str
+    input: dict
+    seq: int
+    lease_expires_at: datetime
+
+    def frame(self) -> str:
+        body = {"session_id": self.session_id, "tool_call_id": self.tool_call_id, "name": self.name,
+                "input": self.input, "seq": self.seq, "lease_expires_at": self.lease_expires_at.isoformat()}
+        return f"event: tool_call\ndata: {json.dumps(body)}\n\n"
+
+
+class Leases:
+    def __init__(self, pool: TenantPool):
+        self._pool = pool
+
+    async def take(self, tenant: str, tools: Sequence[str], worker: str, lease_s: float,
+                   in_flight: int) -> list[Offer]:
+        """Leases to `worker` calls on offer, until it holds `in_flight` unanswered, and returns them."""
+        offers: list[Offer] = []
+        async with self._pool.transaction(tenant) as conn:
+            room = in_flight - await conn.fetchval(HELD, tenant, worker)
+            if room <= 0:
+                return offers
+            rows = await conn.fetch(OFFERABLE, tenant, list(tools), room)
+            for row in rows:
+                until = await conn.fetchval(TAKE, tenant, row["session_id"], row["tool_call_id"], worker, lease_s)
+                if until is not None:  # None: another worker's lease came first
+                    offers.append(Offer(row["session_id"], row["tool_call_id"], row["name"],
+                                        json.loads(row["input"]), row["seq"], until))
+        return offers
+
+    async def renew(self, tenant: str, worker: str, lease_s: float) -> None:
+        async with self._pool.transaction(tenant) as conn:
+            await conn.execute(RENEW, tenant, worker, lease_s)
+
+    async def sweep(self, tenant: str) -> None:
+        async with self._pool.transaction(tenant) as conn:
+            await conn.execute(SWEEP, tenant)
+
+    async def give_back(self, tenant: str, worker: str) -> None:
+        async with self._pool.transaction(tenant) as conn:
+            await conn.execute(GIVE_BACK, tenant, worker)
+
+    async def answered(self, tenant: str, session_id: str, tool_call_id: str) -> None:
+        async with self._pool.transaction(tenant) as conn:
+            await conn.execute(ANSWERED, tenant, session_id, tool_call_id)
+
+
+async def pool_frames(leases: Leases, tenant: str, tools: Sequence[str], lease_s: float, poll_s: float,
+                      heartbeat_s: float, in_flight: int,
+                      gone: Callable[[], Awaitable[bool]] = _never) -> AsyncIterator[str]:
+    """The pool stream of one worker: offers as they are leased to it, at most `in_flight`
+    unanswered at once (so one worker never hoards the pool's work), heartbeats between.
+    Its leases are renewed every third of `lease_s` and given back when the stream ends
+    (the worker went away, or the gateway is shutting down). `gone` says whether the worker
+    disconnected: asked every round, since nothing is written to a quiet stream between
+    heartbeats to find out, and its leases must go back at once, not at the next heartbeat."""
+    worker = f"worker-{uuid.uuid4()}"
+    loop = asyncio.get_running_loop()
+    renewed = quiet_since = loop.time()
+    yield ": wakeline tool-call pool\n\n"
+    try:
+        await leases.sweep(tenant)
+        while True:
+            offers = await leases.take(tenant, tools, worker, lease_s, in_flight)
+            for offer in offers:
+                yield offer.frame()
+            now = loop.time()
+            if offers:
+                quiet_since = now
+            elif now - quiet_since >= heartbeat_s:
+                yield ": heartbeat\n\n"
+                quiet_since = now
+            if now - renewed >= lease_s / 3:
+                await leases.renew(tenant, worker, lease_s)
+                renewed = now
+            await asyncio.sleep(poll_s)
+            if await gone():
+                return
+    finally:
+        # Shielded: a disconnect cancels this generator, and the leases must still go back.
+        await asyncio.shield(leases.give_back(tenant, worker))
