@@ -201,6 +201,9 @@ def _command(state: SessionState, event: e.Event) -> c.CommandBase | c.ToolResul
             return c.ToolResultReport(session_id=event.session_id, tenant=event.tenant, tool_call_id=p.tool_call_id,
                                       name=p.name, output=p.output, is_error=p.is_error, error_kind=p.error_kind,
                                       duration_ms=p.duration_ms or 0, runner=event.actor.removeprefix("runner:"))
+        case e.ToolResultReceived(payload=p) if p.answered_by == "client" and event.causation_id:
+            # the session's harness answered over HTTP: its command is the result as recorded
+            return c.SubmitToolResult(**ids, tool_call_id=p.tool_call_id, output=p.output, is_error=p.is_error)
         case e.UserMessageReceived(payload=p) if event.causation_id and not p.queued and state.status != "new":
             return c.PostMessage(**ids, text=p.text)
         case e.MessageQueued(payload=p):

@@ -20,7 +20,9 @@ from .generated_logs import CONTENT, MARKERS, content_draft, marker
 # often; a deletion comes at most once, at a drawn point, since nothing after it counts.
 DECISIVE = st.tuples(st.sampled_from(["turn_started", "turn_ended", "user_message", "session_ended"]),
                      st.sampled_from(get_args(EndReason)))
-STEPS = st.lists(st.one_of(CONTENT, st.tuples(st.sampled_from(sorted(MARKERS)), st.none()), DECISIVE),
+# Declared tools' calls and their results (issue 32): what `waiting_client` is decided by.
+CLIENT = st.tuples(st.sampled_from(["client_call", "client_result"]), st.sampled_from(["tc-c", "tc-d"]))
+STEPS = st.lists(st.one_of(CONTENT, st.tuples(st.sampled_from(sorted(MARKERS)), st.none()), DECISIVE, CLIENT),
                  min_size=10, max_size=40)  # every prefix is checked too
 DELETION = st.one_of(st.none(), st.tuples(st.integers(0, 40), st.sampled_from(["user:alice", "user:bob"])))
 
@@ -30,11 +32,20 @@ def valid_log(steps: list[tuple[str, object]], deletion: tuple[int, str] | None 
     session (`steps.next_step`), and refuses a second deletion (rejection code `deleted`)."""
     if deletion is not None:
         steps = steps[:deletion[0]] + [("deleted", deletion[1])] + steps[deletion[0]:]
-    drafts, ended, deleted = [created()], False, False
+    drafts, ended, deleted, waiting = [created()], False, False, set()
     for kind, arg in steps:
         if kind == "turn_started" and (ended or deleted):
             continue
-        if kind == "session_ended":
+        if kind == "client_call" and arg not in waiting:  # a call id is issued once
+            waiting.add(arg)
+            drafts.append(draft("tool_call", tool_call_id=arg, name="run_query", input={}, answered_by="client"))
+        elif kind == "client_result" and arg in waiting:  # a result is recorded only for a waiting call
+            waiting.discard(arg)
+            drafts.append(draft("tool_result", tool_call_id=arg, name="run_query", output="rows",
+                                answered_by="client"))
+        elif kind in ("client_call", "client_result"):
+            continue
+        elif kind == "session_ended":
             drafts.append(draft(kind, reason=arg))
         elif kind == "deleted":
             drafts.append(draft(kind, by=arg))
@@ -42,6 +53,8 @@ def valid_log(steps: list[tuple[str, object]], deletion: tuple[int, str] | None 
             drafts.append(marker(kind, drafts))
         else:
             drafts.append(content_draft(kind, str(arg), len(drafts)))
+        if kind == "session_ended":
+            waiting.clear()  # the end stops the wait (wakeline.fold)
         ended = (ended or kind == "session_ended") and kind != "user_message"
         deleted = deleted or kind == "deleted"
     return sealed(drafts, "sess-generated")
@@ -67,13 +80,25 @@ def test_advance_agrees_with_the_fold_after_every_event_of_a_valid_log(steps, de
 
 
 def test_every_status_a_row_can_hold_is_reached_by_a_valid_log() -> None:
-    steps = [("user_message", "go"), ("turn_started", None), ("session_ended", "completed"),
+    steps = [("user_message", "go"), ("turn_started", None), ("client_call", "tc-c"), ("client_call", "tc-d"),
+             ("client_result", "tc-c"), ("client_result", "tc-d"), ("session_ended", "completed"),
              ("user_message", "again")]
     row, seen = None, []
-    for event in valid_log(steps, (4, "user:bob")):
+    for event in valid_log(steps, (8, "user:bob")):
         row = advance(row, event)
         seen.append(row.status)
-    assert seen == ["idle", "idle", "running", "ended", "idle", "deleted"]
+    assert seen == ["idle", "idle", "running", "waiting_client", "waiting_client", "waiting_client", "running",
+                    "ended", "idle", "deleted"]
+
+
+def test_the_end_stops_the_wait_for_the_harness_in_the_row_and_the_fold() -> None:
+    steps = [("user_message", "go"), ("turn_started", None), ("client_call", "tc-c"),
+             ("session_ended", "cancelled"), ("user_message", "again"), ("turn_started", None)]
+    state, row = SessionState(), None
+    for event in valid_log(steps):
+        state, row = apply(state, event), advance(row, event)
+    assert row.status == state.status == "running" and row.pending_client == 0
+    assert state.pending_tool_calls == ()
 
 
 def test_the_first_deletion_is_the_one_the_row_keeps() -> None:
