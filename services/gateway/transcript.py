@@ -40,6 +40,8 @@ class Entry:
     tool_call_id: str | None = None
     is_error: bool = False
     reasoning: tuple[str, ...] = ()
+    # "client" for a declared tool's call and result (the session's own harness answers it).
+    answered_by: str | None = None
     # For a fork: the session this entry's event belongs to when it is the parent's (the
     # inherited prefix, read from the parent), else None.
     inherited_from: str | None = None
@@ -55,9 +57,11 @@ def to_entry(event: Event, own_session: str | None = None) -> Entry:
     extra: dict[str, Any] = {}
     match event:
         case ToolCallRequested(payload=p):
-            extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": False}
+            extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": False,
+                     "answered_by": p.answered_by}
         case ToolResultReceived(payload=p):
-            extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": p.is_error}
+            extra = {"tool_name": p.name, "tool_call_id": p.tool_call_id, "is_error": p.is_error,
+                     "answered_by": p.answered_by}
         case ModelResponded(payload=p):
             extra = {"reasoning": reasoning_of(p)}
     if own_session is not None and event.session_id != own_session:
@@ -113,10 +117,11 @@ def _text(event: Event) -> str:
 
 
 def label(entry: Entry) -> str:
+    harness = ", for the harness" if entry.answered_by == "client" else ""
     if entry.type == "tool_call":
-        return f"tool call {entry.tool_name} ({entry.tool_call_id})"
+        return f"tool call {entry.tool_name} ({entry.tool_call_id}{harness})"
     if entry.type == "tool_result":
-        return f"tool {'error' if entry.is_error else 'result'} {entry.tool_name} ({entry.tool_call_id})"
+        return f"tool {'error' if entry.is_error else 'result'} {entry.tool_name} ({entry.tool_call_id}{harness})"
     return entry.type.replace("_", " ")
 
 

@@ -43,8 +43,23 @@ def test_a_declared_tool_is_answered_by_the_harness_and_never_by_a_runner(stack,
     assert all(r.trust == "data" and r.payload.answered_by == "client" for r in results)
     created = events[0].payload.config
     assert [t if isinstance(t, str) else t.model_dump() for t in created.tools] == ["bash", RUN_QUERY, LOOKUP]
-    assert "answer to lookup" in [e for e in events if e.type == "model_turn"][-1].payload.text \
-        or "answer to run_query" in [e for e in events if e.type == "model_turn"][-1].payload.text
+    assert "answer to" in [e for e in events if e.type == "model_turn"][-1].payload.text
+
+
+def test_transcript_console_feed_and_audit_show_client_calls_and_who_answered_them(stack, client, auditor):
+    sid = create_with_tools(client, "harness", [RUN_QUERY, LOOKUP])
+    with session_stream(stack.url, stack.headers, sid) as stream:
+        for call in stream.calls(1):
+            answer(client, sid, call["tool_call_id"], "ledger rows")
+        for call in stream.calls(2):
+            answer(client, sid, call["tool_call_id"], "more rows")
+    wait_ended(client, stack, sid)
+    markdown = client.get(f"/v1/sessions/{sid}/transcript", params={"format": "markdown"}).text
+    assert "run_query" in markdown and "for the harness" in markdown and "user:local" in markdown, markdown[:3000]
+    audit = auditor.get("/v1/audit/events", params={"tool": "lookup", "session_id": sid}).json()["data"]
+    assert [(e["type"], e["actor"]) for e in audit] == [("tool_call", "agent:scripted:harness"),
+                                                       ("tool_result", "user:local")], audit
+    assert audit[0]["payload"]["answered_by"] == "client"
 
 
 def test_a_harness_that_drops_mid_call_gets_the_same_call_again_and_it_is_recorded_once(stack, client):

@@ -93,9 +93,12 @@ export function renderEvent(event, pairs) {
       break;
     }
     case "tool_call": {
+      // A declared tool's call is answered by the session's own harness, never by a runner.
+      const harness = p.answered_by === "client";
       const result = el("div", { class: "result", "data-result-for": p.tool_call_id },
-        el("div", { class: "quiet", text: "waiting for the result…" }));
+        el("div", { class: "quiet", text: harness ? "waiting for the session's harness…" : "waiting for the result…" }));
       const call = el("div", { class: "call" }, el("strong", { text: p.name }),
+        ...(harness ? [el("span", { class: "harness", text: " answered by your harness" })] : []),
         block(JSON.stringify(p.input, null, 2)));
       li.append(el("div", { class: "pair" }, call, result));
       pairs.set(p.tool_call_id, result);
