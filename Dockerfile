@@ -8,7 +8,9 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY libs libs
 COPY services services
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+# The `wakeline` command's client: a package of its own, which the project depends on.
+COPY clients/python clients/python
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . clients/python
 
 FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap && rm -rf /var/lib/apt/lists/*

@@ -27,9 +27,10 @@ help:
 deps:
 	@bash deploy/system-deps.sh
 
-$(VENV)/.installed: pyproject.toml
+# The client (clients/python) is a dependency of the project that no index has: pip finds it here.
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e clients/python -e '.[test]'
 	@touch $@
 
 venv: $(VENV)/.installed
@@ -58,7 +59,7 @@ status:
 
 # Both tools run even when the first finds something, so one run lists every finding.
 lint: venv
-	@rc=0; $(VENV)/bin/ruff check libs services tests bench || rc=1; $(VENV)/bin/mypy || rc=1; exit $$rc
+	@rc=0; $(VENV)/bin/ruff check libs services tests bench clients/python clients/openapi_snapshot.py || rc=1; $(VENV)/bin/mypy || rc=1; exit $$rc
 
 # The suite runs its own services under its own names; the demo's may keep running.
 # --durations: the slowest tests in every run's output, to keep the suite's wall time in view.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import os
 import tomllib
 from functools import cache
@@ -111,5 +112,24 @@ def providing_distribution(module: str, files: dict[str, str]) -> str | None:
         except ImportError:
             continue
         if origin:
-            return files.get(os.path.normpath(origin))
+            origin = os.path.normpath(origin)
+            return files.get(origin) or editable_provider(origin)
     return None
+
+
+@cache
+def editable_sources() -> dict[str, str]:
+    """Each distribution installed from a directory in editable mode (`pip install -e`, as `make venv`
+    installs clients/python) -> that directory: its RECORD lists a path hook, not its modules."""
+    found = {}
+    for dist in distributions():
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+        if direct.get("dir_info", {}).get("editable") and direct["url"].startswith("file://"):
+            found[canonicalize_name(dist.metadata["Name"])] = os.path.normpath(direct["url"].removeprefix("file://"))
+    return found
+
+
+def editable_provider(origin: str) -> str | None:
+    """The editable distribution whose directory holds `origin`, the innermost when they nest."""
+    holding = [(len(root), name) for name, root in editable_sources().items() if origin.startswith(root + os.sep)]
+    return max(holding)[1] if holding else None

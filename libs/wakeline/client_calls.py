@@ -13,6 +13,7 @@ only the event types that move it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from wakeline.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, Event, SessionCreated, SessionDeleted, SessionEnded,
@@ -31,10 +32,10 @@ class OfferedCall:
     session_id: str
     tool_call_id: str
     name: str
-    input: dict
+    input: dict[str, Any]
     seq: int
 
-    def wire(self) -> dict:
+    def wire(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "tool_call_id": self.tool_call_id, "name": self.name,
                 "input": self.input, "seq": self.seq}
 

@@ -23,7 +23,9 @@ GATEWAY_CODES = ("unauthorized", "forbidden", "not_found", "method_not_allowed",
                  "idempotency_key_reused", "too_large", "not_implemented", "unavailable",
                  "corrupt_event", "server_error",
                  # forks (routes/forks.py): a seq past the log, inside a tool call, a prefix gone
-                 "unknown_seq", "fork_inside_tool_call", "prefix_unavailable")
+                 "unknown_seq", "fork_inside_tool_call", "prefix_unavailable",
+                 # tool results (routes/tool_calls.py): another answer is recorded, the call was never made
+                 "tool_call_already_answered", "unknown_tool_call")
 ERROR_CODES: tuple[str, ...] = tuple(dict.fromkeys(GATEWAY_CODES + REJECTION_CODES))
 ErrorCode = Literal[ERROR_CODES]  # type: ignore[valid-type]
 # The code an error gets when whoever raised it named none.

@@ -21,7 +21,7 @@ from tests.e2e.sessions import create_session, wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole, stored_events
 from wakeline.chain import compute_hash
 from wakeline_gateway import cli
-from wakeline_gateway.client import GatewayClient
+from wakeline_client import Wakeline
 
 
 def fork(client: httpx.Client, parent: str, at: int, message: str = "try it another way") -> str:
@@ -140,7 +140,7 @@ def test_forks_of_forks_three_levels_deep_form_the_tree_and_verify(stack, client
     assert report["prefix"]["parent"]["prefix"]["parent"]["prefix"]["ok"]
 
     out = io.StringIO()
-    with GatewayClient(stack.url, api_key=client.headers["Authorization"].split()[1]) as gateway, redirect_stdout(out):
+    with Wakeline(stack.url, client.headers["Authorization"].split()[1]) as gateway, redirect_stdout(out):
         assert cli.main(["tree", parent], client=gateway) == 0
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(parent) and any(f3 in line and f"at seq {at3}" in line for line in lines)
@@ -252,6 +252,6 @@ def test_every_session_this_module_ran_replays_cleanly_against_todays_code(stack
     lines = judged.stdout.splitlines()
     assert len(lines) >= 3 and all("replays cleanly" in line for line in lines), judged.stdout
     out = io.StringIO()
-    with GatewayClient(stack.url, api_key=client.headers["Authorization"].split()[1]) as gateway, redirect_stdout(out):
+    with Wakeline(stack.url, client.headers["Authorization"].split()[1]) as gateway, redirect_stdout(out):
         assert cli.main(["replay", fork_id, "--check"], client=gateway) == 0
     assert out.getvalue().startswith(f"{fork_id}: replays cleanly")

@@ -55,10 +55,18 @@ def build_wheel(out: Path) -> Path:
         shutil.copytree(ROOT / part, source / part, ignore=ignore)
     for part in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / part, source / part)
+    shutil.copytree(ROOT / "clients" / "python", source / "clients" / "python", ignore=ignore)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "--wheel-dir", str(out),
-                            str(source)], capture_output=True, text=True, timeout=600, cwd=out)
+                            str(source), str(source / "clients" / "python")],
+                           capture_output=True, text=True, timeout=600, cwd=out)
     assert built.returncode == 0, built.stdout + built.stderr
-    (wheel,) = out.glob("wakeline-*.whl")
+    (wheel,) = out.glob("wakeline-0*.whl")
+    return wheel
+
+
+def client_wheel(out: Path) -> Path:
+    """The `wakeline` command's HTTP client: a package of its own (clients/python), built beside."""
+    (wheel,) = out.glob("wakeline_client-*.whl")
     return wheel
 
 
@@ -89,10 +97,12 @@ def make_venv(where: Path, wheel: Path) -> Path:
     bin_dir = where / "bin"
     site = next((where / "lib").glob("python3*/site-packages"))
     installed = subprocess.run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q",
-                                "--no-deps", "--no-index", str(wheel)], capture_output=True, text=True, timeout=300)
+                                "--no-deps", "--no-index", str(wheel), str(client_wheel(wheel.parent))],
+                               capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stdout + installed.stderr
     dependencies = where.parent / "runtime-dependencies"
-    runtime = runtime_distributions()
+    # The client is the wheel's sibling, installed above; the checkout's is an editable path hook.
+    runtime = {name: dist for name, dist in runtime_distributions().items() if name != "wakeline-client"}
     assert "pyyaml" not in runtime and "pytest" not in runtime  # [test] stays out
     assert link_distributions(runtime, dependencies) > 1000
     (site / "zz_runtime_dependencies.pth").write_text(f"{dependencies}\n")
@@ -112,9 +122,9 @@ print("\\n".join(failed))
 """
 
 
-def wheel_modules(wheel: Path) -> list[str]:
+def wheel_modules(wheel: Path, packages: tuple[str, ...] = tuple(SETUPTOOLS["package-dir"])) -> list[str]:
     with zipfile.ZipFile(wheel) as archive:
-        paths = [n for n in archive.namelist() if n.endswith(".py") and n.split("/")[0] in SETUPTOOLS["package-dir"]]
+        paths = [n for n in archive.namelist() if n.endswith(".py") and n.split("/")[0] in packages]
     return sorted(p[:-3].removesuffix("/__init__").replace("/", ".") for p in paths)
 
 
@@ -132,8 +142,9 @@ def test_every_module_of_the_wheel_imports_with_only_the_runtime_dependencies(in
     here; so does a module that needs the checkout's tree. Imported in a fresh process, cwd
     outside the checkout."""
     wheel, bin_dir, _ = installed
-    modules = wheel_modules(wheel)
+    modules = wheel_modules(wheel) + wheel_modules(client_wheel(wheel.parent), ("wakeline_client",))
     assert "wakeline_gateway.routes.commands" in modules and "wakeline.tracing" in modules
+    assert "wakeline_client._sync.harness" in modules
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     imported = subprocess.run([str(bin_dir / "python"), "-c", IMPORT_EACH], input="\n".join(modules),
                               capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
@@ -196,8 +207,9 @@ def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_ru
 
     where = subprocess.run(
         [str(bin_dir / "python"), "-c", "import wakeline, wakeline_brain, wakeline_runner, wakeline_archiver, "
-         "wakeline_gateway.routes as r, wakeline.migrate as m; print(wakeline.__file__, wakeline_brain.__file__, "
-         "wakeline_runner.__file__, wakeline_archiver.__file__, r.__file__, m.MIGRATIONS_DIR)"],
+         "wakeline_gateway.routes as r, wakeline.migrate as m, wakeline_client as c; print(wakeline.__file__, "
+         "wakeline_brain.__file__, wakeline_runner.__file__, wakeline_archiver.__file__, r.__file__, m.MIGRATIONS_DIR, "
+         "c.__file__)"],
         capture_output=True, text=True, cwd=home, env=env, timeout=60)
     assert where.returncode == 0, where.stderr
     assert all(p.startswith(str(venv)) for p in where.stdout.split()), where.stdout

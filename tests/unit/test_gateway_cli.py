@@ -10,8 +10,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from wakeline_client import RetryPolicy, Wakeline
+from wakeline_client.sse import Frame, parse_frames
 from wakeline_gateway.cli import main
-from wakeline_gateway.client import GatewayClient, parse_sse
 from wakeline_gateway.terminal import event_line, exit_code, one_line, safe
 
 ESCAPE = "\x1b[2J\x1b]0;pwned\x07"
@@ -41,8 +42,13 @@ class FakeGateway:
         return answers.pop(0) if len(answers) > 1 else answers[0]
 
 
+def client(gateway) -> Wakeline:
+    """No waiting between attempts: a fake answers at once."""
+    return Wakeline("http://gw", transport=httpx.MockTransport(gateway), retry=RetryPolicy(backoff_s=0))
+
+
 def run_cli(argv: list[str], gateway: FakeGateway) -> int:
-    return main(argv, client=GatewayClient("http://gw", transport=httpx.MockTransport(gateway), retry_s=0))
+    return main(argv, client=client(gateway))
 
 
 @pytest.mark.parametrize("reason, code", [("completed", 0), ("max_turns", 2), ("error", 3),
@@ -79,7 +85,7 @@ def test_errors_print_the_gateway_detail_and_exit_1(capsys) -> None:
 def test_unreachable_gateway_is_exit_1_with_a_message(capsys) -> None:
     def refuse(request):
         raise httpx.ConnectError("refused")
-    assert main(["sessions"], client=GatewayClient("http://gw", transport=httpx.MockTransport(refuse))) == 1
+    assert main(["sessions"], client=client(refuse)) == 1
     assert "gateway unreachable at http://gw" in capsys.readouterr().err
 
 
@@ -157,8 +163,8 @@ def test_the_api_key_goes_in_the_authorization_header(monkeypatch) -> None:
         return httpx.Response(200, json={"data": [], "count": 0, "next_cursor": None})
 
     import wakeline_gateway.cli as cli
-    real = cli.GatewayClient
-    monkeypatch.setattr(cli, "GatewayClient", lambda *a, **k: real(*a, transport=httpx.MockTransport(gateway), **k))
+    real = cli.Wakeline
+    monkeypatch.setattr(cli, "Wakeline", lambda *a, **k: real(*a, transport=httpx.MockTransport(gateway), **k))
     assert main(["sessions"]) == 0
     assert seen == ["Bearer wkl_0123456789abcdef_" + "a" * 43]
 
@@ -178,9 +184,9 @@ def test_transcript_html_is_written_to_the_file(tmp_path) -> None:
     assert target.read_text() == "<!DOCTYPE html>x" and gateway.requests[0].url.params["format"] == "html"
 
 
-def test_parse_sse_skips_comments_and_joins_data_lines() -> None:
+def test_parse_frames_skips_comments_and_joins_data_lines() -> None:
     lines = [": heartbeat", "", "id: 3", "event: woke", "data: {\"a\":", "data: 1}", "", ": bye"]
-    assert list(parse_sse(lines)) == [("3", "woke", '{"a":\n1}')]
+    assert list(parse_frames(lines)) == [Frame("woke", '{"a":\n1}', "3")]
 
 
 def test_terminal_output_is_one_safe_line() -> None:
@@ -205,8 +211,8 @@ def step(seq: int, kind: str, summary: str, **detail) -> dict:
 
 def run(argv: list[str], routes, capsys) -> tuple[int, str, FakeGateway]:
     fake = FakeGateway(routes)
-    with GatewayClient("http://gw", transport=httpx.MockTransport(fake)) as client:
-        code = main(argv, client=client)
+    with client(fake) as gateway:
+        code = main(argv, client=gateway)
     return code, capsys.readouterr().out, fake
 
 
@@ -272,8 +278,8 @@ def test_replay_check_all_since_judges_each_newer_session_and_exits_1_on_a_diver
     fake = FakeGateway({("GET", "/v1/sessions"): [httpx.Response(200, json=page)],
                         ("GET", "/v1/sessions/s-clean/export"): [httpx.Response(200, text=clean)],
                         ("GET", "/v1/sessions/s-basic/export"): [httpx.Response(200, text=diverging)]})
-    with GatewayClient("http://gw", transport=httpx.MockTransport(fake)) as client:
-        code = main(["replay", "--check", "--all", "--since", "2026-05-15T00:00:00Z"], client=client)
+    with client(fake) as gateway:
+        code = main(["replay", "--check", "--all", "--since", "2026-05-15T00:00:00Z"], client=gateway)
     out, err = capsys.readouterr()
     lines = out.splitlines()
     assert code == 1 and len(lines) == 2 and "replays cleanly" in lines[0] and "diverges at seq 6" in lines[1]

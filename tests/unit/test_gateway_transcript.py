@@ -123,7 +123,7 @@ def test_json_transcript_lists_entries_with_their_session() -> None:
     assert rendered["entries"][1] | {"ts": None} == {
         "seq": 2, "type": "user_message", "role": "user", "actor": "user:alice", "trust": "instruction",
         "ts": None, "text": "question 1", "tool_name": None, "tool_call_id": None, "is_error": False,
-        "reasoning": [], "inherited_from": None}
+        "reasoning": [], "answered_by": None, "inherited_from": None}
 
 
 @pytest.mark.parametrize("payload", HOSTILE)

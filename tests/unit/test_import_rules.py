@@ -1,5 +1,6 @@
-"""The layering holds in the source: `libs/` imports no service, and a service imports only
-itself and `wakeline`. Read from every module's AST (imports inside functions count too),
+"""The layering holds in the source: `libs/` imports no service, a service imports only
+itself, `wakeline` and the HTTP client (`wakeline_client`, a package of its own), and the
+client imports none of them. Read from every module's AST (imports inside functions count too),
 so nothing is imported to check it."""
 
 from __future__ import annotations
@@ -45,10 +46,16 @@ def test_libs_import_no_service():
 def test_a_service_imports_only_itself_and_wakeline():
     offending = {}
     for service in sorted(p for p in SERVICES.iterdir() if (p / "__init__.py").exists()):
-        allowed = {"wakeline", f"wakeline_{service.name}"}
+        allowed = {"wakeline", f"wakeline_{service.name}", "wakeline_client"}
         offending |= {module: sorted(names - allowed) for module, names in wakeline_imports(service).items()
                       if names - allowed}
     assert offending == {}
+
+
+def test_the_client_imports_no_wakeline_package_but_its_own():
+    """clients/python installs alone (`pip install clients/python`): httpx and pydantic only."""
+    imports = wakeline_imports(ROOT / "clients" / "python" / "wakeline_client")
+    assert imports and {m: n - {"wakeline_client"} for m, n in imports.items() if n - {"wakeline_client"}} == {}
 
 
 def test_no_test_module_imports_another():

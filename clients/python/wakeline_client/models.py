@@ -329,7 +329,7 @@ class InputRejected(Model):
 
 
 class InputRejectedPayload(Model):
-    code: Literal['conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'already_answered', 'malformed', 'too_large', 'internal_error'] | None = None
+    code: Literal['conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'too_large', 'internal_error'] | None = None
     command_id: str
     expected_seq: int | None = None
     reason: str
@@ -446,7 +446,7 @@ class Problem(Model):
 class ProblemDetails(Model):
     "An error (RFC 9457). Programs branch on `code`; people read `detail`."
 
-    code: Literal['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'invalid_request', 'idempotency_key_reused', 'too_large', 'not_implemented', 'unavailable', 'corrupt_event', 'server_error', 'unknown_seq', 'fork_inside_tool_call', 'prefix_unavailable', 'conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'already_answered', 'malformed', 'internal_error']
+    code: Literal['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'invalid_request', 'idempotency_key_reused', 'too_large', 'not_implemented', 'unavailable', 'corrupt_event', 'server_error', 'unknown_seq', 'fork_inside_tool_call', 'prefix_unavailable', 'tool_call_already_answered', 'unknown_tool_call', 'conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'internal_error']
     command_id: str | None = None
     current_seq: int | None = None
     detail: str
@@ -637,6 +637,7 @@ class SessionListedPublic(Model):
     model: str | None
     owner: str
     parent_session_id: str | None = None
+    pending_client_calls: list[str] | None = None
     session_id: str
     status: str
     title: str | None
@@ -651,6 +652,7 @@ class SessionPublic(Model):
     model: str | None
     owner: str
     parent_session_id: str | None = None
+    pending_client_calls: list[str] | None = None
     session_id: str
     status: str
     title: str | None

@@ -144,7 +144,7 @@ class Sessions {
   /** GET .../export: every event of the session (with `inherited: true`, a fork's prefix first). */
   async exportEvents(sessionId, query = {}, options = {}) {
     const text = await this.transport.request("GET", `/v1/sessions/${id(sessionId)}/export`, {
-      ...options, query, accept: "application/x-ndjson",
+      ...options, query, accept: "application/x-ndjson", as: "text",
     });
     return text.split("\n").filter(Boolean).map((line) => JSON.parse(line));
   }
@@ -194,7 +194,7 @@ class Audit {
 
   /** GET /v1/audit/events/export: JSONL (default) or CSV text. */
   exportEvents(query = {}, options = {}) {
-    return this.transport.request("GET", "/v1/audit/events/export", { ...options, query, accept: "*/*" });
+    return this.transport.request("GET", "/v1/audit/events/export", { ...options, query, accept: "*/*", as: "text" });
   }
 
   sessions(query = {}, options = {}) {
@@ -238,7 +238,8 @@ class Pool {
    * GET /v1/tool-calls/stream?tools=a,b (a service key): calls of these tools from every
    * session of the tenant, each leased to one worker at a time.
    */
-  toolCalls({ tools, ...options }) {
-    return new ToolCallStream(this.transport, "/v1/tool-calls/stream", { ...options, query: { tools: tools.join(",") } });
+  toolCalls({ tools, lease_s: leaseS, ...options }) {
+    return new ToolCallStream(this.transport, "/v1/tool-calls/stream",
+      { ...options, query: { tools: tools.join(","), lease_s: leaseS } });
   }
 }

@@ -75,14 +75,15 @@ export class Transport {
    * @param {string} method
    * @param {string} path
    * @param {{query?: object, body?: unknown, headers?: Record<string, string>, idempotencyKey?: string,
-   *   signal?: AbortSignal, timeoutMs?: number, accept?: string}} [options]
+   *   signal?: AbortSignal, timeoutMs?: number, accept?: string, as?: "json" | "text"}} [options]
    */
   async request(method, path, options = {}) {
     const { response, done } = await this.attempts(method, path, options, true);
     try {
       const text = await response.text();
       const media = response.headers.get("content-type") ?? "";
-      return media.includes("json") && !media.includes("ndjson") && text ? JSON.parse(text) : text;
+      const asJson = options.as === "json" || (options.as !== "text" && media.includes("json") && !media.includes("ndjson"));
+      return asJson && text ? JSON.parse(text) : text;
     } finally {
       done();
     }

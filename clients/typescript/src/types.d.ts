@@ -323,7 +323,7 @@ export interface InputRejected {
 }
 
 export interface InputRejectedPayload {
-  code?: ("conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "already_answered" | "malformed" | "too_large" | "internal_error") | null;
+  code?: ("conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "too_large" | "internal_error") | null;
   command_id: string;
   expected_seq?: number | null;
   reason: string;
@@ -443,7 +443,7 @@ export interface Problem {
 /** An error (RFC 9457). Programs branch on `code`; people read `detail`. */
 export interface ProblemDetails {
   /** Machine-readable; the brain's rejection codes pass through unchanged. */
-  code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "invalid_request" | "idempotency_key_reused" | "too_large" | "not_implemented" | "unavailable" | "corrupt_event" | "server_error" | "unknown_seq" | "fork_inside_tool_call" | "prefix_unavailable" | "conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "already_answered" | "malformed" | "internal_error";
+  code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "invalid_request" | "idempotency_key_reused" | "too_large" | "not_implemented" | "unavailable" | "corrupt_event" | "server_error" | "unknown_seq" | "fork_inside_tool_call" | "prefix_unavailable" | "tool_call_already_answered" | "unknown_tool_call" | "conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "internal_error";
   /** The command the error is about. */
   command_id?: string | null;
   /** 409 conflict: the session's seq now. */
@@ -651,6 +651,8 @@ export interface SessionListedPublic {
   model: string | null;
   owner: string;
   parent_session_id?: string | null;
+  /** Declared tools' calls waiting for the session's harness (status `waiting_client`), by tool_call_id, in the order called. */
+  pending_client_calls?: string[];
   session_id: string;
   status: string;
   title: string | null;
@@ -665,6 +667,8 @@ export interface SessionPublic {
   model: string | null;
   owner: string;
   parent_session_id?: string | null;
+  /** Declared tools' calls waiting for the session's harness (status `waiting_client`), by tool_call_id, in the order called. */
+  pending_client_calls?: string[];
   session_id: string;
   status: string;
   title: string | null;
@@ -1123,7 +1127,7 @@ export interface Operations {
     query: {
       limit?: number;
       cursor?: string | null;
-      status?: ("new" | "idle" | "running" | "waiting_model" | "ended") | null;
+      status?: ("new" | "idle" | "running" | "waiting_model" | "waiting_client" | "ended") | null;
       /** Part of the owner, any case (`alice`). */
       owner?: string | null;
       /** Part of the model name, any case. */
@@ -1425,7 +1429,7 @@ export interface Operations {
   };
   /** Take Over
    *
-   * The caller takes the hands: tool calls wait for it (`POST .../tool-results/{id}`). The
+   * The caller takes the hands: tool calls wait for it (`POST .../tool-results/{id}`, routes/tool_calls.py). The
    * actor is human:<principal>, or service:<principal> for a service key (`Caller.hands`). */
   "POST /v1/sessions/{session_id}/takeover": {
     operationId: "take_over_v1_sessions__session_id__takeover_post";
@@ -1445,10 +1449,28 @@ export interface Operations {
     response: CommandPublic;
     contentType: "application/json";
   };
+  /** Stream Session Tool Calls
+   *
+   * The session's own harness: its owner, or a service key of its tenant, answers these calls. */
+  "GET /v1/sessions/{session_id}/tool-calls/stream": {
+    operationId: "stream_session_tool_calls_v1_sessions__session_id__tool_calls_stream_get";
+    path: {
+      /** The session's id (letters, digits and `._:@-`). */
+      session_id: string;
+    };
+    query: Record<string, never>;
+    headers: Record<string, never>;
+    body: never;
+    bodyRequired: false;
+    response: string;
+    contentType: "text/event-stream";
+  };
   /** Submit Tool Result
    *
-   * Whoever holds the hands answers a pending tool call; the event's actor is human:<principal>,
-   * or service:<principal> for a service key. */
+   * Answers a pending tool call: a declared tool's, from the session's harness (the event's
+   * actor is the key's principal, `user:` or `service:`), or any call from whoever took the
+   * hands (`human:` or `service:`). Output over the record limit is cut to fit and marked, as
+   * the runner cuts its own. The same answer again is 200 with the recorded outcome. */
   "POST /v1/sessions/{session_id}/tool-results/{tool_call_id}": {
     operationId: "submit_tool_result_v1_sessions__session_id__tool_results__tool_call_id__post";
     path: {
@@ -1569,6 +1591,25 @@ export interface Operations {
     bodyRequired: true;
     response: RetentionPublic;
     contentType: "application/json";
+  };
+  /** Stream Pool Tool Calls
+   *
+   * A pool worker (service key): calls of every session of its tenant that declares these
+   * tools, at most `max_in_flight` of them unanswered at once. */
+  "GET /v1/tool-calls/stream": {
+    operationId: "stream_pool_tool_calls_v1_tool_calls_stream_get";
+    path: Record<string, never>;
+    query: {
+      /** The declared tools this worker runs, comma-separated. */
+      tools: string;
+      lease_s?: number | null;
+      max_in_flight?: number;
+    };
+    headers: Record<string, never>;
+    body: never;
+    bodyRequired: false;
+    response: string;
+    contentType: "text/event-stream";
   };
 }
 export type OperationKey = keyof Operations;

@@ -44,6 +44,12 @@ class AsyncHttp:
         response = await self.request(op, path, query, body, idempotency_key, timeout)
         return op.response.model_validate(response.json()) if op.response else response.json()
 
+    async def json(self, op: Operation, path: Params | None = None, query: Params | None = None,
+                   body: BaseModel | Mapping[str, Any] | None = None, idempotency_key: str | None = None,
+                   timeout: float | None = None) -> Any:
+        """The answer's JSON as the gateway sent it (for callers that echo it, like the CLI)."""
+        return (await self.request(op, path, query, body, idempotency_key, timeout)).json()
+
     async def request(self, op: Operation, path: Params | None = None, query: Params | None = None,
                       body: BaseModel | Mapping[str, Any] | None = None, idempotency_key: str | None = None,
                       timeout: float | None = None) -> httpx.Response:

@@ -1,5 +1,5 @@
-"""`client.sessions`: create, list, read and delete sessions (the commands and streams are mixed
-in from commands.py and streams.py, so every session route is one attribute away)."""
+"""`client.sessions`: create, list, read and delete sessions. The commands (commands.py) and
+streams (streams.py) are inherited, so every session route is one attribute away."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ from typing import Any
 
 from wakeline_client import models as m
 from wakeline_client import operations as ops
-from wakeline_client._async.commands import AsyncSessionCommands
 from wakeline_client._async.http import AsyncHttp
 from wakeline_client._async.streams import AsyncSessionStreams
 
 
-class AsyncSessions(AsyncSessionCommands, AsyncSessionStreams):
+class AsyncSessions(AsyncSessionStreams):
     def __init__(self, http: AsyncHttp):
         self._http = http
 
@@ -21,10 +20,11 @@ class AsyncSessions(AsyncSessionCommands, AsyncSessionStreams):
                      config: m.SessionConfig | Mapping[str, Any] | None = None, wait: bool = True,
                      idempotency_key: str | None = None) -> m.CommandPublic:
         """A new session; `config` may name declared tools (`Tool.definition`) beside built-in ones."""
-        body: dict[str, Any] = {"message": message, "title": title, "wait": wait}
-        if config is not None:
-            body["config"] = config.model_dump(mode="json", exclude_unset=True) \
-                if isinstance(config, m.SessionConfig) else dict(config)
+        if isinstance(config, m.SessionConfig):
+            config = config.model_dump(mode="json", exclude_unset=True)
+        body: dict[str, Any] = {"message": message, "title": title, "config": None if config is None else dict(config)}
+        if not wait:
+            body["wait"] = False
         return await self._http.call(ops.CREATE_SESSION, body=body, idempotency_key=idempotency_key)
 
     async def list(self, *, limit: int | None = None, cursor: str | None = None, status: str | None = None,
