@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import (
-    archiver_throughput, audit_query, console_render, fold_speed, http_commands, prompt_cache, scale, tool_roundtrip,
-    wake_time,
+    archiver_throughput, audit_query, client_tools, console_render, fold_speed, http_commands, prompt_cache, scale,
+    tool_roundtrip, wake_time,
 )
 from tests.e2e.stack import Stack
 
@@ -42,6 +42,7 @@ def main() -> None:
     try:
         timed("tool_roundtrip", lambda: asyncio.run(tool_roundtrip.run_against_floor((3, 100), repeats=2)))
         timed("tool_roundtrip_under_load", lambda: asyncio.run(tool_roundtrip.under_load(100)))
+        timed("client_tools", lambda: asyncio.run(client_tools.run()))  # its own gateway, a harness per session
         timed("http_commands", lambda: asyncio.run(http_commands.run()))
         timed("wake_time", lambda: asyncio.run(wake_time.run(repeats=3)))
         timed("console_render", console_render.run)  # its own gateway and Chromium beside these services

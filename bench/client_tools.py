@@ -1,0 +1,180 @@
+"""Declared tools: the client round trip beside the runner's, and the pool's throughput.
+
+Client round trip: the brain seals a declared tool's call → the gateway's harness stream
+carries it → the harness posts the result → the brain seals the result. Both ends are the
+brain's `ts` (as the runner's round trip in `tool_roundtrip`), so no client clock is
+involved; the harness answers at once (a tool that takes no time). Runner and client
+round trips are measured in turns, at the same sizes, in the same run, and reported as
+a ratio (`p50_ratio`, `p99_ratio`: client over runner).
+
+Pool: `sessions` sessions of five declared-tool calls each, answered by 1, 2 and 4 pool
+workers (`GET /v1/tool-calls/stream`, a tenant of their own per figure, each worker
+answering up to its in-flight bound at once): calls answered per second, from the first
+call's `ts` to the last result's.
+
+Needs brain, runner and archiver running with the bench policies (`bench/__main__.py`);
+starts its own gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+from bench import tool_roundtrip
+from bench.harness import ROUND_TRIPS, service, summary
+from tests.e2e.stack import Stack
+
+ECHO = {"name": "echo", "description": "Echo the text back.",
+        "input_schema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}
+
+
+async def _frames(response: httpx.Response):
+    """(event, data) of each SSE frame."""
+    event, data = "message", []
+    async for line in response.aiter_lines():
+        if not line:
+            if data:
+                yield event, json.loads("\n".join(data))
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+
+
+async def _harness(client: httpx.AsyncClient, session_id: str) -> None:
+    """One session's harness: answers every call at once until the session ends."""
+    async with client.stream("GET", f"/v1/sessions/{session_id}/tool-calls/stream") as response:
+        response.raise_for_status()
+        async for event, body in _frames(response):
+            if event == "session_ended":
+                return
+            if event == "tool_call":
+                answered = await client.post(f"/v1/sessions/{session_id}/tool-results/{body['tool_call_id']}",
+                                             json={"output": body["input"]["text"]})
+                answered.raise_for_status()
+
+
+async def _create(client: httpx.AsyncClient, policy: str) -> str:
+    created = await client.post("/v1/sessions", json={"message": "bench", "config": {
+        "model": f"scripted:{policy}", "tools": [ECHO], "max_turns": 100}})
+    created.raise_for_status()
+    return created.json()["session_id"]
+
+
+async def _call_times(ids: list[str], tenant: str = "default") -> list[tuple]:
+    conn = await service()
+    try:
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 600
+            while await conn.fetchval("SELECT count(*) FROM sessions WHERE session_id = ANY($1) "
+                                      "AND status = 'ended'", ids) < len(ids):
+                if loop.time() > deadline:
+                    raise RuntimeError("sessions did not end in time")
+                await asyncio.sleep(0.2)
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
+            return [(r["called"], r["answered"]) for r in await conn.fetch(ROUND_TRIPS, ids)]
+    finally:
+        await conn.close()
+
+
+async def client_round_trips(client: httpx.AsyncClient, sessions: int) -> list[float]:
+    ids = [await _create(client, "noop_client") for _ in range(sessions)]
+    await asyncio.gather(*(_harness(client, sid) for sid in ids))
+    return [(answered - called).total_seconds() * 1000 for called, answered in await _call_times(ids)]
+
+
+async def round_trip_vs_runner(client: httpx.AsyncClient, sizes: tuple[int, ...], repeats: int) -> list[dict]:
+    lines = []
+    for sessions in sizes:
+        runner_runs, client_runs = [], []
+        for _ in range(repeats):
+            runner_runs.append(summary(await tool_roundtrip.round_trips(sessions, 600)))
+            client_runs.append(summary(await client_round_trips(client, sessions)))
+        runner = {q: statistics.median(r[q] for r in runner_runs) for q in ("p50", "p99")}
+        harness = {q: statistics.median(r[q] for r in client_runs) for q in ("p50", "p99")}
+        lines.append({"bench": "client_round_trip_vs_runner", "concurrent_sessions": sessions, "runs": repeats,
+                      "runner_p50": runner["p50"], "runner_p99": runner["p99"],
+                      "p50": harness["p50"], "p99": harness["p99"], "calls": client_runs[0]["n"],
+                      "p50_ratio": round(harness["p50"] / runner["p50"], 3),
+                      "p99_ratio": round(harness["p99"] / runner["p99"], 3)})
+    return lines
+
+
+async def _worker(base_url: str, key: str, stop: asyncio.Event) -> int:
+    answered = 0
+    limits = httpx.Limits(max_connections=40)
+    async with httpx.AsyncClient(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=60,
+                                 limits=limits) as client:
+        async def answer(call: dict) -> None:
+            nonlocal answered
+            url = f"/v1/sessions/{call['session_id']}/tool-results/{call['tool_call_id']}"
+            (await client.post(url, json={"output": call["input"]["text"]})).raise_for_status()
+            answered += 1
+        tasks: set[asyncio.Task] = set()
+        async with client.stream("GET", "/v1/tool-calls/stream", params={"tools": "echo"}) as response:
+            response.raise_for_status()
+            async for event, call in _frames(response):
+                if event == "tool_call":
+                    task = asyncio.create_task(answer(call))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                if stop.is_set():
+                    break
+        await asyncio.gather(*tasks)
+    return answered
+
+
+async def pool_throughput(stack: Stack, workers: int, sessions: int) -> dict:
+    tenant = f"bench-pool-{uuid.uuid4().hex[:8]}"
+    user = {"Authorization": f"Bearer {stack.api_key('bench', 'user', tenant=tenant)}"}
+    service_key = stack.api_key("pool", "service", tenant=tenant)
+    stop = asyncio.Event()
+    running = [asyncio.create_task(_worker(stack.url, service_key, stop)) for _ in range(workers)]
+    async with httpx.AsyncClient(base_url=stack.url, headers=user, timeout=60) as client:
+        ids = [await _create(client, "pool_client") for _ in range(sessions)]
+    times = await _call_times(ids, tenant)
+    stop.set()
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*running, return_exceptions=True)
+    first = min(called for called, _ in times)
+    last = max(answered for _, answered in times)
+    span = (last - first).total_seconds()
+    return {"bench": "pool_throughput", "workers": workers, "sessions": sessions, "calls": len(times),
+            "span_s": round(span, 2), "calls_per_s": round(len(times) / span, 1)}
+
+
+async def run(sizes: tuple[int, ...] = (1, 100), repeats: int = 2, pool_sessions: int = 100,
+              run_dir: Path | None = None) -> list[dict]:
+    stack = Stack(run_dir or Path(tempfile.mkdtemp(prefix="wakeline-bench-harness-")))
+    try:
+        stack.start("gateway-harness", kind="gateway")
+        stack.wait_gateway()
+        headers = {"Authorization": f"Bearer {stack.api_key('bench', 'user')}"}
+        limits = httpx.Limits(max_connections=max(sizes) * 2 + 20)
+        async with httpx.AsyncClient(base_url=stack.url, headers=headers, timeout=60, limits=limits) as client:
+            lines = await round_trip_vs_runner(client, sizes, repeats)
+        for workers in (1, 2, 4):
+            lines.append(await pool_throughput(stack, workers, pool_sessions))
+        return lines
+    finally:
+        stack.stop_all()
+
+
+if __name__ == "__main__":
+    started = time.monotonic()
+    for line in asyncio.run(run()):
+        print(json.dumps(line), flush=True)
+    print(json.dumps({"bench": "section_s", "section": "client_tools", "s": round(time.monotonic() - started, 1)}))
