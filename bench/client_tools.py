@@ -50,9 +50,12 @@ async def _frames(response: httpx.Response):
             data.append(line[5:].strip())
 
 
-async def _harness(client: httpx.AsyncClient, session_id: str) -> None:
-    """One session's harness: answers every call at once until the session ends."""
-    async with client.stream("GET", f"/v1/sessions/{session_id}/tool-calls/stream") as response:
+async def _harness(shared: httpx.AsyncClient, session_id: str) -> None:
+    """One session's harness: answers every call at once until the session ends. A client of
+    its own, as each harness process has: in one shared pool of 100+ open streams, httpcore
+    scans every connection on each request, and that scan was 70% of this process's CPU."""
+    async with httpx.AsyncClient(base_url=shared.base_url, headers=shared.headers, timeout=60) as client, \
+            client.stream("GET", f"/v1/sessions/{session_id}/tool-calls/stream") as response:
         response.raise_for_status()
         async for event, body in _frames(response):
             if event == "session_ended":
@@ -90,9 +93,15 @@ async def _call_times(ids: list[str], tenant: str = "default") -> list[tuple]:
 
 
 async def client_round_trips(client: httpx.AsyncClient, sessions: int) -> list[float]:
-    ids = [await _create(client, "noop_client") for _ in range(sessions)]
-    await asyncio.gather(*(_harness(client, sid) for sid in ids))
-    return [(answered - called).total_seconds() * 1000 for called, answered in await _call_times(ids)]
+    """Each session's harness connects as soon as its session exists (all are created at
+    once, as the runner's figure puts its sessions on the inbox at once): a call issued
+    before its harness connected would time the harness's absence, not the round trip."""
+    async def one() -> str:
+        sid = await _create(client, "noop_client")
+        await _harness(client, sid)
+        return sid
+    ids = await asyncio.gather(*(one() for _ in range(sessions)))
+    return [(answered - called).total_seconds() * 1000 for called, answered in await _call_times(list(ids))]
 
 
 async def round_trip_vs_runner(client: httpx.AsyncClient, sizes: tuple[int, ...], repeats: int) -> list[dict]:
