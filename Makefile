@@ -13,10 +13,11 @@ TEST_TOPIC_PREFIX ?= wakeline-test
 TEST_DATABASE ?= wakeline_test
 TEST_NAMES := WAKELINE_TOPIC_PREFIX=$(TEST_TOPIC_PREFIX) WAKELINE_POSTGRES_DATABASE=$(TEST_DATABASE)
 
-.PHONY: help deps venv up test-up down status lint test unit integration demo bench chaos cluster-up cluster-down cluster-status
+.PHONY: help deps venv up test-up down status lint test unit integration demo demo-harness bench chaos cluster-up cluster-down cluster-status
 
 help:
 	@echo "make demo   run an agent session end to end on the local stack"
+	@echo "make demo-harness   a session whose tool your own harness answers; the harness is killed mid-call"
 	@echo "make test   install, start the stack, lint, run the whole suite (topics wakeline-test.*, db wakeline_test)"
 	@echo "make lint   ruff on libs, services, tests and bench; mypy (strict) on libs"
 	@echo "make up / make down / make status   the local stack (Kafka + Postgres; passwords in .data/credentials.env)"
@@ -59,7 +60,7 @@ status:
 
 # Both tools run even when the first finds something, so one run lists every finding.
 lint: venv
-	@rc=0; $(VENV)/bin/ruff check libs services tests bench clients/python clients/openapi_snapshot.py || rc=1; $(VENV)/bin/mypy || rc=1; exit $$rc
+	@rc=0; $(VENV)/bin/ruff check libs services tests bench examples clients/python clients/openapi_snapshot.py || rc=1; $(VENV)/bin/mypy || rc=1; exit $$rc
 
 # The suite runs its own services under its own names; the demo's may keep running.
 # --durations: the slowest tests in every run's output, to keep the suite's wall time in view.
@@ -76,6 +77,11 @@ integration: test-up
 
 demo: up
 	@bash deploy/demo.sh
+
+# Your own tools (docs/your-own-tools.md): examples/ledger_harness.py answers a declared tool,
+# is killed with kill -9 while a call is pending, and a fresh one answers that call once.
+demo-harness: up
+	@bash deploy/demo_harness.sh
 
 bench: up
 	@bash deploy/services.sh down >/dev/null

@@ -5,6 +5,7 @@ races, the timeouts, cancel, other tenants, forks, and a brain or gateway killed
 from __future__ import annotations
 
 import json
+import threading
 
 import httpx
 
@@ -86,6 +87,34 @@ def test_a_harness_that_drops_mid_call_gets_the_same_call_again_and_it_is_record
     results = [e for e in assert_log_whole(sid) if e.type == "tool_result"]
     assert [r.payload.tool_call_id for r in results].count(issued["tool_call_id"]) == 1
     assert next(r for r in results if r.payload.tool_call_id == issued["tool_call_id"]).payload.output == "rows"
+
+
+def test_two_harnesses_racing_on_one_call_leave_one_recorded_result(stack, client):
+    sid = create_with_tools(client, "harness", [RUN_QUERY, LOOKUP])
+    with session_stream(stack.url, stack.headers, sid) as first, \
+            session_stream(stack.url, stack.headers, sid) as second:
+        (call,) = first.calls(1)
+        assert second.calls(1) == [call]  # both harnesses are offered the call
+        answers = {}
+
+        def post(name: str) -> None:
+            with httpx.Client(base_url=stack.url, headers=stack.headers, timeout=30) as own:
+                answers[name] = answer(own, sid, call["tool_call_id"], f"rows from {name}")
+        racers = [threading.Thread(target=post, args=(name,)) for name in ("first", "second")]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join()
+        statuses = sorted(r.status_code for r in answers.values())
+        assert statuses == [200, 409], {k: (r.status_code, r.text) for k, r in answers.items()}
+        winner = next(name for name, r in answers.items() if r.status_code == 200)
+        loser = answers["second" if winner == "first" else "first"]
+        assert loser.json()["code"] == "tool_call_already_answered"
+        client.post(f"/v1/sessions/{sid}/cancel")
+    wait_ended(client, stack, sid)
+    results = [e for e in assert_log_whole(sid) if e.type == "tool_result"]
+    assert [r.payload.output for r in results if r.payload.tool_call_id == call["tool_call_id"]] == \
+        [f"rows from {winner}"]
 
 
 def test_results_for_unknown_and_built_in_calls_are_refused_with_their_codes(stack, client):

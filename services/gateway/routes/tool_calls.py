@@ -95,7 +95,9 @@ async def submit_tool_result(tool_call_id: ToolCallIdPath, body: ToolResultCreat
             raise
         answer = await _answered_before(store, caller.scope, session.session_id, tool_call_id, body, err,
                                         settings.wait_timeout_s)
-    if answer.status == "done":
+    if answer.status == "done" and caller.role == "service":
+        # Only a service key can hold a pool lease: until the archive has the result, the pool
+        # must not offer the call again. A user's own harness is spared the write.
         await leases.answered(caller.tenant, session.session_id, tool_call_id)
     response.status_code = 200 if answer.status == "done" else 202
     return answer
