@@ -112,6 +112,11 @@ class Leases:
         async with self._pool.transaction(tenant) as conn:
             await conn.execute(RENEW, tenant, worker, lease_s)
 
+    async def held(self, tenant: str, worker: str) -> int:
+        """Calls leased to `worker` and not yet answered."""
+        async with self._pool.transaction(tenant) as conn:
+            return int(await conn.fetchval(HELD, tenant, worker))
+
     async def sweep(self, tenant: str) -> None:
         async with self._pool.transaction(tenant) as conn:
             await conn.execute(SWEEP, tenant)
@@ -127,13 +132,15 @@ class Leases:
 
 async def pool_frames(leases: Leases, tenant: str, tools: Sequence[str], lease_s: float, poll_s: float,
                       heartbeat_s: float, in_flight: int,
-                      gone: Callable[[], Awaitable[bool]] = _never) -> AsyncIterator[str]:
+                      gone: Callable[[], Awaitable[bool]] = _never, until_empty: bool = False) -> AsyncIterator[str]:
     """The pool stream of one worker: offers as they are leased to it, at most `in_flight`
     unanswered at once (so one worker never hoards the pool's work), heartbeats between.
     Its leases are renewed every third of `lease_s` and given back when the stream ends
     (the worker went away, or the gateway is shutting down). `gone` says whether the worker
     disconnected: asked every round, since nothing is written to a quiet stream between
-    heartbeats to find out, and its leases must go back at once, not at the next heartbeat."""
+    heartbeats to find out, and its leases must go back at once, not at the next heartbeat.
+    `until_empty`: the stream ends once nothing is on offer and the worker holds no call
+    unanswered (a worker that drains what waits, then exits)."""
     worker = f"worker-{uuid.uuid4()}"
     loop = asyncio.get_running_loop()
     renewed = quiet_since = loop.time()
@@ -144,6 +151,8 @@ async def pool_frames(leases: Leases, tenant: str, tools: Sequence[str], lease_s
             offers = await leases.take(tenant, tools, worker, lease_s, in_flight)
             for offer in offers:
                 yield offer.frame()
+            if until_empty and not offers and not await leases.held(tenant, worker):
+                return
             now = loop.time()
             if offers:
                 quiet_since = now

@@ -96,7 +96,9 @@ def session_scoped(path: str) -> bool:
 
 
 def is_write(method: str, path: str) -> bool:
-    return method in ("POST", "PUT", "DELETE") and path != "/v1/sessions"
+    """Commands, and the harness streams: a harness reads calls in order to answer them, so
+    reading them takes the write to the session (the pool: a service key) that answering does."""
+    return (method in ("POST", "PUT", "DELETE") and path != "/v1/sessions") or path.endswith("/tool-calls/stream")
 
 
 async def test_the_matrix_covers_every_route_the_app_serves(world) -> None:

@@ -56,7 +56,7 @@ async def test_a_message_that_fits_in_bytes_goes_to_the_inbox(gw) -> None:
 @pytest.mark.parametrize("body", [
     {"message": "é" * 300_000, "title": "t", "config": {"system_prompt": "é" * 300_000}},
     {"message": "x" * 1_000_001},
-    {"config": {"tools": ["bash"] * 150_000}},
+    {"config": {"tools": [f"tool{i}" for i in range(150_000)]}},  # distinct: a name twice is 422
 ], ids=["message+config", "long-ascii-message", "config-alone"])
 async def test_a_create_whose_session_created_event_would_not_fit_is_413(gw, body) -> None:
     client, _, _ = gw

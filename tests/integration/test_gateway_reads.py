@@ -64,7 +64,7 @@ async def test_get_session_returns_the_projection_and_404_names_unknown_ids(gw) 
     assert found.json() | {"created_at": None, "updated_at": None} == {
         "session_id": events[0].session_id, "owner": "user:local", "title": "hello", "model": "scripted:demo",
         "status": "idle", "last_seq": 1, "created_at": None, "updated_at": None, "ended_reason": None,
-        "parent_session_id": None, "fork_seq": None}
+        "parent_session_id": None, "fork_seq": None, "pending_client_calls": []}
     assert missing.status_code == 404 and "no-such-session" in missing.json()["detail"]
 
 

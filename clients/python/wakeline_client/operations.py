@@ -64,7 +64,7 @@ HAND_BACK = _command("/handback")
 SUBMIT_TOOL_RESULT = _command("/tool-results/{tool_call_id}", m.ToolResultCreate)
 # The harness's streams of declared-tool calls: one session's, and the tenant's pool.
 SESSION_TOOL_CALLS = Operation("GET", S + "/tool-calls/stream")
-POOL_TOOL_CALLS = Operation("GET", "/v1/tool-calls/stream", ("tools", "lease_s", "max_in_flight"))
+POOL_TOOL_CALLS = Operation("GET", "/v1/tool-calls/stream", ("tools", "lease_s", "max_in_flight", "until_empty"))
 
 AUDIT_EVENTS = Operation("GET", "/v1/audit/events", AUDIT_FILTERS, response=m.AuditEventsPublic)
 EXPORT_AUDIT_EVENTS = Operation("GET", "/v1/audit/events/export", (*AUDIT_FILTERS, "format"))

@@ -238,8 +238,8 @@ class Pool {
    * GET /v1/tool-calls/stream?tools=a,b (a service key): calls of these tools from every
    * session of the tenant, each leased to one worker at a time.
    */
-  toolCalls({ tools, lease_s: leaseS, ...options }) {
+  toolCalls({ tools, lease_s: leaseS, max_in_flight: maxInFlight, until_empty: untilEmpty, ...options }) {
     return new ToolCallStream(this.transport, "/v1/tool-calls/stream",
-      { ...options, query: { tools: tools.join(","), lease_s: leaseS } });
+      { ...options, query: { tools: tools.join(","), lease_s: leaseS, max_in_flight: maxInFlight, until_empty: untilEmpty } });
   }
 }

@@ -1595,7 +1595,8 @@ export interface Operations {
   /** Stream Pool Tool Calls
    *
    * A pool worker (service key): calls of every session of its tenant that declares these
-   * tools, at most `max_in_flight` of them unanswered at once. */
+   * tools, at most `max_in_flight` of them unanswered at once; with `until_empty`, the stream
+   * ends once nothing is on offer and every call it offered is answered. */
   "GET /v1/tool-calls/stream": {
     operationId: "stream_pool_tool_calls_v1_tool_calls_stream_get";
     path: Record<string, never>;
@@ -1604,6 +1605,7 @@ export interface Operations {
       tools: string;
       lease_s?: number | null;
       max_in_flight?: number;
+      until_empty?: boolean;
     };
     headers: Record<string, never>;
     body: never;

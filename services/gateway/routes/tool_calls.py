@@ -63,13 +63,15 @@ ToolNames = Annotated[str, Query(min_length=1, max_length=4200, pattern=r"^[A-Za
 async def stream_pool_tool_calls(request: Request, caller: PoolWorker, leases: LeasesDep, settings: SettingsDep,
                                  tools: ToolNames,
                                  lease_s: Annotated[float | None, Query(gt=0, le=3600)] = None,
-                                 max_in_flight: Annotated[int, Query(ge=1, le=1000)] = 16) -> StreamingResponse:
+                                 max_in_flight: Annotated[int, Query(ge=1, le=1000)] = 16,
+                                 until_empty: bool = False) -> StreamingResponse:
     """A pool worker (service key): calls of every session of its tenant that declares these
-    tools, at most `max_in_flight` of them unanswered at once."""
+    tools, at most `max_in_flight` of them unanswered at once; with `until_empty`, the stream
+    ends once nothing is on offer and every call it offered is answered."""
     names = sorted(set(tools.split(",")))
     frames = pool_frames(leases, caller.tenant, names, lease_s or settings.tool_call_lease_s,
                          settings.tool_call_poll_s, settings.stream_heartbeat_s, max_in_flight,
-                         request.is_disconnected)
+                         request.is_disconnected, until_empty)
     return StreamingResponse(frames, media_type="text/event-stream", headers=HEADERS)
 
 
