@@ -24,6 +24,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -50,20 +51,23 @@ async def _frames(response: httpx.Response):
             data.append(line[5:].strip())
 
 
-async def _harness(shared: httpx.AsyncClient, session_id: str) -> None:
-    """One session's harness: answers every call at once until the session ends. A client of
-    its own, as each harness process has: in one shared pool of 100+ open streams, httpcore
-    scans every connection on each request, and that scan was 70% of this process's CPU."""
+async def _harness(shared: httpx.AsyncClient, session_id: str) -> datetime:
+    """One session's harness: answers every call at once until the session ends; returns when
+    its stream was open. A client of its own, as each harness process has: in one shared pool
+    of 100+ open streams, httpcore scans every connection on each request, and that scan was
+    70% of this process's CPU."""
     async with httpx.AsyncClient(base_url=shared.base_url, headers=shared.headers, timeout=60) as client, \
             client.stream("GET", f"/v1/sessions/{session_id}/tool-calls/stream") as response:
         response.raise_for_status()
+        connected = datetime.now(UTC)
         async for event, body in _frames(response):
             if event == "session_ended":
-                return
+                return connected
             if event == "tool_call":
                 answered = await client.post(f"/v1/sessions/{session_id}/tool-results/{body['tool_call_id']}",
                                              json={"output": body["input"]["text"]})
                 answered.raise_for_status()
+    raise RuntimeError(f"the stream of {session_id} ended before the session did")
 
 
 async def _create(client: httpx.AsyncClient, policy: str) -> str:
@@ -73,7 +77,7 @@ async def _create(client: httpx.AsyncClient, policy: str) -> str:
     return created.json()["session_id"]
 
 
-async def _call_times(ids: list[str], tenant: str = "default") -> list[tuple]:
+async def _call_times(ids: list[str], tenant: str = "default", with_session: bool = False) -> list[tuple]:
     conn = await service()
     try:
         async with conn.transaction():
@@ -87,35 +91,42 @@ async def _call_times(ids: list[str], tenant: str = "default") -> list[tuple]:
                 await asyncio.sleep(0.2)
         async with conn.transaction():
             await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
-            return [(r["called"], r["answered"]) for r in await conn.fetch(ROUND_TRIPS, ids)]
+            rows = await conn.fetch(ROUND_TRIPS.replace("SELECT ", "SELECT c.session_id, ", 1), ids)
+            return [(r["session_id"], r["called"], r["answered"]) if with_session else (r["called"], r["answered"])
+                    for r in rows]
     finally:
         await conn.close()
 
 
-async def client_round_trips(client: httpx.AsyncClient, sessions: int) -> list[float]:
-    """Each session's harness connects as soon as its session exists (all are created at
-    once, as the runner's figure puts its sessions on the inbox at once): a call issued
-    before its harness connected would time the harness's absence, not the round trip."""
-    async def one() -> str:
+async def client_round_trips(client: httpx.AsyncClient, sessions: int) -> tuple[list[float], int]:
+    """(round trips in ms, calls left out). Each session's harness connects as soon as its
+    session exists (all are created at once, as the runner's figure puts its sessions on the
+    inbox at once). A call sealed before its harness's stream was open (the first, mostly)
+    is left out: it would time the harness's absence, not the round trip."""
+    async def one() -> tuple[str, datetime]:
         sid = await _create(client, "noop_client")
-        await _harness(client, sid)
-        return sid
-    ids = await asyncio.gather(*(one() for _ in range(sessions)))
-    return [(answered - called).total_seconds() * 1000 for called, answered in await _call_times(list(ids))]
+        return sid, await _harness(client, sid)
+    connected = dict(await asyncio.gather(*(one() for _ in range(sessions))))
+    times = await _call_times(list(connected), with_session=True)
+    kept = [(answered - called).total_seconds() * 1000 for sid, called, answered in times if called > connected[sid]]
+    return kept, len(times) - len(kept)
 
 
 async def round_trip_vs_runner(client: httpx.AsyncClient, sizes: tuple[int, ...], repeats: int) -> list[dict]:
     lines = []
     for sessions in sizes:
-        runner_runs, client_runs = [], []
+        runner_runs, client_runs, left_out = [], [], 0
         for _ in range(repeats):
             runner_runs.append(summary(await tool_roundtrip.round_trips(sessions, 600)))
-            client_runs.append(summary(await client_round_trips(client, sessions)))
+            trips, before_connect = await client_round_trips(client, sessions)
+            client_runs.append(summary(trips))
+            left_out += before_connect
         runner = {q: statistics.median(r[q] for r in runner_runs) for q in ("p50", "p99")}
         harness = {q: statistics.median(r[q] for r in client_runs) for q in ("p50", "p99")}
         lines.append({"bench": "client_round_trip_vs_runner", "concurrent_sessions": sessions, "runs": repeats,
                       "runner_p50": runner["p50"], "runner_p99": runner["p99"],
                       "p50": harness["p50"], "p99": harness["p99"], "calls": client_runs[0]["n"],
+                      "left_out_before_connect": left_out,
                       "p50_ratio": round(harness["p50"] / runner["p50"], 3),
                       "p99_ratio": round(harness["p99"] / runner["p99"], 3)})
     return lines
@@ -166,7 +177,7 @@ async def pool_throughput(stack: Stack, workers: int, sessions: int) -> dict:
 
 
 async def run(sizes: tuple[int, ...] = (1, 100), repeats: int = 2, pool_sessions: int = 100,
-              run_dir: Path | None = None) -> list[dict]:
+              pool_workers: tuple[int, ...] = (1, 2, 4), run_dir: Path | None = None) -> list[dict]:
     stack = Stack(run_dir or Path(tempfile.mkdtemp(prefix="wakeline-bench-harness-")))
     try:
         stack.start("gateway-harness", kind="gateway")
@@ -175,7 +186,7 @@ async def run(sizes: tuple[int, ...] = (1, 100), repeats: int = 2, pool_sessions
         limits = httpx.Limits(max_connections=max(sizes) * 2 + 20)
         async with httpx.AsyncClient(base_url=stack.url, headers=headers, timeout=60, limits=limits) as client:
             lines = await round_trip_vs_runner(client, sizes, repeats)
-        for workers in (1, 2, 4):
+        for workers in pool_workers:
             lines.append(await pool_throughput(stack, workers, pool_sessions))
         return lines
     finally:
