@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ SELECT c.session_id, c.seq, c.payload->>'tool_call_id' AS tool_call_id, c.tool_n
  ORDER BY s.updated_at, c.session_id, c.seq
  LIMIT $3
 """
+SPREAD = 4  # candidates looked at per call a worker has room for
 # Taken only where no live lease is: a lease that ran out is taken over, one held is not.
 TAKE = """
 INSERT INTO tool_call_leases (tenant, session_id, tool_call_id, worker, expires_at)
@@ -110,8 +112,13 @@ class Leases:
             room = in_flight - await conn.fetchval(HELD, tenant, worker)
             if room <= 0:
                 return offers
-            rows = await conn.fetch(OFFERABLE, tenant, list(tools), room)
-            for row in rows:
+            # A window wider than the room, taken in an order of this worker's own: workers that
+            # search at once then mostly try different calls, rather than all the same oldest
+            # few, where one wins and the others wait on its uncommitted lease to lose.
+            rows = await conn.fetch(OFFERABLE, tenant, list(tools), room * SPREAD)
+            for row in random.sample(list(rows), len(rows)):
+                if len(offers) == room:
+                    break
                 until = await conn.fetchval(TAKE, tenant, row["session_id"], row["tool_call_id"], worker, lease_s)
                 if until is not None:  # None: another worker's lease came first
                     offers.append(Offer(row["session_id"], row["tool_call_id"], row["name"],
