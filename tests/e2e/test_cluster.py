@@ -208,9 +208,10 @@ async def _values(topic: str, partition: int, key: bytes) -> list[bytes]:
         await consumer.seek_to_beginning(tp)
         end = (await consumer.end_offsets([tp]))[tp]
         values: list[bytes] = []
-        while await consumer.position(tp) < end:
-            for records in (await consumer.getmany(tp, timeout_ms=2000)).values():
-                values += [r.value for r in records if r.key == key]
+        async with asyncio.timeout(60):
+            while await consumer.position(tp) < end:
+                for records in (await consumer.getmany(tp, timeout_ms=2000)).values():
+                    values += [r.value for r in records if r.key == key]
         return values
     finally:
         await consumer.stop()

@@ -93,8 +93,9 @@ async def test_a_wake_calls_the_model_at_once_instead_of_after_the_backoff() -> 
         actor = with_deps(part.actor("s1", model), model_retry_s=3600, model_retry_max_s=3600, idle_evict_s=0.5)
         part.deliver(actor, create("s1"))
         run = asyncio.create_task(actor.run("test"))
-        while not any(ev.type == "model_unavailable" for ev in part.events("s1")):
-            await asyncio.sleep(0.02)
+        async with asyncio.timeout(10):
+            while not any(ev.type == "model_unavailable" for ev in part.events("s1")):
+                await asyncio.sleep(0.02)
         assert fold(part.events("s1")).status == "waiting_model"
         part.deliver(actor, c.WakeSession(command_id=f"wake-{uuid.uuid4()}", session_id="s1", tenant="t",
                                           actor="user:ann"))
