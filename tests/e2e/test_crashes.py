@@ -41,8 +41,14 @@ def test_archiver_killed_mid_batch_restarts_and_stores_every_event_exactly_once(
     sids = [create_session(client, "tools3") for _ in range(4)]
     wait_for(lambda: stored_events(sids[0]), 30, "archiving to begin", stack)
     stack.services["archiver"].kill9()
+    # What the dead archiver had stored: the rest of these sessions, written to Kafka before
+    # the kill or after it, is left for its successor (checked below, so the kill hit mid work).
+    stored_at_kill = {sid: len(stored_events(sid)) for sid in sids}
     stack.start("archiver", "archiver", WAKELINE_HOST="archiver-2")
     for sid in sids:
-        wait_ended(client, stack, sid, timeout=120)
+        assert wait_ended(client, stack, sid, timeout=120)["ended_reason"] == "completed"
         events = assert_log_whole(sid)
+        assert [e.type for e in events].count("session_created") == 1
         assert events[-1].type == "session_ended"
+    left = {sid: len(stored_events(sid)) - stored_at_kill[sid] for sid in sids}
+    assert sum(left.values()) > 0, f"every event was archived before the kill: {stored_at_kill}"

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import uuid
 
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.structs import ConsumerRecord
+
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole, pg_rows
 from tests.kcat import kcat_login
+from wakeline.kafka_io import kafka_auth
 from wakeline.settings import CommonSettings
 from wakeline.topics import INBOX, partition_for
 
@@ -43,15 +48,52 @@ def test_command_from_a_plain_kafka_producer_is_served(stack, client, auditor):
 
 
 def test_command_on_the_wrong_partition_is_rerouted_and_sequenced_once(stack, auditor):
+    """Only the misplaced record is sent, so the session can exist only through the brain
+    re-producing it: the copy is found on the right partition, and the session ran once."""
     sid = str(uuid.uuid4())
-    right = partition_for(sid, CommonSettings().partitions)
-    wrong = (right + 1) % CommonSettings().partitions
+    partitions = CommonSettings().partitions
+    right = TopicPartition(INBOX, partition_for(sid, partitions))
+    wrong = (right.partition + 1) % partitions
+    before = asyncio.run(inbox_end(right))
     command = create_command(sid)
     kcat_produce(command, key=sid, partition=wrong)
-    kcat_produce(command, key=sid, partition=right)  # the same command again, correctly placed
     assert wait_ended(auditor, stack, sid)["ended_reason"] == "completed"
+    rerouted = [r for r in asyncio.run(inbox_records_from(right, before)) if r.key == sid.encode()]
+    assert [r.value for r in rerouted] == [command.encode()], rerouted
     events = assert_log_whole(sid)
     assert [e.type for e in events].count("session_created") == 1
+
+
+async def inbox_end(tp: TopicPartition) -> int:
+    reader = inbox_reader()
+    await reader.start()
+    try:
+        return (await reader.end_offsets([tp]))[tp]
+    finally:
+        await reader.stop()
+
+
+async def inbox_records_from(tp: TopicPartition, offset: int) -> list[ConsumerRecord]:
+    """The committed records of `tp` from `offset` to its end as it is now."""
+    reader = inbox_reader()
+    await reader.start()
+    found: list[ConsumerRecord] = []
+    try:
+        end = (await reader.end_offsets([tp]))[tp]
+        reader.assign([tp])
+        reader.seek(tp, offset)
+        async with asyncio.timeout(30):
+            while (await reader.position(tp)) < end:
+                found += (await reader.getmany(tp, timeout_ms=1_000)).get(tp, [])
+    finally:
+        await reader.stop()
+    return found
+
+
+def inbox_reader() -> AIOKafkaConsumer:
+    settings = CommonSettings()  # the suite's principal (admin): reads any topic
+    return AIOKafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings),
+                            isolation_level="read_committed", enable_auto_commit=False)
 
 
 def test_malformed_records_go_to_the_dead_letter_topic_and_services_keep_serving(stack, auditor):
