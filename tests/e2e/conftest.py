@@ -15,6 +15,15 @@ from tests.e2e.console_browser import browser, page  # noqa: F401 - the console'
 from tests.e2e.stack import require_database, running_stack
 
 
+SWEEP = "test_zz_replay_sweep.py"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The replay sweep runs after every other test, whatever the order of the files or the
+    paths asked for: it checks what they recorded (its name sorting last is not relied on)."""
+    items.sort(key=lambda item: item.path.name == SWEEP)  # stable: the rest keep their order
+
+
 @pytest.fixture(scope="session", autouse=True)
 def e2e_start() -> datetime:
     """When this run's first e2e test started (autouse: modules with a stack fixture of their

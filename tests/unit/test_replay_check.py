@@ -24,11 +24,18 @@ from wakeline_brain.replay_check import first_divergence
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 RECORDED = sorted(GOLDEN_DIR.glob("recorded_*.jsonl"))
+# The recorded sessions by name: an empty or shrunken glob (a file renamed or lost) would
+# otherwise parametrize the replay below over nothing, and pytest reports that as a skip.
+RECORDED_NAMES = {"recorded_claude_compaction.jsonl", "recorded_compaction.jsonl", "recorded_fork_of_fork.jsonl"}
 
 
 def golden(name: str | Path) -> list[e.Event]:
     path = name if isinstance(name, Path) else GOLDEN_DIR / name
     return [parse_event(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def test_the_recorded_golden_sessions_are_all_there():
+    assert {path.name for path in RECORDED} >= RECORDED_NAMES
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.name)
