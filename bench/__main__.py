@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench import (
     archiver_throughput, audit_query, client_tools, console_render, fold_speed, http_commands, prompt_cache, scale,
-    tool_roundtrip, wake_time,
+    tail_reads, tool_roundtrip, wake_time,
 )
 from tests.e2e.stack import Stack
 
@@ -32,6 +32,7 @@ def main() -> None:
     # first, before the services start: they need only Postgres (or nothing), and nothing competes for the cores
     timed("audit_query", lambda: asyncio.run(audit_query.run()))
     timed("fold_speed", lambda: fold_speed.run(repeats=3))
+    timed("tail_reads", lambda: asyncio.run(tail_reads.run()))  # Kafka only: a private topic
     timed("prompt_cache", lambda: asyncio.run(prompt_cache.run()))  # no services: the local Messages API only
     timed("prompt_cache_mixed", lambda: asyncio.run(prompt_cache.run_mixed()))  # thinking, compactions
     stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-")))

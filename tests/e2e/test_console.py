@@ -31,6 +31,9 @@ HOSTILE_PORT = 47613  # named in tests/e2e/policies/hostileconsole.json
 WRITE_ACTS = {"cancel", "wake", "takeover", "handback"}
 READ_ACTS = {"export-html", "export-json", "verify"}
 CELLS = "rs => rs.map(r => [...r.cells].map(c => c.textContent))"  # a table's rows as lists of texts
+# Fetches `url` once a frame and a task have passed: after what the page had queued before.
+AFTER_A_TURN = ("url => new Promise(r => requestAnimationFrame(() => setTimeout(r)))"
+                ".then(() => fetch(url)).then(() => null)")
 
 
 @pytest.fixture(scope="module")
@@ -480,7 +483,12 @@ def test_hostile_content_stays_text_and_reaches_nothing(stack, keys, page):
         for button in page.query_selector_all("#transcript button.show-all"):
             button.click()
         page.get_by_text("click me").first.click()  # a javascript: link, were it one
-        page.wait_for_timeout(1500)
+        # Not a fixed window: a request this page sends once the click and a frame have had
+        # their turn. What the content set off went out before it (the page's events come in
+        # order), and a dialog would have held it back until dismissed.
+        after = f"{stack.url}/healthz?after-click={uuid.uuid4().hex}"
+        with page.expect_request(lambda request: request.url == after):
+            page.evaluate(AFTER_A_TURN, after)
         # What escaped first (a page that ran the content may no longer be this page at all).
         assert dialogs == [] and foreign == [] and Counter.hits == [], (dialogs, foreign, Counter.hits)
         assert page.url.endswith(f"/console/#/s/{sid}"), page.url

@@ -30,7 +30,7 @@ from wakeline.events import Event
 from wakeline.kafka_io import make_consumer
 from wakeline.pg import TenantPool
 from wakeline.status import SESSION_COLUMNS, advance
-from wakeline.topics import INBOX
+from wakeline.topics import INBOX, partition_for
 from wakeline_gateway.app import create_app
 from wakeline_gateway.settings import GatewaySettings
 
@@ -126,6 +126,7 @@ class InboxWatcher:
     """A group-less consumer of every inbox partition, from where the log ended at start."""
 
     def __init__(self, settings: GatewaySettings):
+        self._settings = settings
         self._consumer = make_consumer(settings, group_id=None)
         self._partitions = settings.partitions
         self.seen: list[ConsumerRecord] = []
@@ -154,6 +155,26 @@ class InboxWatcher:
 
     async def commands_for(self, session_id: str, count: int = 1, timeout_s: float = 10.0) -> list[CommandBase]:
         return [parse_command(r.value) for r in await self.records_for(session_id, count, timeout_s)]
+
+    async def up_to_now(self, session_id: str) -> list[ConsumerRecord]:
+        """The session's records on the inbox up to where its partition's log ends now: what
+        "nothing was sent" is checked against, instead of a window of time. The gateway answers
+        only once Kafka has acknowledged what it sent, so a command sent for an answer already
+        received lies below that end: read up to it, the watcher has seen it, or it was never
+        sent. The log end, not the read-committed one: a brain's open transaction on the
+        partition (a reroute) would hold that below the command."""
+        tp = TopicPartition(INBOX, partition_for(session_id, self._partitions))
+        ends = make_consumer(self._settings, group_id=None, isolation_level="read_uncommitted")
+        await ends.start()
+        try:
+            end = (await ends.end_offsets([tp]))[tp]
+        finally:
+            await ends.stop()
+        async with asyncio.timeout(30):
+            while await self._consumer.position(tp) < end:
+                batches = await self._consumer.getmany(tp, timeout_ms=200)
+                self.seen += [record for batch in batches.values() for record in batch]
+        return [record for record in self.seen if record.key == session_id.encode()]
 
 
 class FakeInbox:

@@ -282,12 +282,21 @@ async def test_stream_until_end_reads_past_an_end_that_a_message_continued(gw) -
     assert _frames(finished.text) == []
 
 
-async def test_stream_tails_events_appended_while_it_is_open(gw) -> None:
-    _, client, seeder = gw
+async def test_stream_tails_events_appended_while_it_is_open(gw, monkeypatch) -> None:
+    app, client, seeder = gw
     history = await seeder.session([created()])
     sid = history[0].session_id
+    read_history, stored = asyncio.Event(), app.state.store.events
+
+    async def events(scope, session_id, query):  # the stream's first read of Postgres is its history
+        found = await stored(scope, session_id, query)
+        if session_id == sid:
+            read_history.set()
+        return found
+    monkeypatch.setattr(app.state.store, "events", events)
     reading = asyncio.create_task(client.get(f"/v1/sessions/{sid}/stream", params={"until_end": "true"}))
-    await asyncio.sleep(0.2)
+    # Appended only once the stream has read what was stored: it can see them only by tailing.
+    await asyncio.wait_for(read_history.wait(), 10)
     history = await seeder.append(sid, [draft("user_message", "c1", text="later")], history)
     await seeder.append(sid, [draft("session_ended", reason="cancelled")], history)
     answer = await asyncio.wait_for(reading, timeout=10)
