@@ -1,10 +1,11 @@
-"""A throwaway Kafka broker for the tests that restart one, and what an open transaction holds.
+"""A throwaway Kafka broker for the tests that restart or pause one, and what an open transaction holds.
 
 A test that restarts the shared broker changes it under every test after it: a transaction
 left open by a restart pins a partition's last stable offset, and every read-committed
 consumer of that partition waits, in whatever test runs next. So the tests that restart a
 broker start their own (`deploy/kafka/kafka.sh` on free ports and a data directory of their
-own, the topics created as `make up` creates them) and restart that one.
+own, the topics created as `make up` creates them) and restart that one. A test that pauses a
+broker (`PrivateBroker.paused`) pauses its own for the same reason.
 
 `held_partitions` names the partitions whose read-committed end lags the high watermark:
 what a consumer that "sees nothing" is waiting behind. Tests put it in their failure
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -61,6 +63,26 @@ class PrivateBroker:
                               timeout=240)
         assert done.returncode == 0, f"kafka.sh {what} failed:\n{done.stdout}{done.stderr}"
         return done.stdout + done.stderr
+
+    def jvm_pid(self) -> int:
+        """The broker's JVM, from kafka.sh's pid file, checked against its command line as
+        kafka.sh checks it: a recycled pid must never be signalled."""
+        props = Path(self.env["WAKELINE_KAFKA_DATA"]).resolve() / "server.properties"
+        pid = int((props.parent / "kafka.pid").read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        assert cmdline.endswith(f"kafka.Kafka {props}"), f"pid {pid} is not this broker: {cmdline[-200:]}"
+        return pid
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The broker stopped (SIGSTOP) for the block: its sockets stay open and the kernel
+        still accepts connections and takes requests, but nothing is answered. Always resumed."""
+        pid = self.jvm_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
 
 
 @contextmanager
