@@ -7,6 +7,7 @@ Fixtures only; what tests share besides them lives in `stack` (the processes), `
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,9 +20,14 @@ SWEEP = "test_zz_replay_sweep.py"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The replay sweep runs after every other test, whatever the order of the files or the
-    paths asked for: it checks what they recorded (its name sorting last is not relied on)."""
-    items.sort(key=lambda item: item.path.name == SWEEP)  # stable: the rest keep their order
+    """The replay sweep runs right after the last other end-to-end test, whatever the order of
+    the files or the paths asked for: it checks what they recorded (its name sorting last is
+    not relied on). Not after the integration tests: they plant sessions no brain decided."""
+    sweep = [item for item in items if item.path.name == SWEEP]
+    rest = [item for item in items if item.path.name != SWEEP]
+    e2e = Path(__file__).parent
+    last = max((n for n, item in enumerate(rest) if e2e in item.path.parents), default=len(rest) - 1)
+    items[:] = rest[:last + 1] + sweep + rest[last + 1:]
 
 
 @pytest.fixture(scope="session", autouse=True)
