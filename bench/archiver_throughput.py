@@ -34,12 +34,12 @@ from aiokafka import AIOKafkaProducer
 
 from bench.harness import ROOT, percentile, produce_events, service, superuser
 from bench.synthetic import session_events
-from wakeline.codec import encode
-from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS, event_row
-from wakeline.kafka_io import kafka_auth
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
-from wakeline.topics import ARCHIVER_GROUP, EVENTS, partition_for, record_key
+from wakeline.contract.codec import encode
+from wakeline.storage.event_store import EVENT_COLUMNS, INSERT_ROWS, event_row
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import ARCHIVER_GROUP, EVENTS, partition_for, record_key
 from wakeline_archiver.lag import LagProbe
 
 TICK_S = 0.1

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from bench.audit_load import TENANT
-from wakeline.pg import TenantPool
+from wakeline.storage.pg import TenantPool
 from wakeline_gateway.audit import AuditQuery, events_sql
 
 

@@ -22,8 +22,8 @@ from bench.audit_load import TENANT, ensure_loaded, storage_per_event
 from bench.audit_plan import explain_custom, explain_generic, plan_cache, plan_summary
 from bench.audit_sessions import AGENT
 from bench.harness import summary
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
 from wakeline_gateway.audit import AuditQuery, AuditStore, events_sql
 
 WARMUP, RUNS = 20, 200

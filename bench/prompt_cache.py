@@ -33,11 +33,11 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from tests.fakes.messages_api import Canned, FakeMessagesAPI, message, text_block, thinking_block, tool_use_block
-from wakeline import commands as c
-from wakeline.chain import Draft, seal
-from wakeline.fold import apply
-from wakeline.state import SessionState
-from wakeline.tools import tool_schemas
+from wakeline.contract import commands as c
+from wakeline.log.chain import Draft, seal
+from wakeline.log.fold import apply
+from wakeline.log.state import SessionState
+from wakeline.contract.tools import tool_schemas
 from wakeline_brain.claude import ClaudeModel
 from wakeline_brain.context import build_request, plan_compaction
 from wakeline_brain.inputs import handle_input

@@ -32,9 +32,9 @@ from pathlib import Path
 
 from bench import audit_load
 from bench.harness import superuser
-from wakeline.closed_months import pack_closed_months
-from wakeline.migrate import MIGRATIONS_DIR, apply_migrations
-from wakeline.settings import AdminSettings
+from wakeline.ops.closed_months import pack_closed_months
+from wakeline.storage.migrate import MIGRATIONS_DIR, apply_migrations
+from wakeline.runtime.settings import AdminSettings
 
 
 async def measure(order: str = "sessions", upto: int | None = None, pack: bool = True,

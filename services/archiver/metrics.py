@@ -1,4 +1,4 @@
-"""What feeds the archiver's metrics (libs/wakeline/metrics.py): the size of each events batch
+"""What feeds the archiver's metrics (libs/wakeline/runtime/metrics.py): the size of each events batch
 stored, the lag `_report_lag` measures, and the archiver's own counts of what it did with
 each record, carried into counters every second. app.py puts it in place.
 """
@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from wakeline import metrics
+from wakeline.runtime import metrics
 
 T = TypeVar("T", bound=Sequence[Any])
 

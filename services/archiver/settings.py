@@ -10,14 +10,14 @@ from pathlib import Path
 
 from pydantic import Field
 
-from wakeline.archive_position import ARCHIVER_GROUP
-from wakeline.settings import CommonSettings
+from wakeline.storage.archive_position import ARCHIVER_GROUP
+from wakeline.runtime.settings import CommonSettings
 
 
 class ArchiverSettings(CommonSettings):
     kafka_username: str = "archiver"
     # The Kafka consumer group, the faust app id and `archiver_offsets.consumer_group`
-    # (others read how far the archive reaches through `wakeline.archive_position`).
+    # (others read how far the archive reaches through `wakeline.storage.archive_position`).
     archiver_group: str = ARCHIVER_GROUP
     # The most records one transaction takes. The consumer's fetch loop (`transport.py`)
     # hands over what arrived within the window, so batches are small when the archive

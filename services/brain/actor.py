@@ -22,18 +22,18 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from wakeline import commands as c
-from wakeline import events as e
-from wakeline import logs, metrics, tracing
-from wakeline.chain import Draft, seal
-from wakeline.codec import encode
-from wakeline.deltas import DeltaKind, ModelDelta
-from wakeline.fold import FoldError, apply, fold
-from wakeline.lineage import PrefixUnavailable
-from wakeline.limits import RecordTooLarge, check_record
-from wakeline.snapshots import resume, snapshot_payload
-from wakeline.state import SessionState
-from wakeline.topics import EVENTS, TOOL_CALLS, record_key
+from wakeline.contract import commands as c
+from wakeline.contract import events as e
+from wakeline.runtime import logs, metrics, tracing
+from wakeline.log.chain import Draft, seal
+from wakeline.contract.codec import encode
+from wakeline.contract.deltas import DeltaKind, ModelDelta
+from wakeline.log.fold import FoldError, apply, fold
+from wakeline.storage.lineage import PrefixUnavailable
+from wakeline.contract.limits import RecordTooLarge, check_record
+from wakeline.log.snapshots import resume, snapshot_payload
+from wakeline.log.state import SessionState
+from wakeline.contract.topics import EVENTS, TOOL_CALLS, record_key
 from wakeline_brain.context import (
     TokenCount, build_request, counted_after, estimate_tokens, estimated, plan_compaction, usage_reading,
 )
@@ -229,7 +229,7 @@ class SessionActor:
         """Handles one mailbox item (None: just advance); a failure parks it, never the brain."""
         payload = item[0] if isinstance(item, tuple) else item  # (input, token), or the model's answer
         logs.bind(seq=self.state.last_seq, tool_call_id=getattr(payload, "tool_call_id", None))
-        # The input's trace goes on here, and on in what this task writes from now on (wakeline.tracing).
+        # The input's trace goes on here, and on in what this task writes from now on (wakeline.runtime.tracing).
         span = tracing.follow(item[1], f"brain {type(payload).__name__}", **{"wakeline.session_id": self.session_id}) \
             if isinstance(item, tuple) else None
         try:

@@ -10,10 +10,10 @@ from functools import partial
 from aiokafka import AIOKafkaProducer
 from aiokafka.producer import sender as aiokafka_sender
 
-from wakeline.kafka_io import kafka_auth, make_consumer
-from wakeline.limits import producer_max_request_size
-from wakeline.pg import TenantPool
-from wakeline.tools import tool_schemas
+from wakeline.transport.kafka_io import kafka_auth, make_consumer
+from wakeline.contract.limits import producer_max_request_size
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.tools import tool_schemas
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
 from wakeline_brain.metrics import TimedProducer, start_samplers
 from wakeline_brain.deltas import DeltaPublisher

@@ -25,7 +25,7 @@ from typing import Any
 import anthropic
 import httpx2  # the SDK's HTTP client: a stream cut part-way raises its errors, not the SDK's
 
-from wakeline.events import Usage
+from wakeline.contract.events import Usage
 from wakeline_brain.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
 
 EPHEMERAL = {"type": "ephemeral"}

@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.state import (
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.log.state import (
     Message, OtherBlock, RedactedThinkingBlock, SessionState, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock,
     text_of,
 )

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from wakeline import commands as c
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.lineage import unfinished_calls
-from wakeline.state import SessionState
+from wakeline.contract import commands as c
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.storage.lineage import unfinished_calls
+from wakeline.log.state import SessionState
 
 
 class ForkRefused(ValueError):

@@ -9,10 +9,10 @@ the whole of a result's dedupe; docs/architecture.md, "What a session remembers 
 
 from __future__ import annotations
 
-from wakeline import commands as c
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.state import SessionState
+from wakeline.contract import commands as c
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.log.state import SessionState
 
 
 def input_id(item: c.CommandBase | c.ToolResultReport) -> str:

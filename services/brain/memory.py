@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.state import SessionState
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.log.state import SessionState
 from wakeline_brain.context import CHARS_PER_TOKEN
 
 SYSTEM = "system:brain"

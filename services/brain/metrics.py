@@ -1,4 +1,4 @@
-"""What feeds the brain's metrics (libs/wakeline/metrics.py): a producer wrapper timing each
+"""What feeds the brain's metrics (libs/wakeline/runtime/metrics.py): a producer wrapper timing each
 partition transaction and counting the events it commits, a model wrapper timing calls and
 counting tokens, and a sampler of the sessions in memory and the consumer's lag. The writer,
 the actors and the model adapters know nothing of it; app.py and models.py put it in place.
@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from wakeline import metrics, tracing
-from wakeline.topics import EVENTS
+from wakeline.runtime import metrics, tracing
+from wakeline.contract.topics import EVENTS
 from wakeline_brain.model import DeltaSink, Model, ModelReply, ModelRequest
 
 

@@ -10,7 +10,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from wakeline.events import Usage
+from wakeline.contract.events import Usage
 
 
 class ModelRequest(BaseModel):

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wakeline import commands as c
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.state import SessionState
+from wakeline.contract import commands as c
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.log.state import SessionState
 
 SYSTEM = "system:brain"
 

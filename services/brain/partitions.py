@@ -23,8 +23,9 @@ from collections.abc import Awaitable, Callable
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.structs import TopicPartition
 
-from wakeline import metrics, topics
-from wakeline.offsets import OffsetTracker
+from wakeline.runtime import metrics
+from wakeline.contract import topics
+from wakeline.transport.offsets import OffsetTracker
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.wake import Held
 from wakeline_brain.writer import PartitionWriter, TransactionalProducer

@@ -41,14 +41,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from wakeline import commands as c
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.fold import FoldError, apply
-from wakeline.lineage import PrefixUnavailable, prefix_events
-from wakeline.pg import TenantPool
-from wakeline.state import SessionState
-from wakeline.tools import tool_schemas
+from wakeline.contract import commands as c
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.log.fold import FoldError, apply
+from wakeline.storage.lineage import PrefixUnavailable, prefix_events
+from wakeline.storage.pg import TenantPool
+from wakeline.log.state import SessionState
+from wakeline.contract.tools import tool_schemas
 from wakeline_brain.context import TokenCount, build_request, counted_after, plan_compaction
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.memory import compaction_step

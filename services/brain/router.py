@@ -18,13 +18,14 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
-from wakeline import topics, tracing
-from wakeline.codec import MalformedRecord, decode, dead_letter_for, encode
-from wakeline.commands import ToolResultReport, parse_command
-from wakeline.ids import time_ordered_id
-from wakeline.deltas import ModelDelta
-from wakeline.events import RejectionCode
-from wakeline.offsets import OffsetTracker
+from wakeline.contract import topics
+from wakeline.runtime import tracing
+from wakeline.contract.codec import MalformedRecord, decode, dead_letter_for, encode
+from wakeline.contract.commands import ToolResultReport, parse_command
+from wakeline.contract.ids import time_ordered_id
+from wakeline.contract.deltas import ModelDelta
+from wakeline.contract.events import RejectionCode
+from wakeline.transport.offsets import OffsetTracker
 from wakeline_brain.actor import ActorDeps, MalformedInput, SessionActor
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings

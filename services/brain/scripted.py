@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wakeline.events import Usage
+from wakeline.contract.events import Usage
 from wakeline_brain.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import AliasChoices, Field
 
-from wakeline.archive_position import ARCHIVER_GROUP
-from wakeline.settings import CommonSettings
-from wakeline.topics import BRAIN_GROUP
+from wakeline.storage.archive_position import ARCHIVER_GROUP
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import BRAIN_GROUP
 
 
 class BrainSettings(CommonSettings):

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.declared_tools import input_problems
-from wakeline.state import SessionState
-from wakeline.tools import TOOLS
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.contract.declared_tools import input_problems
+from wakeline.log.state import SessionState
+from wakeline.contract.tools import TOOLS
 from wakeline_brain.model import ModelReply, ToolUse
 
 

@@ -14,9 +14,9 @@ policy, not from what they are asked), and so does a compaction whose summary ca
 
 from __future__ import annotations
 
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.state import Message, SessionState, ToolResultBlock, ToolUseBlock, text_of
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.log.state import Message, SessionState, ToolResultBlock, ToolUseBlock, text_of
 from wakeline_brain.context import CHARS_PER_TOKEN
 from wakeline_brain.model import ModelReply, ModelRequest
 

@@ -27,9 +27,9 @@ from typing import Any
 
 import asyncpg
 
-from wakeline.event_store import SELECT_LIST, event_from_row, is_error, tool_name
-from wakeline.events import Event
-from wakeline.pg import TenantPool
+from wakeline.storage.event_store import SELECT_LIST, event_from_row, is_error, tool_name
+from wakeline.contract.events import Event
+from wakeline.storage.pg import TenantPool
 from wakeline_gateway.bounds import is_plain_id, is_position, utc_convertible
 
 EXPORT_PAGE = 1000

@@ -1,7 +1,7 @@
 """`wakeline`: run a task and watch it live, read sessions, send commands, audit, over HTTP.
 
 Every HTTP command presents the API key in WAKELINE_API_KEY (`wakeline keys create` makes
-one). `wakeline keys`, `wakeline retention` and the commands of `wakeline.operator`
+one). `wakeline keys`, `wakeline retention` and the commands of `wakeline.ops.operator`
 (`migrate`, `topics`, `acls`, `checkpoints`) are operator commands that talk to Postgres
 or Kafka directly, not to the gateway.
 
@@ -24,10 +24,11 @@ from datetime import UTC, datetime
 from pydantic import SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from wakeline import keys as keys_admin
-from wakeline import operator, proofs
-from wakeline import retention as retention_admin
-from wakeline.retention import parse_window
+from wakeline.ops import keys as keys_admin
+from wakeline.ops import operator
+from wakeline.evidence import proofs
+from wakeline.ops import retention as retention_admin
+from wakeline.ops.retention import parse_window
 from wakeline_client import Wakeline, WakelineError
 from wakeline_client import operations as ops
 from wakeline_gateway import terminal

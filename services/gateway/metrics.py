@@ -1,4 +1,4 @@
-"""HTTP latency by route for the gateway's metrics (libs/wakeline/metrics.py): a pure ASGI
+"""HTTP latency by route for the gateway's metrics (libs/wakeline/runtime/metrics.py): a pure ASGI
 middleware (a streamed response is timed until it closes, and nothing is buffered), labelled
 with the route's path template as the router matched it, never the raw path, so the label
 values stay as few as the routes; a request no route matched is `unmatched`.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from wakeline import metrics
+from wakeline.runtime import metrics
 
 
 class HttpMetrics:

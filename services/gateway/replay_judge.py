@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from wakeline.events import Event
+from wakeline.contract.events import Event
 from wakeline_gateway.errors import ApiError
 
 TIMEOUT_S = 120.0

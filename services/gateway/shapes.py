@@ -11,9 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from wakeline.events import EndReason, Event, EventType, SessionConfig
-from wakeline.ids import ACTOR_PATTERN
-from wakeline.proofs import InclusionProof
+from wakeline.contract.events import EndReason, Event, EventType, SessionConfig
+from wakeline.contract.ids import ACTOR_PATTERN
+from wakeline.evidence.proofs import InclusionProof
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment, QueryId, query_text
 from wakeline_gateway.replay_judge import ReplayCheckPublic
 

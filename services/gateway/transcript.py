@@ -15,7 +15,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Literal, Mapping
 
-from wakeline.events import (
+from wakeline.contract.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, HandsHandedBack,
     HandsTakenOver, InputRejected, ModelResponded, ModelUnavailable, SessionCreated, SessionDeleted, SessionEnded,
     SessionForked, ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker, reasoning_of,

@@ -1,4 +1,4 @@
-"""What feeds the runner's metrics (libs/wakeline/metrics.py): an executor wrapper timing each
+"""What feeds the runner's metrics (libs/wakeline/runtime/metrics.py): an executor wrapper timing each
 tool call by tool and outcome and counting the calls running, and a sampler of the calls
 waiting (queue depth) and the consumer's lag. app.py puts it in place; the loop and the
 executor know nothing of it.
@@ -10,9 +10,9 @@ import asyncio
 import logging
 from typing import Any
 
-from wakeline import logs, metrics, tracing
-from wakeline.commands import ToolCallRequest, ToolResultReport
-from wakeline.tools import TOOLS
+from wakeline.runtime import logs, metrics, tracing
+from wakeline.contract.commands import ToolCallRequest, ToolResultReport
+from wakeline.contract.tools import TOOLS
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class TimedExecutor:
         return getattr(self._executor, name)
 
     async def execute(self, request: ToolCallRequest) -> ToolResultReport:
-        # This call's task logs under its session and call id, publishing included (wakeline.logs).
+        # This call's task logs under its session and call id, publishing included (wakeline.runtime.logs).
         logs.bind(session_id=request.session_id, tool_call_id=request.tool_call_id, seq=request.causation_seq)
         tool = request.name if request.name in TOOLS else "other"
         # The call's trace, current in this task: the result it publishes next carries it.

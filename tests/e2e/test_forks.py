@@ -19,7 +19,7 @@ import pytest
 
 from tests.e2e.sessions import create_session, wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole, stored_events
-from wakeline.chain import compute_hash
+from wakeline.log.chain import compute_hash
 from wakeline_gateway import cli
 from wakeline_client import Wakeline
 

@@ -11,7 +11,7 @@ import pytest
 from aiokafka.admin import NewTopic
 
 from runner_harness import reachable_kafka
-from wakeline.kafka_io import make_admin, make_producer
+from wakeline.transport.kafka_io import make_admin, make_producer
 from wakeline_brain.wake import OpenTransactions
 
 pytestmark = pytest.mark.kafka

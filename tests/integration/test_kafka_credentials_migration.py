@@ -17,9 +17,9 @@ from aiokafka import TopicPartition
 
 from tests.private_broker import environ, first_value_at, private_broker
 from tests.requirements import require
-from wakeline.kafka_io import make_producer
-from wakeline.settings import CommonSettings
-from wakeline.topics import DEAD_LETTER
+from wakeline.transport.kafka_io import make_producer
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import DEAD_LETTER
 
 pytestmark = pytest.mark.kafka
 

@@ -16,7 +16,7 @@ from conftest_pg import (
     fresh_month, fresh_session_id, fresh_tenant, insert_event_as, maintenance_connection, new_event,
     require_postgres, service_connection, set_tenant,
 )
-from wakeline.checkpoints import STORED_HEADS, STORED_HEADS_BY_SCAN, Head, stored_heads
+from wakeline.evidence.checkpoints import STORED_HEADS, STORED_HEADS_BY_SCAN, Head, stored_heads
 
 pytestmark = pytest.mark.postgres
 

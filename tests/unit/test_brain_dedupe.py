@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 
-from wakeline import commands as c
-from wakeline.chain import Draft
-from wakeline.events import SnapshotTaken, ToolResultPayload
-from wakeline.snapshots import resume, snapshot_payload
+from wakeline.contract import commands as c
+from wakeline.log.chain import Draft
+from wakeline.contract.events import SnapshotTaken, ToolResultPayload
+from wakeline.log.snapshots import resume, snapshot_payload
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.model import ModelReply, ToolUse
 from wakeline_brain.parking import park_drafts

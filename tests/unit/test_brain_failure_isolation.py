@@ -15,10 +15,10 @@ from datetime import datetime, timezone
 import asyncpg
 import pytest
 
-from wakeline import commands as c
-from wakeline.events import parse_event
-from wakeline.fold import FoldError
-from wakeline.topics import EVENTS, TOOL_CALLS
+from wakeline.contract import commands as c
+from wakeline.contract.events import parse_event
+from wakeline.log.fold import FoldError
+from wakeline.contract.topics import EVENTS, TOOL_CALLS
 from wakeline_brain.actor import ActorDeps, SessionActor
 from wakeline_brain.model import ModelReply, ToolUse
 from wakeline_brain.parking import park_drafts

@@ -4,8 +4,8 @@ import asyncio
 import uuid
 from pathlib import Path
 
-from wakeline import commands as c
-from wakeline.chain import first_broken_seq
+from wakeline.contract import commands as c
+from wakeline.log.chain import first_broken_seq
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.scripted import ScriptedModel, load_policy
 from wakeline_brain.context import build_request

@@ -12,10 +12,10 @@ import dataclasses
 import uuid
 
 from tests.unit.actor_partition import Partition, create, run_until_idle
-from wakeline import commands as c
-from wakeline.deltas import ModelDelta
+from wakeline.contract import commands as c
+from wakeline.contract.deltas import ModelDelta
 from wakeline_brain.context import estimate_tokens
-from wakeline.fold import fold
+from wakeline.log.fold import fold
 from wakeline_brain.model import ModelError, ModelReply, ModelRequest
 
 
@@ -152,7 +152,7 @@ class CountingModel(FlakyModel):
 def long_session(window: int = 2048):
     """A session whose local estimate is past half its window but short of the 3/4 that compacts."""
     from tests.unit.folded_log import Log
-    from wakeline.tools import tool_schemas
+    from wakeline.contract.tools import tool_schemas
     from wakeline_brain.context import build_request
     from wakeline_brain.inputs import handle_input
     from wakeline_brain.steps import model_drafts, next_step

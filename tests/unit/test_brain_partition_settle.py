@@ -13,8 +13,8 @@ import asyncio
 
 from aiokafka.structs import TopicPartition
 
-from wakeline.offsets import OffsetTracker
-from wakeline.topics import EVENTS, TOOL_CALLS
+from wakeline.transport.offsets import OffsetTracker
+from wakeline.contract.topics import EVENTS, TOOL_CALLS
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.wake import Held

@@ -10,12 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 from tests.unit.folded_log import Log
-from wakeline import commands as c
-from wakeline import events as e
-from wakeline.fold import fold
-from wakeline.state_json import state_from_json, state_to_json
-from wakeline.status import advance
-from wakeline.tools import tool_schemas
+from wakeline.contract import commands as c
+from wakeline.contract import events as e
+from wakeline.log.fold import fold
+from wakeline.log.state_json import state_from_json, state_to_json
+from wakeline.log.status import advance
+from wakeline.contract.tools import tool_schemas
 from wakeline_brain.context import build_request, plan_compaction
 from wakeline_brain.inputs import handle_input
 from wakeline_brain.model import ModelReply, ToolUse
@@ -89,7 +89,7 @@ def test_a_turn_recorded_before_blocks_existed_folds_as_text_and_tool_calls() ->
     log = started()
     old = e.ModelTurnPayload(text="Let me look.", stop_reason="tool_use", tool_call_ids=("tc-1",))
     call = e.ToolCallPayload(tool_call_id="tc-1", name="list_files", input={})
-    from wakeline.chain import Draft
+    from wakeline.log.chain import Draft
     log.append([Draft(payload=old, actor="agent:x", trust="instruction"),
                 Draft(payload=call, actor="agent:x", trust="instruction")], "s1")
 
@@ -207,7 +207,7 @@ def test_a_tool_use_with_bad_input_gets_an_error_result_not_a_crash(name, tool_i
 
 def test_model_unavailable_parks_the_session_waiting_model_until_the_model_answers() -> None:
     log = started()
-    from wakeline.chain import Draft
+    from wakeline.log.chain import Draft
     wait = e.ModelUnavailablePayload(error="OverloadedError: 529", attempt=1, retry_in_s=2.0)
     log.append([Draft(payload=wait, actor="system:brain", trust="instruction")], "s1")
     assert (log.state.status, log.state.model_failures) == ("waiting_model", 1)
@@ -279,7 +279,7 @@ def test_a_text_block_with_citations_goes_back_as_it_came_and_a_plain_one_as_its
     log.append(model_drafts(log.state, reply([cited, plain], "end_turn"), "agent:claude-test"), "s1")
 
     assert build_request(log.state, tool_schemas()).messages[1]["content"] == [cited, plain]
-    from wakeline.state import TextBlock
+    from wakeline.log.state import TextBlock
     assert log.state.messages[1].blocks[1] == TextBlock("Plainly.")  # nothing kept twice for a plain one
     from wakeline_brain.context import _gist
     assert _gist(log.state.messages[1]) == "assistant: The sky is blue. | Plainly."  # summaries still read it

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
-from wakeline.commands import WakeSession
-from wakeline.events import SessionConfig
+from wakeline.contract.commands import WakeSession
+from wakeline.contract.events import SessionConfig
 from wakeline_gateway.app import create_app
 from wakeline_gateway.auth import Caller
 from wakeline_gateway.deps import authenticate, get_audit, get_inbox, get_store

@@ -7,8 +7,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from wakeline.chain import Draft
-from wakeline.events import SessionCreatedPayload
+from wakeline.log.chain import Draft
+from wakeline.contract.events import SessionCreatedPayload
 from wakeline_gateway import transcript
 from wakeline_gateway.transcript import ALLOWED_TAGS, CSP, entries, render_html, render_json, render_markdown
 

@@ -14,10 +14,10 @@ import pytest
 from pydantic import ValidationError
 
 from tests.factories import draft, sealed
-from wakeline import events as e
-from wakeline.chain import Draft, canonical_json
-from wakeline.fold import fold
-from wakeline.tools import tool_schemas
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft, canonical_json
+from wakeline.log.fold import fold
+from wakeline.contract.tools import tool_schemas
 from wakeline_brain.context import build_request, plan_compaction
 from wakeline_brain.memory import compaction_step, memory_content
 from wakeline_brain.model import ModelReply, ToolUse

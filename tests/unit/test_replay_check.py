@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.events import parse_event
-from wakeline.tools import tool_schemas
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.contract.events import parse_event
+from wakeline.contract.tools import tool_schemas
 from wakeline_brain import replay_check, steps
 from wakeline_brain.replay_check import first_divergence
 

@@ -10,9 +10,9 @@ import pytest
 from pydantic import SecretStr
 
 from tests.private_broker import environ
-from wakeline.kafka_io import kafka_auth
-from wakeline.retention import RetentionSettings
-from wakeline.settings import AdminSettings, CommonSettings, MissingCredentials, with_password
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.ops.retention import RetentionSettings
+from wakeline.runtime.settings import AdminSettings, CommonSettings, MissingCredentials, with_password
 from wakeline_brain.settings import BrainSettings
 from wakeline_runner.settings import RunnerSettings
 

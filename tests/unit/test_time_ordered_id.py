@@ -14,7 +14,7 @@ import uuid
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wakeline.ids import time_ordered_id
+from wakeline.contract.ids import time_ordered_id
 
 MS = st.integers(min_value=0, max_value=2**48 - 2)
 

@@ -14,8 +14,8 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from wakeline import verify
-from wakeline.checkpoints import load_key, read_anchor
+from wakeline.evidence import verify
+from wakeline.evidence.checkpoints import load_key, read_anchor
 from wakeline_gateway.audit import AuditQuery, BadCursor, csv_header, csv_row, decode_cursor, encode_cursor
 from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep, record_audit_read
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment
@@ -115,7 +115,7 @@ async def verify_tenant(request: Request, caller: Auditor, audit: AuditDep, stor
                         settings: SettingsDep) -> verify.TenantReport:
     """Every session of the tenant: hash chains, event_keys, HMAC checkpoints and, with the
     signer's public key, the Ed25519-signed checkpoints as Postgres holds them (not the topic
-    or the file sink: that cross-check is `python -m wakeline.verify --all`'s)."""
+    or the file sink: that cross-check is `python -m wakeline.evidence.verify --all`'s)."""
     public = signer_public_key(settings)
     await record_audit_read(request, caller, audit, {})
     key = load_key(settings.checkpoint_key_file, create=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from wakeline.commands import (
+from wakeline.contract.commands import (
     ApproveToolCall, CancelSession, DenyToolCall, HandBack, PostMessage, TakeOver, WakeSession,
 )
 from wakeline_gateway.auth import Caller

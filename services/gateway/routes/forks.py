@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from wakeline.commands import CreateSession, ForkOrigin
-from wakeline.lineage import PrefixUnavailable, unfinished_calls, whole_step_before
+from wakeline.contract.commands import CreateSession, ForkOrigin
+from wakeline.storage.lineage import PrefixUnavailable, unfinished_calls, whole_step_before
 from wakeline_gateway.deps import Creator, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep, StoreDep
 from wakeline_gateway.dispatch import describe
 from wakeline_gateway.errors import ApiError

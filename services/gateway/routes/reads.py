@@ -9,12 +9,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 
-from wakeline import verify, witnesses
-from wakeline.checkpoints import load_key, read_anchor
-from wakeline.event_store import EventQuery, Scope
-from wakeline.events import Event
-from wakeline.fold import FoldError
-from wakeline.lineage import PrefixUnavailable
+from wakeline.evidence import verify, witnesses
+from wakeline.evidence.checkpoints import load_key, read_anchor
+from wakeline.storage.event_store import EventQuery, Scope
+from wakeline.contract.events import Event
+from wakeline.log.fold import FoldError
+from wakeline.storage.lineage import PrefixUnavailable
 from wakeline_gateway import transcript
 from wakeline_gateway.deps import Reader, SessionDep, SettingsDep, StoreDep
 from wakeline_gateway.errors import ApiError
@@ -101,7 +101,7 @@ async def replay_session(session: SessionDep, caller: Reader, store: StoreDep,
                                                                   "brain and report the first seq where it would "
                                                                   "decide otherwise (`check`).")] = False,
                          ) -> ReplayPublic:
-    """The state `wakeline.fold` derives after each event, in seq order; with `check=true`,
+    """The state `wakeline.log.fold` derives after each event, in seq order; with `check=true`,
     also whether today's code would still do what the recorded session did."""
     history = await whole_history(store, caller.scope, session)
     try:
@@ -118,7 +118,7 @@ async def verify_session(session: SessionDep, caller: Reader, store: StoreDep, s
     the HMAC checkpoints and, when the gateway has the signer's public key, the Ed25519-signed
     checkpoints **as Postgres holds them** (`witnesses_checked: ["postgres"]`; a retention cut
     then counts only when a genuine statement signed it). It does not read the topic or the
-    file sink: the cross-check of the three witnesses is `python -m wakeline.verify`'s.
+    file sink: the cross-check of the three witnesses is `python -m wakeline.evidence.verify`'s.
     `first_bad_seq` and `reason` name the first problem."""
     key = load_key(settings.checkpoint_key_file, create=False)
     anchored = read_anchor(settings.checkpoint_dir, caller.tenant)

@@ -11,9 +11,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from wakeline.commands import CreateSession, DeleteSession
-from wakeline.events import Event, SessionConfig, SessionCreated, SessionForked
-from wakeline.status import advance
+from wakeline.contract.commands import CreateSession, DeleteSession
+from wakeline.contract.events import Event, SessionConfig, SessionCreated, SessionForked
+from wakeline.log.status import advance
 from wakeline_gateway.deps import (
     Creator, DeletableSessionDep, Deleter, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep,
     StoreDep,

@@ -15,9 +15,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from wakeline.commands import SubmitToolResult, ToolResultReport
-from wakeline.fitting import fit_report
-from wakeline.limits import input_budget
+from wakeline.contract.commands import SubmitToolResult, ToolResultReport
+from wakeline.contract.fitting import fit_report
+from wakeline.contract.limits import input_budget
 from wakeline_gateway.bounds import ToolCallIdPath
 from wakeline_gateway.deps import (
     DispatcherDep, FeedDep, IdempotencyKey, LeasesDep, PoolWorker, SettingsDep, StoreDep, WritableSessionDep,
