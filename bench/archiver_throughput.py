@@ -239,7 +239,7 @@ async def run(sessions: int = 100, per_session: int = 200, load_fraction: float 
               load_s: float = 10.0, rounds: int = 3) -> dict:
     """Archiver, COPY and the `unnest` insert take turns, `rounds` times, and each figure is
     the median of its rounds: one COPY is a few seconds, and a slow moment of a shared
-    machine moved a single one by 2x (docs/benchmarks.md, eleventh session). 20,000 events
+    machine moved a single one by 2x (docs/history/benchmarks.md, eleventh session). 20,000 events
     a round (four of the archiver's 5,000-record batches, the first left out), so three
     rounds cost `make bench` what one round of 40,000 did plus half."""
     archiver, raw, insert = [], [], []

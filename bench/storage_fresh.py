@@ -14,7 +14,7 @@ runs `VACUUM ANALYZE`, measures `storage_per_event`, then (with the whole schema
 `wakeline pack-months` as it would run on the day (the synthetic year ends 2026-12-21, so
 every month before the current one has closed) and measures again; it prints one JSON line
 and drops the database. Not part of `make bench` (a load takes about a minute); the figures it gave
-are in docs/benchmarks.md.
+are in docs/history/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ class Sandbox:
     def open_session(self, tenant: str, session_id: str) -> SessionDirs:
         """The session's directories, made (and handed to its uid) on its first call here.
         A session this runner opened before costs two `lstat`s, not five `mkdir`s: py-spy
-        had them at a seventh of the runner's loop on no-op calls (docs/benchmarks.md,
+        had them at a seventh of the runner's loop on no-op calls (docs/history/benchmarks.md,
         eleventh session). A calls or work dir gone missing is made again, and a work dir
         that another uid owns is handed back, as on a first call."""
         key = (tenant, session_id)

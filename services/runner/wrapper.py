@@ -17,7 +17,7 @@ call never runs twice) and the result record (written durably before the result 
 published, so a redelivered call replays what was sent). An exit record or output lost
 in a machine crash makes the call read as one that died with its host: reported crashed,
 not re-run. Eight fsyncs per call here, each a journal commit, were most of a call's
-time in the runner's slot (docs/benchmarks.md, tenth session).
+time in the runner's slot (docs/history/benchmarks.md, tenth session).
 
 Standard library only: it runs with `-I -S`, outside the package's environment.
 """

@@ -1,6 +1,6 @@
 """Event ids are UUIDv7: valid UUIDs whose order is their minting time's.
 
-The storage point of them (tests cannot see page fill) is in docs/benchmarks.md; here, what
+The storage point of them (tests cannot see page fill) is in docs/history/benchmarks.md; here, what
 the rest of the system relies on: the `uuid` column takes them, they are unique, and an id
 minted later sorts after one minted a millisecond earlier (as text, as `uuid`, as Postgres
 compares them: by bytes).

@@ -7,7 +7,7 @@ filled from its right edge: sessions have random ids (`events_pkey` leads with t
 session), and the audit indexes lead with (tenant, actor), (tenant, type) or (tenant, tool),
 so each insert lands at the end of its own group, in the middle of the index, and every
 page split there leaves half a page behind that nothing will fill again. Measured on 1M
-events (`bench.storage_fresh`, docs/benchmarks.md) those indexes sit 50-70% full, about 375
+events (`bench.storage_fresh`, docs/history/benchmarks.md) those indexes sit 50-70% full, about 375
 bytes per event. A month whose range has ended (by `--after` more, for an archiver that is
 behind) takes no more inserts, so its indexes can be built once, from sorted rows, with
 every page full (`fillfactor` 100), and stay that way.

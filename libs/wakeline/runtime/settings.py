@@ -86,7 +86,7 @@ class CommonSettings(BaseSettings):
     kafka_passwords: dict[str, SecretStr] = {}
     postgres_passwords: dict[str, SecretStr] = {}
     # The event loop each service runs on (`lifecycle.serve`, the gateway's uvicorn).
-    # uvloop: about 10-15% off a tool round trip's p50 on 2 cores (docs/benchmarks.md,
+    # uvloop: about 10-15% off a tool round trip's p50 on 2 cores (docs/history/benchmarks.md,
     # fourteenth session); "asyncio" is the standard library's, for a platform without it.
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
     # Every wakeline topic has this many partitions, so partition p of each topic holds
