@@ -49,3 +49,7 @@ def test_drawing_is_deterministic_and_refuses_an_arrow_to_no_box():
     with pytest.raises(ValueError, match="'c'"):
         picture.render(source + "arrow a c\n")
 
+
+def test_the_readme_and_the_architecture_page_show_the_picture():
+    assert "docs/architecture.svg" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "(architecture.svg)" in (DOCS / "architecture.md").read_text(encoding="utf-8")
