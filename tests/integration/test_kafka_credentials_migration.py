@@ -1,6 +1,7 @@
 """A broker whose SCRAM users no longer match the credentials file is brought in line by
 `kafka.sh up`, its topics and records kept: the path an old PLAINTEXT data dir takes too
-(checked by hand against one made by the pre-credentials kafka.sh; see architecture.md).
+(checked by hand against one made by the pre-credentials kafka.sh; see docs/architecture.md, "Names,
+credentials and ACLs").
 
 On a broker and a credentials file of its own. The upsert runs deploy/kafka/ScramUsers.java
 from source, so it needs a JDK (deploy/system-deps.sh installs one).
