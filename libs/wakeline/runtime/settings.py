@@ -27,10 +27,10 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 def _default_root() -> Path:
-    """The checkout this module sits in (libs/wakeline/, as `make` runs it), else the working
+    """The checkout this module sits in (libs/wakeline/runtime/, as `make` runs it), else the working
     directory: an installed package has no checkout, and its operator runs it from the
     directory that holds `.data/` or sets WAKELINE_ROOT / WAKELINE_CREDENTIALS_FILE."""
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(__file__).resolve().parents[3]
     return checkout if (checkout / "pyproject.toml").is_file() else Path.cwd()
 
 
