@@ -23,7 +23,7 @@ from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.pool import Leases
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.settings import GatewaySettings
-from wakeline_gateway.shapes import SessionPublic
+from wakeline_gateway.shapes.sessions import SessionPublic
 from wakeline_gateway.store import SessionStore
 
 

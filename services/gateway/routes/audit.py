@@ -22,7 +22,7 @@ from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.routes.reads import signer_public_key
-from wakeline_gateway.shapes import (
+from wakeline_gateway.shapes.audit import (
     AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditExportQuery, AuditSessionPublic,
     AuditSessionsPublic, Principal, TenantCostPublic, TenantCostRowPublic,
 )

@@ -21,7 +21,8 @@ from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.replay import replay_steps
 from wakeline_gateway.replay_judge import judge
-from wakeline_gateway.shapes import EventsPublic, EventsQuery, ProofPublic, ReplayPublic, SessionPublic
+from wakeline_gateway.shapes.reads import EventsPublic, EventsQuery, ProofPublic, ReplayPublic
+from wakeline_gateway.shapes.sessions import SessionPublic
 from wakeline_gateway.store import SessionStore
 
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"],
