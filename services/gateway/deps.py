@@ -13,7 +13,7 @@ from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from wakeline.contract.ids import SAFE_ID
-from wakeline_gateway.audit import AuditStore
+from wakeline_gateway.audit.store import AuditStore
 from wakeline_gateway.auth import Caller, caller_for, check_role, presented_key
 from wakeline_gateway.bounds import SessionIdPath
 from wakeline_gateway.dispatch import CommandDispatcher, Waits

@@ -16,7 +16,8 @@ from fastapi.responses import StreamingResponse
 
 from wakeline.evidence import verify
 from wakeline.evidence.checkpoints import load_key, read_anchor
-from wakeline_gateway.audit import AuditQuery, BadCursor, csv_header, csv_row, decode_cursor, encode_cursor
+from wakeline_gateway.audit.export import csv_header, csv_row
+from wakeline_gateway.audit.query import AuditQuery, BadCursor, decode_cursor, encode_cursor
 from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep, record_audit_read
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment
 from wakeline_gateway.errors import ApiError
