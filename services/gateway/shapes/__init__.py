@@ -3,7 +3,7 @@
 Event bodies are the canonical `wakeline.contract.events` models, so the OpenAPI schema at
 /docs documents each event type exactly as it is stored.
 
-One module per concern, as the routes are (routes/<concern>.py reads shapes/<concern>.py):
+One module per concern, named as the routes that use them are:
 `base` (what every query and body derives from), `sessions` (a session created, forked,
 listed, shown), `commands` (a message, a tool result, a denial, and what became of a
 command), `reads` (a session's events, replay and inclusion proof), `audit` (queries across
