@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.audit_load import TENANT
 from wakeline.storage.pg import TenantPool
-from wakeline_gateway.audit import AuditQuery, events_sql
+from wakeline_gateway.audit.query import AuditQuery, events_sql
 
 
 async def explain_custom(pool: TenantPool, query: AuditQuery) -> list[str]:

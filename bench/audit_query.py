@@ -24,7 +24,8 @@ from bench.audit_sessions import AGENT
 from bench.harness import summary
 from wakeline.storage.pg import TenantPool
 from wakeline.runtime.settings import CommonSettings
-from wakeline_gateway.audit import AuditQuery, AuditStore, events_sql
+from wakeline_gateway.audit.query import AuditQuery, events_sql
+from wakeline_gateway.audit.store import AuditStore
 
 WARMUP, RUNS = 20, 200
 EMPTY = "empty_transaction"

@@ -25,7 +25,7 @@ from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.metrics import HttpMetrics
 from wakeline_gateway.pool import Leases
-from wakeline_gateway.audit import AuditStore
+from wakeline_gateway.audit.store import AuditStore
 from wakeline_gateway.routes import (
     audit, commands, console, forks, health, me, reads, sessions, stream, tenant, tool_calls,
 )

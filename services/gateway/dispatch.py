@@ -31,7 +31,7 @@ from wakeline_gateway.idempotency import key_id_of, keyed
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.rejections import rejection_code, rejection_status
-from wakeline_gateway.shapes import CommandPublic
+from wakeline_gateway.shapes.commands import CommandPublic
 from wakeline_gateway.store import SessionStore
 
 PENDING_NOTE = ("the command is on " + INBOX + " but no outcome was recorded within {:g} s; "

@@ -26,7 +26,7 @@ from conftest_pg import (
     set_tenant,
 )
 from wakeline.storage.event_store import INSERT_ROWS
-from wakeline_gateway.audit import AuditQuery, events_sql
+from wakeline_gateway.audit.query import AuditQuery, events_sql
 
 pytestmark = pytest.mark.postgres
 

@@ -28,7 +28,7 @@ from wakeline.runtime.settings import CommonSettings
 from wakeline.evidence.signer import sign_round
 from wakeline.evidence.signing import SeedSigner
 from wakeline_gateway.replay import state_json
-from wakeline_gateway.transcript import ALLOWED_TAGS, CSP
+from wakeline_gateway.transcript.html import ALLOWED_TAGS, CSP
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(1)><a href="javascript:alert(1)">x</a>'

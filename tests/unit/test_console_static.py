@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from wakeline.log.status import Status
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.routes import console
-from wakeline_gateway.shapes import ListedStatus
+from wakeline_gateway.shapes.sessions import ListedStatus
 
 FILES = sorted(p.name for p in resources.files("wakeline_gateway").joinpath("console").iterdir())
 

@@ -23,7 +23,7 @@ from wakeline_gateway.idempotency import key_id_for, session_id_for
 from wakeline_gateway.routes.sessions import decode_cursor, encode_cursor, with_model
 from wakeline_gateway.routes.stream import resume_after
 from wakeline_gateway.settings import GatewaySettings
-from wakeline_gateway.shapes import EventsQuery
+from wakeline_gateway.shapes.reads import EventsQuery
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 ROW = {"session_id": "s-1", "owner": "user:local", "title": None, "model": "scripted:demo", "status": "idle",

@@ -16,13 +16,14 @@ from fastapi.responses import StreamingResponse
 
 from wakeline.evidence import verify
 from wakeline.evidence.checkpoints import load_key, read_anchor
-from wakeline_gateway.audit import AuditQuery, BadCursor, csv_header, csv_row, decode_cursor, encode_cursor
+from wakeline_gateway.audit.export import csv_header, csv_row
+from wakeline_gateway.audit.query import AuditQuery, BadCursor, decode_cursor, encode_cursor
 from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep, record_audit_read
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.routes.reads import signer_public_key
-from wakeline_gateway.shapes import (
+from wakeline_gateway.shapes.audit import (
     AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditExportQuery, AuditSessionPublic,
     AuditSessionsPublic, Principal, TenantCostPublic, TenantCostRowPublic,
 )

@@ -24,8 +24,9 @@ from wakeline_gateway.dispatch import describe
 from wakeline_gateway.harness import pending_client_calls
 from wakeline_gateway.idempotency import new_command_id, session_id_for
 from wakeline_gateway.problem import responses
-from wakeline_gateway.shapes import (
-    CommandPublic, SessionCreate, SessionListedPublic, SessionPublic, SessionsPublic, SessionsQuery,
+from wakeline_gateway.shapes.commands import CommandPublic
+from wakeline_gateway.shapes.sessions import (
+    SessionCreate, SessionListedPublic, SessionPublic, SessionsPublic, SessionsQuery,
 )
 from wakeline_gateway.store import SessionMatch
 

@@ -28,7 +28,7 @@ from wakeline_gateway.harness import recorded_answer, session_frames
 from wakeline_gateway.idempotency import new_command_id
 from wakeline_gateway.pool import pool_frames
 from wakeline_gateway.problem import responses
-from wakeline_gateway.shapes import CommandPublic, ToolResultCreate
+from wakeline_gateway.shapes.commands import CommandPublic, ToolResultCreate
 from wakeline_gateway.sse import Tail
 from wakeline_gateway.store import Scope, SessionStore
 

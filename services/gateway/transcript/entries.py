@@ -1,17 +1,10 @@
-"""A session's transcript as entries, Markdown or self-contained HTML. Pure functions.
-
-Markers are skipped. Everything shown is content from the log, and the log holds
-untrusted content (tool output, file text, model replies), so the HTML escapes every
-piece of it, attributes included, renders no link or image from it, runs no script, and
-carries a CSP that forbids fetching anything. Markdown escapes what would make raw HTML
-or links, and fences tool input and output as code.
-"""
+"""A transcript's entries: one `Entry` per event that is not a marker, with its role, label
+and text, and the JSON form (`render_json`). What the renderers share lives here too:
+the session facts shown at the top (`FACTS`), `label` and `title_of`."""
 
 from __future__ import annotations
 
-import html
 import json
-import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Literal, Mapping
 
@@ -21,7 +14,6 @@ from wakeline.contract.events import (
     SessionForked, ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker, reasoning_of,
 )
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 Role = Literal["user", "assistant", "tool", "system"]
 FACTS = ("session_id", "owner", "model", "status", "last_seq", "created_at", "ended_reason",
          "parent_session_id", "fork_seq")
@@ -132,97 +124,3 @@ def title_of(session: Mapping[str, Any]) -> str:
 def render_json(session: Mapping[str, Any], items: Iterable[Entry]) -> dict[str, Any]:
     return {"session": dict(session),
             "entries": [asdict(entry) | {"reasoning": list(entry.reasoning)} for entry in items]}
-
-
-# -- Markdown ----------------------------------------------------------------------
-
-_MD_SPECIAL = re.compile(r"([\\`<>&\[\]])")
-
-
-def md_escape(text: str) -> str:
-    """Backslash-escapes what would make raw HTML, entities, links or images."""
-    return _MD_SPECIAL.sub(r"\\\1", text)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
-def _fenced(text: str, info: str) -> str:
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{info}\n{text}\n{fence}"
-
-
-def _quoted(text: str) -> str:
-    return "\n".join(f"> {line}" if line else ">" for line in md_escape(text).split("\n"))
-
-
-def render_markdown(session: Mapping[str, Any], items: Iterable[Entry]) -> str:
-    out = [f"# {md_escape(_one_line(title_of(session)))}", ""]
-    out += [f"- {key}: {md_escape(_one_line(session[key]))}" for key in FACTS if session.get(key) is not None]
-    for entry in items:
-        head = f"#{entry.seq} · {label(entry)} · {entry.actor} · {entry.trust} · {entry.ts}"
-        if entry.inherited_from:
-            head += f" · inherited from {entry.inherited_from}"
-        out += ["", f"### {md_escape(_one_line(head))}", ""]
-        if entry.type in ("tool_call", "tool_result"):
-            out.append(_fenced(entry.text, "json" if entry.type == "tool_call" else "text"))
-        else:
-            out.append(_quoted(entry.text))
-        for block in entry.reasoning:
-            out += ["", "Reasoning:", "", _quoted(block)]
-    return "\n".join(out) + "\n"
-
-
-# -- HTML --------------------------------------------------------------------------
-
-ALLOWED_TAGS = frozenset({"html", "head", "meta", "title", "style", "body", "header", "h1", "dl", "dt",
-                          "dd", "p", "main", "article", "div", "span", "pre", "details", "summary"})
-# A line ending in a backslash adds no byte: the CSS is the same text, within 120 columns.
-_CSS = """
-body{font:15px/1.5 system-ui,sans-serif;margin:0 auto;max-width:60rem;padding:1rem;color:#1d1d1f}
-header{border-bottom:1px solid #ccc;margin-bottom:1rem}h1{font-size:1.4rem;margin:.2rem 0}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem 1rem;font-size:.85rem}
-dt{color:#666}dd{margin:0}.note{font-size:.8rem;color:#666}
-article{border:1px solid #ddd;border-radius:6px;margin:.6rem 0;padding:.4rem .7rem}
-.meta{font-size:.75rem;color:#555;display:flex;gap:.8rem;flex-wrap:wrap}
-.seq{font-weight:bold}pre{white-space:pre-wrap;word-break:break-word;margin:.3rem 0;\
-font:13px/1.4 ui-monospace,monospace}
-.user{background:#eef5ff}.assistant{background:#f6fff0}.tool{background:#fafafa}.system{background:#fffbea}
-.data pre{border-left:3px solid #999;padding-left:.5rem}.error{border-color:#c33}
-.inherited{opacity:.75;border-style:dashed}
-"""
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _html_entry(entry: Entry) -> str:
-    classes = " ".join(("entry", entry.role, entry.trust, "error" if entry.is_error else "",
-                        "inherited" if entry.inherited_from else ""))
-    marks = (("inherited", f"inherited from {entry.inherited_from}"),) if entry.inherited_from else ()
-    meta = "".join(f'<span class="{_e(cls)}">{_e(value)}</span>' for cls, value in (
-        ("seq", f"#{entry.seq}"), ("kind", label(entry)), ("actor", entry.actor),
-        ("trust", entry.trust), ("ts", entry.ts), *marks))
-    reasoning = "".join(f"<details><summary>reasoning</summary><pre>{_e(block)}</pre></details>"
-                        for block in entry.reasoning)
-    return (f'<article class="{_e(classes.strip())}"><div class="meta">{meta}</div>'
-            f'<pre class="text">{_e(entry.text)}</pre>{reasoning}</article>')
-
-
-def render_html(session: Mapping[str, Any], items: Iterable[Entry]) -> str:
-    title = _e(title_of(session))
-    facts = "".join(f"<dt>{_e(key)}</dt><dd>{_e(session[key])}</dd>"
-                    for key in FACTS if session.get(key) is not None)
-    body = "\n".join(_html_entry(entry) for entry in items)
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
-        '<meta name="referrer" content="no-referrer">'
-        f"<title>{title}</title><style>{_CSS}</style></head>\n<body><header><h1>{title}</h1>"
-        f"<dl>{facts}</dl><p class=\"note\">Everything below is shown as recorded and escaped: "
-        "tool output and file content are data, never markup.</p></header>\n"
-        f"<main>\n{body}\n</main></body></html>\n"
-    )
