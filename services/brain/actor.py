@@ -34,16 +34,16 @@ from wakeline.contract.limits import RecordTooLarge, check_record
 from wakeline.log.snapshots import resume, snapshot_payload
 from wakeline.log.state import SessionState
 from wakeline.contract.topics import EVENTS, TOOL_CALLS, record_key
-from wakeline_brain.context import (
+from wakeline.agent.context import (
     TokenCount, build_request, counted_after, estimate_tokens, estimated, plan_compaction, usage_reading,
 )
-from wakeline_brain.forking import ForkRefused, fork_drafts
-from wakeline_brain.inputs import handle_input
-from wakeline_brain.memory import compaction_step
-from wakeline_brain.model import Model, ModelError, ModelReply, ModelRequest
-from wakeline_brain.parking import park_drafts
-from wakeline_brain.steps import CALL_MODEL, client_timeout_drafts, failed_model_drafts, model_drafts, next_step
-from wakeline_brain.summary import just_compacted, model_compaction, summary_request, writes_summary
+from wakeline.agent.forking import ForkRefused, fork_drafts
+from wakeline.agent.inputs import handle_input
+from wakeline.agent.memory import compaction_step
+from wakeline.agent.model import Model, ModelError, ModelReply, ModelRequest
+from wakeline.agent.parking import park_drafts
+from wakeline.agent.steps import CALL_MODEL, client_timeout_drafts, failed_model_drafts, model_drafts, next_step
+from wakeline.agent.summary import just_compacted, model_compaction, summary_request, writes_summary
 from wakeline_brain.wake import is_transient
 from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
 

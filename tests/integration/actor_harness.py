@@ -17,7 +17,7 @@ from wakeline.transport.offsets import OffsetTracker
 from wakeline.contract.tools import tool_schemas
 from wakeline.contract.topics import EVENTS, INBOX, TOOL_RESULTS
 from wakeline_brain.actor import ActorDeps, SessionActor
-from wakeline_brain.model import Model
+from wakeline.agent.model import Model
 from wakeline_brain.writer import PartitionWriter
 
 PARTITION = 0

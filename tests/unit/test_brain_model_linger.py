@@ -16,7 +16,7 @@ from wakeline.contract import commands as c
 from wakeline.log.chain import first_broken_seq
 from wakeline.contract.events import parse_event
 from wakeline.contract.topics import EVENTS, TOOL_CALLS, TOOL_RESULTS
-from wakeline_brain.model import ModelReply, ModelRequest, ToolUse
+from wakeline.agent.model import ModelReply, ModelRequest, ToolUse
 from wakeline_brain.writer import WriterClosed
 
 

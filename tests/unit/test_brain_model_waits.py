@@ -14,9 +14,9 @@ import uuid
 from tests.unit.actor_partition import Partition, create, run_until_idle
 from wakeline.contract import commands as c
 from wakeline.contract.deltas import ModelDelta
-from wakeline_brain.context import estimate_tokens
+from wakeline.agent.context import estimate_tokens
 from wakeline.log.fold import fold
-from wakeline_brain.model import ModelError, ModelReply, ModelRequest
+from wakeline.agent.model import ModelError, ModelReply, ModelRequest
 
 
 class FlakyModel:
@@ -153,10 +153,10 @@ def long_session(window: int = 2048):
     """A session whose local estimate is past half its window but short of the 3/4 that compacts."""
     from tests.unit.folded_log import Log
     from wakeline.contract.tools import tool_schemas
-    from wakeline_brain.context import build_request
-    from wakeline_brain.inputs import handle_input
-    from wakeline_brain.steps import model_drafts, next_step
-    from wakeline_brain.model import ToolUse
+    from wakeline.agent.context import build_request
+    from wakeline.agent.inputs import handle_input
+    from wakeline.agent.steps import model_drafts, next_step
+    from wakeline.agent.model import ToolUse
     log = Log()
     log.append(handle_input(log.state, c.CreateSession(
         command_id="create-1", session_id="s1", tenant="t", actor="user:ann", message="go",
@@ -214,7 +214,7 @@ async def test_a_model_that_does_not_stream_publishes_no_deltas() -> None:
 
 
 async def test_the_summary_call_of_a_compaction_takes_a_model_slot_like_a_turn() -> None:
-    from wakeline_brain.context import TokenCount, plan_compaction
+    from wakeline.agent.context import TokenCount, plan_compaction
     part = Partition()
     state, request = long_session()
     plan = plan_compaction(state, request, TokenCount(5000, "count_tokens"))  # one the model summarizes

@@ -22,7 +22,7 @@ from wakeline.log.snapshots import checked_fold, resume
 from wakeline.contract.tools import tool_schemas
 from wakeline.contract.topics import EVENTS, INBOX, TOOL_CALLS, TOOL_RESULTS
 from wakeline_brain.actor import ActorDeps, SessionActor
-from wakeline_brain.model import ModelReply, ModelRequest, ToolUse
+from wakeline.agent.model import ModelReply, ModelRequest, ToolUse
 from wakeline_brain.writer import PartitionWriter
 
 INPUTS = [TopicPartition(INBOX, 0), TopicPartition(TOOL_RESULTS, 0)]
