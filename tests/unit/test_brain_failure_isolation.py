@@ -19,7 +19,8 @@ from wakeline.contract import commands as c
 from wakeline.contract.events import parse_event
 from wakeline.log.fold import FoldError
 from wakeline.contract.topics import EVENTS, TOOL_CALLS
-from wakeline_brain.actor import ActorDeps, SessionActor
+from wakeline_brain.actor import SessionActor
+from wakeline_brain.actor_deps import ActorDeps
 from wakeline.agent.model import ModelReply, ToolUse
 from wakeline.agent.parking import park_drafts
 from wakeline.agent.inputs import handle_input

@@ -1,5 +1,5 @@
 """A model call starts from the sealed state, before its transaction commits, and a reply
-within `model_linger_s` rides in that same transaction (actor.SessionActor._advance).
+within `model_linger_s` rides in that same transaction (sequencer.Sequencer.advance).
 Over a real `PartitionWriter` whose producer is a `FakeProducer`: what each transaction
 holds is what a crash could leave."""
 
