@@ -74,8 +74,8 @@ def brain_log(n: int, snapshot_every: int = 1000, compact_every: int = 1000,
               max_record_bytes: int = 1_000_000) -> list[Event]:
     """n events as the brain writes them, snapshots included: one once `snapshot_every`
     events came since the last, left out when its record is over `max_record_bytes` (the
-    count then starts again), as `SessionActor._append` and `_snapshot` do. A wake reads
-    the newest one that was written, however old."""
+    count then starts again), as the brain's `SessionLog.write` and `_snapshot` do. A wake
+    reads the newest one that was written, however old."""
     sid, start = str(uuid.uuid4()), datetime.now(timezone.utc)
     out: list[Event] = []
     state, folded = SessionState(), 0  # the fold of out[:folded], caught up only where a draft needs it

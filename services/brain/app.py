@@ -21,7 +21,8 @@ from wakeline_brain.models import ModelRegistry
 from wakeline_brain.partitions import INPUT_TOPICS
 from wakeline_brain.router import Brain
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.wake import OpenTransactions, SessionLoader, tail_consumer
+from wakeline_brain.open_transactions import OpenTransactions
+from wakeline_brain.wake import SessionLoader, tail_consumer
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import anthropic
 import httpx2  # the SDK's HTTP client: a stream cut part-way raises its errors, not the SDK's
 
 from wakeline.contract.events import Usage
-from wakeline_brain.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
+from wakeline.agent.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
 
 EPHEMERAL = {"type": "ephemeral"}
 MAX_BREAKPOINTS = 4  # the Messages API refuses a request with more

@@ -13,7 +13,7 @@ from typing import Any
 
 from wakeline.runtime import metrics, tracing
 from wakeline.contract.topics import EVENTS
-from wakeline_brain.model import DeltaSink, Model, ModelReply, ModelRequest
+from wakeline.agent.model import DeltaSink, Model, ModelReply, ModelRequest
 
 
 class TimedProducer:

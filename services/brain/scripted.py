@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from wakeline.contract.events import Usage
-from wakeline_brain.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
+from wakeline.agent.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
 
 
 class PolicyToolCall(BaseModel):

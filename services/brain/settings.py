@@ -52,7 +52,7 @@ class BrainSettings(CommonSettings):
     # each, docs/history/benchmarks.md). Only this refusal waits this little, so nothing spins.
     txn_concurrent_retry_ms: int = Field(default=2, ge=1)
     # How long a session waits for a model call it just started before writing the events
-    # that came before it (actor.SessionActor._advance): a reply within it rides in the same
+    # that came before it (sequencer.Sequencer.advance): a reply within it rides in the same
     # transaction, so a fast model's step costs one transaction where it cost two, the
     # second right behind the first. Claude answers in far more than this; for it the wait
     # only delays a tool result's visibility by this much, beside a call already running.

@@ -31,7 +31,7 @@ from wakeline.transport.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, kafk
 from wakeline.storage.pg import TenantPool
 from wakeline.runtime.settings import CommonSettings
 from wakeline.log.snapshots import current
-from wakeline.contract.topics import EVENTS, TOOL_CALLS
+from wakeline.contract.topics import EVENTS
 from wakeline.runtime.weather import is_weather
 
 
@@ -187,43 +187,3 @@ class SessionLoader:
             for r in records:
                 if r.key in keys:
                     found.setdefault(r.key, []).append(parse_event(r.value))
-
-
-@dataclass(frozen=True)
-class Held:
-    """A partition whose read-committed end (last stable offset) is short of its log end:
-    a transaction is open on it."""
-
-    tp: TopicPartition
-    stable: int
-    end: int
-
-    def __str__(self) -> str:
-        return f"{self.tp.topic}[{self.tp.partition}]: read-committed end {self.stable} < log end {self.end}"
-
-
-class OpenTransactions:
-    """Which of partition p of `topics` (the ones only p's writer writes: events and tool
-    calls) hold an open transaction. Two consumers, one per isolation level, asking only for
-    end offsets; the brain's `PartitionSet` waits on it (`_settled`) and watches it (`_watch`)."""
-
-    def __init__(self, settings: CommonSettings, topics: tuple[str, ...] = (EVENTS, TOOL_CALLS)):
-        self._topics = topics
-        common = dict(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), group_id=None,
-                      enable_auto_commit=False)
-        self._committed = AIOKafkaConsumer(**common, isolation_level="read_committed")
-        self._uncommitted = AIOKafkaConsumer(**common, isolation_level="read_uncommitted")
-
-    async def start(self) -> None:
-        await self._committed.start()
-        await self._uncommitted.start()
-
-    async def stop(self) -> None:
-        await self._committed.stop()
-        await self._uncommitted.stop()
-
-    async def __call__(self, partition: int) -> list[Held]:
-        tps = [TopicPartition(topic, partition) for topic in self._topics]
-        stable = await self._committed.end_offsets(tps)
-        end = await self._uncommitted.end_offsets(tps)
-        return [Held(tp, stable[tp], end[tp]) for tp in tps if stable[tp] < end[tp]]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,9 @@ from datetime import UTC, datetime
 from pydantic import SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from wakeline.agent.replay_check import check_lines
+from wakeline.agent.replay_command import jsonl_history
+from wakeline.contract.tools import tool_schemas
 from wakeline.ops import keys as keys_admin
 from wakeline.ops import operator
 from wakeline.evidence import proofs
@@ -155,18 +157,20 @@ def cost(client: Wakeline, args: argparse.Namespace) -> int:
 
 
 def replay_check(client: Wakeline, args: argparse.Namespace) -> int:
-    """Each history, read through the API with the caller's key, is judged by the brain's own
-    decision code (`python -m wakeline_brain.replay_check`): the gateway holds none of it."""
+    """Each history, read through the API with the caller's key, is judged in-process by the
+    agent's decision code, the brain's own (`wakeline.agent.replay_check`)."""
     if args.all == (args.session_id is not None):
         raise WakelineError("replay --check takes a session id or --all, not both or neither")
     ids = [args.session_id] if args.session_id else list(_session_ids(client, when(args.since) if args.since else None))
     diverged = 0
     for session_id in ids:
         history = "\n".join(client.sessions.export(session_id, inherited=True))
-        judged = subprocess.run([sys.executable, "-m", "wakeline_brain.replay_check", "--jsonl", "-"],
-                                input=history, capture_output=True, text=True, timeout=600)
-        print(terminal.safe(judged.stdout.strip() or judged.stderr.strip()))
-        diverged += judged.returncode != 0
+        try:
+            lines, diverging = check_lines(jsonl_history(history), tool_schemas())
+        except Exception as err:  # a history the check cannot read: this session's failure, not the run's
+            lines, diverging = [f"{session_id}: not checked: {type(err).__name__}: {err}"], 1
+        print(terminal.safe("\n".join(lines)))
+        diverged += diverging != 0
     print(f"{len(ids) - diverged} of {len(ids)} sessions replay cleanly", file=sys.stderr)
     return 1 if diverged else 0
 

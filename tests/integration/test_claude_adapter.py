@@ -31,7 +31,7 @@ from tests.fakes.messages_api import (
 )
 from wakeline.contract.events import Usage
 from wakeline_brain.claude import ClaudeModel
-from wakeline_brain.model import ModelError, ModelReply, ModelRequest, ToolUse
+from wakeline.agent.model import ModelError, ModelReply, ModelRequest, ToolUse
 
 MODEL = "claude-test-model"
 API_KEY = "test-key-not-real"

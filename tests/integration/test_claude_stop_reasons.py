@@ -22,7 +22,7 @@ from wakeline.contract.events import Event
 from wakeline.contract.tools import tool_schemas
 from wakeline.contract.topics import TOOL_RESULTS
 from wakeline_brain.claude import ClaudeModel
-from wakeline_brain.replay_check import first_divergence
+from wakeline.agent.replay_check import first_divergence
 
 MODEL = "claude-test-stops"
 

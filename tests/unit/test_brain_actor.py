@@ -17,7 +17,7 @@ from wakeline.log.chain import first_broken_seq
 from wakeline.contract.codec import decode
 from wakeline.contract.events import InputRejected, SessionEnded, ToolCallRequested, parse_event
 from wakeline.contract.topics import EVENTS, TOOL_CALLS, TOOL_RESULTS
-from wakeline_brain.model import ModelReply, ToolUse
+from wakeline.agent.model import ModelReply, ToolUse
 from tests.unit.actor_partition import (  # noqa: F401  (the harness the tests below share)
     INPUTS, PARTITION, FakeModel, Partition, create, eventually, run_until_idle, run_until_idle_with,
 )

@@ -8,7 +8,7 @@ from prometheus_client import REGISTRY
 
 from wakeline.contract.events import Usage
 from wakeline_brain.metrics import TimedModel
-from wakeline_brain.model import ModelReply, ModelRequest
+from wakeline.agent.model import ModelReply, ModelRequest
 
 DIRECTIONS = ("input", "output", "cache_creation", "cache_read")
 

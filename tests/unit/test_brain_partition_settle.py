@@ -17,7 +17,7 @@ from wakeline.transport.offsets import OffsetTracker
 from wakeline.contract.topics import EVENTS, TOOL_CALLS
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.wake import Held
+from wakeline_brain.open_transactions import Held
 
 
 class FakeProducer:

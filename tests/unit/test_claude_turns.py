@@ -16,10 +16,10 @@ from wakeline.log.fold import fold
 from wakeline.log.state_json import state_from_json, state_to_json
 from wakeline.log.status import advance
 from wakeline.contract.tools import tool_schemas
-from wakeline_brain.context import build_request, plan_compaction
-from wakeline_brain.inputs import handle_input
-from wakeline_brain.model import ModelReply, ToolUse
-from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
+from wakeline.agent.context import build_request, plan_compaction
+from wakeline.agent.inputs import handle_input
+from wakeline.agent.model import ModelReply, ToolUse
+from wakeline.agent.steps import CALL_MODEL, model_drafts, next_step
 
 THINKING = {"type": "thinking", "thinking": "The user wants a listing.", "signature": "EqQBCkgIARABGAIiQL..."}
 REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"}
@@ -238,7 +238,7 @@ def test_usage_reports_the_cache_hit_rate_and_what_caching_saved() -> None:
 def test_a_fork_of_a_thinking_session_rebuilds_the_request_the_api_expects() -> None:
     from tests.fakes.messages_api import _cache_control_problem, _thinking_problem
     from wakeline_brain.claude import ClaudeModel
-    from wakeline_brain.forking import fork_drafts
+    from wakeline.agent.forking import fork_drafts
 
     parent = started(thinking_budget=2048)
     blocks = [THINKING, REDACTED, {"type": "text", "text": "Listing."},
@@ -281,7 +281,7 @@ def test_a_text_block_with_citations_goes_back_as_it_came_and_a_plain_one_as_its
     assert build_request(log.state, tool_schemas()).messages[1]["content"] == [cited, plain]
     from wakeline.log.state import TextBlock
     assert log.state.messages[1].blocks[1] == TextBlock("Plainly.")  # nothing kept twice for a plain one
-    from wakeline_brain.context import _gist
+    from wakeline.agent.context import _gist
     assert _gist(log.state.messages[1]) == "assistant: The sky is blue. | Plainly."  # summaries still read it
     from_snapshot = state_from_json(json.loads(json.dumps(state_to_json(log.state))))
     assert build_request(from_snapshot, tool_schemas()).messages[1]["content"] == [cited, plain]

@@ -16,10 +16,10 @@ from wakeline.log.client_calls import client_calls
 from wakeline.contract.events import SessionConfig
 from wakeline.log.fold import fold
 from wakeline.contract.tools import tool_schemas
-from wakeline_brain.context import build_request
-from wakeline_brain.inputs import handle_input, harness_actor
-from wakeline_brain.model import ModelReply, ToolUse
-from wakeline_brain.steps import client_timeout_drafts, model_drafts, next_step
+from wakeline.agent.context import build_request
+from wakeline.agent.inputs import handle_input, harness_actor
+from wakeline.agent.model import ModelReply, ToolUse
+from wakeline.agent.steps import client_timeout_drafts, model_drafts, next_step
 
 RUN_QUERY = {"name": "run_query", "description": "Run SQL on the ledger.",
              "input_schema": {"type": "object", "properties": {"sql": {"type": "string", "minLength": 1}},

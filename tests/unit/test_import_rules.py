@@ -6,6 +6,7 @@ so nothing is imported to check it."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,12 +83,14 @@ LAYERS: dict[str, set[str]] = {
     "log": {"contract", "runtime"},
     "transport": {"contract", "runtime"},
     "storage": {"log", "contract", "runtime"},
+    "agent": {"storage", "log", "contract", "runtime"},
     "evidence": {"storage", "transport", "log", "contract", "runtime"},
     "ops": {"evidence", "storage", "transport", "log", "contract", "runtime"},
 }
 # What a service may use; the gateway also serves the evidence (checkpoints, proofs, verify),
-# and its `cli` module is the `wakeline` command, which runs the operator programs.
-FOR_SERVICES = {"runtime", "contract", "log", "transport", "storage"}
+# and its `cli` module is the `wakeline` command, which runs the operator programs. The agent's
+# decisions are the brain's, and the gateway's replay check runs them.
+FOR_SERVICES = {"runtime", "contract", "log", "transport", "storage", "agent"}
 EXTRA = {"services/gateway": {"evidence"}, "services/gateway/cli.py": {"evidence", "ops"}}
 
 
@@ -125,7 +128,7 @@ def test_each_package_of_wakeline_imports_only_the_layers_below_it():
     assert offending == {}
 
 
-def test_services_import_only_the_contract_log_transport_storage_and_runtime():
+def test_services_import_only_the_contract_log_transport_storage_agent_and_runtime():
     offending = {}
     modules = sorted(SERVICES.rglob("*.py"))
     assert modules
@@ -135,4 +138,28 @@ def test_services_import_only_the_contract_log_transport_storage_and_runtime():
         wrong = wakeline_layers(module) - allowed
         if wrong:
             offending[where] = sorted(wrong)
+    assert offending == {}
+
+
+def services_named_in_strings(module: Path) -> set[str]:
+    """The service packages (`wakeline_<service>`) any string constant in `module` names: how
+    one service would run another's code without importing it (`python -m wakeline_brain.…`)."""
+    services = {p.name for p in SERVICES.iterdir() if (p / "__init__.py").exists()}
+    named = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"), str(module))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named |= {s for s in services if re.search(rf"\bwakeline_{s}\b", node.value)}
+    return named
+
+
+def test_no_service_names_another_services_code_in_a_string():
+    """A service neither imports nor runs another's code: what two services share is a
+    `wakeline` package (the gateway's replay check runs `wakeline.agent`, not the brain)."""
+    offending = {}
+    for service in sorted(p for p in SERVICES.iterdir() if (p / "__init__.py").exists()):
+        for module in sorted(service.rglob("*.py")):
+            others = services_named_in_strings(module) - {service.name}
+            if others:
+                offending[str(module.relative_to(ROOT))] = sorted(others)
+    assert services_named_in_strings(Path(__file__)) >= {"brain"}  # the walk sees a string naming one
     assert offending == {}

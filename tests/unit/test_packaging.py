@@ -57,8 +57,8 @@ def test_every_service_and_operator_command_has_a_console_script():
     for service in ("brain", "runner", "archiver", "gateway"):
         assert scripts[f"wakeline-{service}"] == f"wakeline_{service}.__main__:main"
         assert (ROOT / "services" / service / "__main__.py").read_text().count("def main(") == 1
-    # the brain's replay check straight from Postgres (the `wakeline` command may not import the brain)
-    assert scripts["wakeline-replay-check"] == "wakeline_brain.replay_check:main"
+    # the replay check straight from Postgres: library code (wakeline.agent), which the `wakeline` command runs too
+    assert scripts["wakeline-replay-check"] == "wakeline.agent.replay_command:main"
 
 
 def test_the_wakeline_command_has_the_operator_sub_commands():

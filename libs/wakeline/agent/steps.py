@@ -18,7 +18,7 @@ from wakeline.log.chain import Draft
 from wakeline.contract.declared_tools import input_problems
 from wakeline.log.state import SessionState
 from wakeline.contract.tools import TOOLS
-from wakeline_brain.model import ModelReply, ToolUse
+from wakeline.agent.model import ModelReply, ToolUse
 
 
 @dataclass(frozen=True)

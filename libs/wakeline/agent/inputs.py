@@ -9,6 +9,9 @@ the whole of a result's dedupe; docs/architecture.md, "What a session remembers 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from wakeline.contract import commands as c
 from wakeline.contract import events as e
 from wakeline.log.chain import Draft
@@ -165,7 +168,8 @@ def _tool_result(state: SessionState, report: c.ToolResultReport) -> list[Draft]
     return [_draft(result, f"runner:{report.runner}", input_id(report), trust="data")]
 
 
-_HANDLERS = {
+# each handler takes the command of its own type
+_HANDLERS: dict[type[c.CommandBase], Callable[[SessionState, Any], list[Draft]]] = {
     c.PostMessage: _post, c.ApproveToolCall: _approve, c.DenyToolCall: _deny,
     c.CancelSession: _cancel, c.DeleteSession: _delete, c.WakeSession: _wake,
     c.TakeOver: _take_over, c.HandBack: _take_over, c.SubmitToolResult: _submit,

@@ -1,7 +1,7 @@
 """The model interface the brain calls: one request model in, one reply model out.
 
-Adapters (`scripted.py`, `claude.py`) turn it into their backend's calls; the brain never
-sees a backend's types.
+Adapters (the brain's `wakeline_brain.scripted` and `wakeline_brain.claude`) turn it into
+their backend's calls; the brain never sees a backend's types.
 """
 
 from __future__ import annotations

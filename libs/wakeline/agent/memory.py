@@ -21,7 +21,7 @@ import json
 from wakeline.contract import events as e
 from wakeline.log.chain import Draft
 from wakeline.log.state import SessionState
-from wakeline_brain.context import CHARS_PER_TOKEN
+from wakeline.agent.context import CHARS_PER_TOKEN
 
 SYSTEM = "system:brain"
 # Read whole up to this: a compaction event must stay under the record limit (1 MB by default).

@@ -24,38 +24,29 @@ the session's creation or fork, commands it cannot rebuild from their events (ca
 delete, takeover, handback, a person's tool result), and a session ended by an error (a
 failed model call or a parked input: the failure is the recorded input).
 
-`wakeline-replay-check SID ... | --all [--since T] --tenant T` (= `python -m
-wakeline_brain.replay_check`) reads the histories from Postgres; `--jsonl -` reads one
-history (JSON lines) from stdin, which is how `wakeline replay SID --check` hands it the
-history it read through the API.
+Reading the histories is the callers' part: `replay_command` (`wakeline-replay-check`) reads
+them from Postgres or JSON lines; the gateway hands over the history it read
+(`GET …/replay?check=true`, and `wakeline replay --check` through the API).
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from wakeline.contract import commands as c
 from wakeline.contract import events as e
 from wakeline.log.chain import Draft
 from wakeline.log.fold import FoldError, apply
-from wakeline.storage.lineage import PrefixUnavailable, prefix_events
-from wakeline.storage.pg import TenantPool
 from wakeline.log.state import SessionState
-from wakeline.contract.tools import tool_schemas
-from wakeline_brain.context import TokenCount, build_request, counted_after, plan_compaction
-from wakeline_brain.inputs import handle_input
-from wakeline_brain.memory import compaction_step
-from wakeline_brain.model import ModelReply, ToolUse
-from wakeline_brain.settings import BrainSettings
-from wakeline_brain.steps import CALL_MODEL, SYSTEM, model_drafts, next_step
-from wakeline_brain.summary import model_compaction, writes_summary
+from wakeline.agent.context import TokenCount, build_request, counted_after, plan_compaction
+from wakeline.agent.inputs import handle_input
+from wakeline.agent.memory import compaction_step
+from wakeline.agent.model import ModelReply, ToolUse
+from wakeline.agent.steps import CALL_MODEL, SYSTEM, model_drafts, next_step
+from wakeline.agent.summary import model_compaction, writes_summary
 
 UNCHECKED = frozenset({"woke", "snapshot", "title_generated", "file_reference", "session_created", "forked"})
 # a tool call by system:brain: its read of the memory file before a compaction (issue 11)
@@ -110,7 +101,7 @@ def _expected(state: SessionState, events: Sequence[e.Event], i: int,
     if _own_step(event):
         if step is CALL_MODEL:
             return _compaction(state, events, i, tools)
-        if not step:
+        if not isinstance(step, list) or not step:  # (the model call is handled above)
             return Divergence(event.seq, _describe(event), "would wait for an input here")
         return step
     if isinstance(step, list) and step:  # an input, where the brain would already have stepped on its own
@@ -244,55 +235,3 @@ def check_lines(histories: dict[str, Sequence[e.Event]], tools: list[dict[str, A
         diverged += found is not None
         lines.append(found.line(session_id) if found else f"{session_id}: replays cleanly ({len(events)} events)")
     return lines, diverged
-
-
-async def _histories(args: argparse.Namespace) -> dict[str, list[e.Event]]:
-    settings = BrainSettings()
-    found: dict[str, list[e.Event]] = {}
-    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
-        async with pool.transaction(args.tenant) as conn:
-            ids = args.session_id or [r["session_id"] for r in await conn.fetch(
-                "SELECT session_id FROM sessions WHERE created_at >= $1 ORDER BY created_at",
-                datetime.fromisoformat(args.since) if args.since else datetime.min)]
-            for session_id in ids:
-                row = await conn.fetchrow("SELECT last_seq FROM sessions WHERE session_id = $1", session_id)
-                try:
-                    found[session_id] = await prefix_events(conn, session_id, row["last_seq"]) if row else []
-                except PrefixUnavailable as err:
-                    print(f"{session_id}: not checked: {err}", file=sys.stderr)
-    return found
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Exit 0 when every session replays cleanly, 1 when one diverges, 2 when none could be read."""
-    parser = argparse.ArgumentParser(prog="wakeline-replay-check")
-    parser.add_argument("session_id", nargs="*")
-    parser.add_argument("--all", action="store_true")
-    parser.add_argument("--since", help="with --all: sessions created since this ISO time")
-    parser.add_argument("--tenant", default="default")
-    parser.add_argument("--jsonl", help="read one history from this file of JSON lines ('-': stdin)")
-    parser.add_argument("--json", action="store_true",
-                        help="one JSON object per session (what GET .../replay?check=true returns)")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.jsonl:
-        text = sys.stdin.read() if args.jsonl == "-" else open(args.jsonl, encoding="utf-8").read()
-        events = [e.parse_event(line) for line in text.splitlines() if line.strip()]
-        histories: dict[str, Sequence[e.Event]] = {events[-1].session_id if events else "?": events}
-    elif args.session_id or args.all:
-        histories = dict(asyncio.run(_histories(args)))
-    else:
-        parser.error("name sessions, --all, or --jsonl")
-    if not histories:
-        print("no sessions to check", file=sys.stderr)
-        return 2
-    if args.json:
-        verdicts = [verdict(session_id, events, tool_schemas()) for session_id, events in histories.items()]
-        print("\n".join(json.dumps(v) for v in verdicts))
-        return 1 if any(not v["clean"] for v in verdicts) else 0
-    lines, diverged = check_lines(histories, tool_schemas())
-    print("\n".join(lines))
-    return 1 if diverged else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -17,8 +17,8 @@ from __future__ import annotations
 from wakeline.contract import events as e
 from wakeline.log.chain import Draft
 from wakeline.log.state import Message, SessionState, ToolResultBlock, ToolUseBlock, text_of
-from wakeline_brain.context import CHARS_PER_TOKEN
-from wakeline_brain.model import ModelReply, ModelRequest
+from wakeline.agent.context import CHARS_PER_TOKEN
+from wakeline.agent.model import ModelReply, ModelRequest
 
 SUMMARY_SYSTEM = (
     "You are compacting the older part of an agent's conversation so that the agent can go on "
