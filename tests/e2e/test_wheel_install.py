@@ -278,10 +278,10 @@ def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_ru
         asyncio.run(delete_topics(prefix))
 
 
-@pytest.mark.parametrize("package", ["wakeline", "wakeline_brain"])
+@pytest.mark.parametrize("package", ["wakeline.storage", "wakeline_brain"])
 def test_package_data_is_read_through_importlib_resources(package):
     """Not the source tree: the migrations and policies are found wherever the package is."""
     from importlib.resources import files
 
-    data = {"wakeline": "migrations", "wakeline_brain": "policies"}[package]
+    data = {"wakeline.storage": "migrations", "wakeline_brain": "policies"}[package]
     assert any(files(package).joinpath(data).iterdir())
