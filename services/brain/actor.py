@@ -36,6 +36,7 @@ from wakeline.runtime import logs, metrics, tracing
 from wakeline_brain.actor_deps import ActorDeps
 from wakeline_brain.compaction_counts import CompactionCounts
 from wakeline_brain.log_reads import SessionUnwakeable, open_fork, read_session
+from wakeline_brain.metrics import WAKE_SECONDS
 from wakeline_brain.mail import ClientTimeout, MalformedInput, ModelDone, RetryModel, SummaryDone, Token
 from wakeline_brain.model_driver import ModelDriver
 from wakeline_brain.sequencer import Sequencer
@@ -75,7 +76,7 @@ class SessionActor:
             try:
                 with metrics.Stopwatch() as woke:
                     await self._wake(why)
-                metrics.WAKE_SECONDS.observe(woke.seconds)
+                WAKE_SECONDS.observe(woke.seconds)
                 logs.bind(seq=self.state.last_seq)
                 log.info("woke session %s at seq %d in %.3f s (%s)", self.session_id, self.state.last_seq,
                          woke.seconds, why)

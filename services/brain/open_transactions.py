@@ -22,9 +22,9 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
 from wakeline.contract.topics import EVENTS, TOOL_CALLS
-from wakeline.runtime import metrics
 from wakeline.runtime.settings import CommonSettings
 from wakeline.transport.kafka_io import kafka_auth
+from wakeline_brain.metrics import STRAYS_ENDED
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.writer import PartitionWriter
 
@@ -144,4 +144,4 @@ class StrayTransactions:
                     " and ".join(str(h.tp.topic) for h in held))
         await writer.end_strays([h.tp for h in held])
         for h in held:
-            metrics.STRAYS_ENDED.labels(h.tp.topic).inc()
+            STRAYS_ENDED.labels(h.tp.topic).inc()

@@ -1,9 +1,11 @@
-"""Every Prometheus metric Wakeline exports, and the endpoint each service serves them on.
+"""The metrics every service shares, the plumbing, and the endpoint each service serves them on.
 
-The metrics are defined here, in one place, so their names, labels and buckets are one list
-(docs/operations.md says what each means and the alert to set on it); each service's
-`metrics.py` holds the few wrappers and samplers that feed them, so the hot code itself
-barely changes. Every process serves `GET /metrics` on its own port (`serve_metrics`):
+Each service declares its own metrics in its `metrics.py`, beside the few wrappers and
+samplers that feed them, so the hot code itself barely changes; what lives here is what
+more than one process exports (consumer lag, dead letters) and the signer's (a program of
+the library). docs/operations.md says what each metric means and the alert to set on it.
+
+Every process serves `GET /metrics` on its own port (`serve_metrics`):
 `WAKELINE_METRICS_PORT` when set (0: any free port, logged), else
 `WAKELINE_METRICS_PORT_BASE` + the service's offset (brain +1, runner +2, archiver +3,
 gateway +4, signer +5); a second clone on the machine moves its base. A port already taken is
@@ -23,7 +25,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, start_http_server
 
 from wakeline.runtime.settings import CommonSettings
 
@@ -31,39 +33,11 @@ log = logging.getLogger(__name__)
 
 PORT_OFFSETS = {"brain": 1, "runner": 2, "archiver": 3, "gateway": 4, "signer": 5}
 # Sub-millisecond to a minute: transactions, wakes, tool and model calls, HTTP requests.
-_SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 CONSUMER_LAG = Gauge("wakeline_consumer_lag", "Records in an assigned partition past this consumer's position "
                      "(high watermark minus position), sampled every second",
                      ["service", "topic", "partition"])
-TRANSACTION_SECONDS = Histogram("wakeline_brain_transaction_seconds", "A partition writer's transaction, begin to "
-                                "commit (or failure): the durability step of every append", ["outcome"],
-                                buckets=_SECONDS)
-EVENTS_APPENDED = Counter("wakeline_events_appended_total", "Records written to the events topic in committed "
-                          "transactions")
-STRAYS_ENDED = Counter("wakeline_brain_stray_transactions_ended_total",
-                       "Partitions a brain writer found held by a transaction of its own producer id that nothing "
-                       "would end, and ended with a commit of its own", ["topic"])
-SESSIONS = Gauge("wakeline_brain_sessions", "Sessions held in memory by this brain: live (a model call or a step "
-                 "pending) or idle (waiting for input until evicted)", ["state"])
-WAKE_SECONDS = Histogram("wakeline_brain_wake_seconds", "Waking a session: reading its log from the archive and "
-                         "the tail, folding it, appending `woke`", buckets=_SECONDS)
-MODEL_SECONDS = Histogram("wakeline_model_call_seconds", "One model call, request to reply or error",
-                          ["adapter", "outcome"], buckets=_SECONDS)
-MODEL_TOKENS = Counter("wakeline_model_tokens_total", "Tokens the model reported: input (uncached), output, and "
-                       "the input the prompt cache wrote (cache_creation) and served (cache_read)",
-                       ["adapter", "direction"])
-TOOL_SECONDS = Histogram("wakeline_tool_call_seconds", "One tool call in the runner, received to result ready",
-                         ["tool", "outcome"], buckets=_SECONDS)
-RUNNER_QUEUE = Gauge("wakeline_runner_queue_depth", "Tool calls accepted by this runner and not yet running "
-                     "(behind the same session's earlier call, or waiting for a slot)")
-RUNNER_RUNNING = Gauge("wakeline_runner_calls_running", "Tool calls running in this runner's sandboxes")
-ARCHIVER_BATCH = Histogram("wakeline_archiver_batch_size", "Events records per archived batch",
-                           buckets=(1, 5, 10, 50, 100, 500, 1000, 5000))
-ARCHIVER_LAG = Gauge("wakeline_archiver_lag", "Committed events not yet in the archive, per partition of the "
-                     "events topic", ["partition"])
-ARCHIVER_EVENTS = Counter("wakeline_archiver_records_total", "Events records the archiver handled, by outcome",
-                          ["outcome"])
 DEAD_LETTERS = Counter("wakeline_dead_letters_total", "Records sent to the dead-letter topic, by the service "
                        "that rejected them and the reason's code", ["service", "reason"])
 # The checkpoint signer (wakeline.evidence.signer), per tenant: a tenant label is bounded by the
@@ -77,9 +51,6 @@ SIGNER_ROUNDS = Counter("wakeline_signer_rounds_total", "Signer rounds, by outco
 SIGNER_REFUSED_HEADS = Counter("wakeline_signer_refused_heads_total", "Session heads the signer refused to sign "
                                "(went back, changed at the same seq, or no longer chain to the head signed "
                                "before) and signed the old head for instead", ["tenant"])
-HTTP_SECONDS = Histogram("wakeline_http_request_seconds", "Gateway requests, received to the last byte of the "
-                         "response sent (a stream: until it closes)", ["method", "route", "status"],
-                         buckets=_SECONDS)
 
 
 def serve_metrics(settings: CommonSettings, service: str) -> int | None:
