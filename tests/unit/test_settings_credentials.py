@@ -12,7 +12,8 @@ from pydantic import SecretStr
 from tests.private_broker import environ
 from wakeline.transport.kafka_io import kafka_auth
 from wakeline.ops.retention import RetentionSettings
-from wakeline.runtime.settings import AdminSettings, CommonSettings, MissingCredentials, with_password
+from wakeline.runtime.dsn import with_password
+from wakeline.runtime.settings import AdminSettings, CommonSettings, MissingCredentials
 from wakeline_brain.settings import BrainSettings
 from wakeline_runner.settings import RunnerSettings
 

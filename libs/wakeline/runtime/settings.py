@@ -12,7 +12,8 @@ principal (`WAKELINE_KAFKA_PASSWORDS__BRAIN=…`) and per Postgres role
 `kafka_username` (each service's class names its own principal) with that principal's
 password, unless `WAKELINE_KAFKA_PASSWORD` is set; every `*_dsn` without a password gets
 its user's, and names `WAKELINE_POSTGRES_DATABASE` instead of its own database when that is
-set. `Naming` holds the topic prefix, which `wakeline.contract.topics` alone reads.
+set (the rewriting itself is dsn.py's). `Naming` holds the topic prefix, which
+`wakeline.contract.topics` alone reads.
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ import logging
 import os
 from pathlib import Path
 from typing import Literal
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+from wakeline.runtime.dsn import with_database, with_password, with_port
+
 
 def _default_root() -> Path:
     """The checkout this module sits in (libs/wakeline/runtime/, as `make` runs it), else the working
@@ -174,29 +178,6 @@ class CommonSettings(BaseSettings):
                 f"no Kafka password for principal {self.kafka_username!r}: set WAKELINE_KAFKA_PASSWORD, or run "
                 f"`make up`, which generates {credentials_file()} (WAKELINE_CREDENTIALS_FILE names another)")
         return self.kafka_username, password.get_secret_value()
-
-
-def with_port(dsn: str, port: int) -> str:
-    """`dsn` on `port` of its host."""
-    parts = urlsplit(dsn)
-    where = parts.netloc.rsplit("@", 1)
-    host = where[-1].rsplit(":", 1)[0] if not where[-1].endswith("]") else where[-1]
-    return urlunsplit(parts._replace(netloc="@".join([*where[:-1], f"{host}:{port}"])))
-
-
-def with_database(dsn: str, database: str | None) -> str:
-    """`dsn` naming `database` instead of its own (unchanged when `database` is None)."""
-    return dsn if database is None else urlunsplit(urlsplit(dsn)._replace(path=f"/{database}"))
-
-
-def with_password(dsn: str, passwords: dict[str, SecretStr]) -> str:
-    """`dsn` with its user's password from `passwords` when it names none (else unchanged)."""
-    parts = urlsplit(dsn)
-    if parts.password is not None or not parts.username or parts.username.lower() not in passwords:
-        return dsn
-    secret = quote(passwords[parts.username.lower()].get_secret_value(), safe="")
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:{secret}@{host}"))
 
 
 class AdminSettings(CommonSettings):
