@@ -27,13 +27,14 @@ from typing import Any
 from bench.audit_sessions import PER_SESSION, session_id, session_rows
 from bench.harness import ROOT, summary
 from wakeline.evidence import merkle, witnesses
-from wakeline.evidence.checkpoints import STORED_HEADS_BY_SCAN, stored_heads
+from wakeline.evidence.heads import STORED_HEADS_BY_SCAN, stored_heads
 from wakeline.storage.event_store import INSERT_ROWS
 from wakeline.storage.pg import TenantPool
 from wakeline.evidence.proofs import build_proof
 from wakeline.runtime.settings import CommonSettings
 from wakeline.evidence.signed_checkpoints import new_statement
-from wakeline.evidence.signer import anchoring_lag, sign_round
+from wakeline.evidence.anchoring_lag import anchoring_lag
+from wakeline.evidence.signing_round import sign_round
 from wakeline.evidence.signing import file_signer
 from wakeline.contract.topics import PREFIX
 

@@ -34,14 +34,16 @@ from tests import factories
 from tests.e2e.stack import free_port
 from tests.factories import Stamps, draft
 from wakeline.evidence import witnesses
-from wakeline.evidence.checkpoints import Head, stored_heads
+from wakeline.evidence.heads import Head, stored_heads
 from wakeline.storage.event_store import event_row
 from wakeline.contract.events import Event
 from wakeline.transport.kafka_io import make_admin, make_consumer
 from wakeline.storage.pg import TenantPool
 from wakeline.runtime.settings import CommonSettings
 from wakeline.evidence.signed_checkpoints import Envelope, new_statement, sign_statement
-from wakeline.evidence.signer import Round, anchoring_lag, due, sign_round, tenants_of
+from wakeline.evidence.anchoring_lag import anchoring_lag, due
+from wakeline.evidence.signer import tenants_of
+from wakeline.evidence.signing_round import Round, sign_round
 from wakeline.evidence.signing import SeedSigner
 from wakeline.contract.topics import CHECKPOINTS
 from wakeline.evidence.verify import Report, verify_all, verify_session
@@ -361,7 +363,7 @@ async def test_a_checkpoint_deleted_from_every_witness_is_named_by_its_successor
     evidence = await stack.evidence()
     assert f"checkpoint {stack.label(2)} is missing from the postgres and the sink (present in the topic)" in [
         p.reason for p in evidence.problems]
-    from wakeline.evidence.signed_checkpoints import cross_check
+    from wakeline.evidence.cross_check import cross_check
     pg = await _postgres(stack)
     sink, _ = witnesses.read_sink(stack.sink, stack.tenant)
     alone = cross_check(stack.signer.public_key(), stack.tenant, pg, list(sink), list(sink))

@@ -25,7 +25,7 @@ from wakeline.storage.pg import TenantPool
 from wakeline.evidence.proofs import InclusionProof, check_proof
 from wakeline.ops.retention import RetentionSettings, apply_retention
 from wakeline.runtime.settings import CommonSettings
-from wakeline.evidence.signer import sign_round
+from wakeline.evidence.signing_round import sign_round
 from wakeline.evidence.signing import SeedSigner
 from wakeline_gateway.replay import state_json
 from wakeline_gateway.transcript.html import ALLOWED_TAGS, CSP

@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from wakeline.evidence.checkpoints import (
-    Checkpoint, Head, append_anchor, load_key, new_checkpoint, read_anchor, sign, signature_valid,
+    Checkpoint, append_anchor, load_key, new_checkpoint, read_anchor, sign, signature_valid,
 )
+from wakeline.evidence.heads import Head
 from wakeline.evidence.verify import checkpoint_problems
 
 KEY = bytes(range(32))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from wakeline.evidence import merkle
-from wakeline.evidence.checkpoints import Head
+from wakeline.evidence.heads import Head
 
 
 def heads(n: int) -> dict[str, Head]:

@@ -3,7 +3,8 @@
 A checkpoint records, for one tenant, each session's last seq and its hash, signed with
 HMAC-SHA256 under a key kept in a file the database never sees. It is stored twice: a row
 in `checkpoints` (append-only, per-tenant RLS) and a line in `<checkpoint_dir>/<tenant>.jsonl`
-outside the database. Comparing a session's stored chain with it is `verify.py`'s job.
+outside the database. The heads are read by heads.py; comparing a session's stored chain
+with a checkpoint is `verify`'s job.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import asyncpg
 
 from wakeline.log.chain import canonical_json
 from wakeline.contract.events import Frozen
+from wakeline.evidence.heads import Head, stored_heads
 from wakeline.storage.pg import TenantPool
 from wakeline.runtime.settings import CommonSettings
 
@@ -36,11 +38,6 @@ KEY_BYTES = 32
 class CheckpointSettings(CommonSettings):
     checkpoint_key_file: Path = Path(".data/keys/checkpoint.key")
     checkpoint_dir: Path = DEFAULT_CHECKPOINT_DIR
-
-
-class Head(Frozen):
-    seq: int
-    hash: str
 
 
 class Checkpoint(Frozen):
@@ -88,49 +85,6 @@ def signature_valid(key: bytes, checkpoint: Checkpoint) -> bool:
 def new_checkpoint(key: bytes, tenant: str, heads: dict[str, Head], now: datetime) -> Checkpoint:
     # Postgres keeps microseconds; so does datetime, so created_at round-trips exactly.
     return sign(key, Checkpoint(id=uuid.uuid4(), tenant=tenant, created_at=now, heads=heads))
-
-
-# The tenant's sessions (session_keys, 0020: one row per session), each with its highest
-# registered seq and that key's ts: one backward probe of event_keys' primary key per
-# session, instead of reading every event. The tenant test repeats RLS's so the planner can
-# use session_keys' leading column.
-_KEY_HEADS = """
-WITH k AS (
-  SELECT s.session_id, h.seq, h.ts FROM session_keys s CROSS JOIN LATERAL (
-    SELECT seq, ts FROM event_keys WHERE session_id = s.session_id ORDER BY seq DESC LIMIT 1) AS h
-   WHERE s.tenant = current_setting('wakeline.tenant', true))
-"""
-
-# The head is the events row, as it always was: event_keys keeps the rows retention dropped
-# (tombstones, 0004), events does not. So the registered head is looked up in events (by its
-# ts: one partition); when retention dropped it, the session's last event still in events
-# is its head (the fallback probes every partition, but only for such sessions), and a
-# session with no event left has none, as before. Reading events also keeps its RLS
-# (wakeline.viewer, 0006) in force. Only the hash of a row events holds is ever signed.
-STORED_HEADS = _KEY_HEADS + """
-SELECT k.session_id, coalesce(e.seq, f.seq) AS seq, encode(coalesce(e.hash, f.hash), 'hex') AS hash
-  FROM k
-  LEFT JOIN LATERAL (SELECT seq, hash FROM events
-                      WHERE session_id = k.session_id AND seq = k.seq AND ts = k.ts) AS e ON true
-  LEFT JOIN LATERAL (SELECT seq, hash FROM events WHERE e.seq IS NULL AND session_id = k.session_id
-                      ORDER BY seq DESC LIMIT 1) AS f ON true
- WHERE coalesce(e.seq, f.seq) IS NOT NULL
-"""
-
-# What STORED_HEADS replaced (it reads every event of the tenant); kept for the test that
-# holds the two equal and for the benchmark's before/after.
-STORED_HEADS_BY_SCAN = ("SELECT DISTINCT ON (session_id) session_id, seq, encode(hash, 'hex') AS hash FROM events "
-                        "ORDER BY session_id, seq DESC")
-
-
-async def stored_heads(conn: asyncpg.Connection, *, query: str = STORED_HEADS) -> dict[str, Head]:
-    """Each session's last stored event (seq, hash), for the tenant set on `conn` (in a transaction)."""
-    # The plan is index probes only, but at 20k sessions its estimate passes jit_above_cost,
-    # and compiling it for every partition of events took 4.6 s of a 5.3 s round (EXPLAIN
-    # ANALYZE at 1M events); without JIT the round is ~0.5 s. Local to the transaction.
-    await conn.execute("SELECT set_config('jit', 'off', true)")
-    rows = await conn.fetch(query)
-    return {r["session_id"]: Head(seq=r["seq"], hash=r["hash"]) for r in rows}
 
 
 async def insert_checkpoint(conn: asyncpg.Connection, checkpoint: Checkpoint) -> None:

@@ -13,9 +13,10 @@ from pathlib import Path
 import asyncpg
 
 from wakeline.evidence import merkle
-from wakeline.evidence.checkpoints import Head
+from wakeline.evidence.heads import Head
 from wakeline.contract.events import Frozen
-from wakeline.evidence.signed_checkpoints import Envelope, Evidence
+from wakeline.evidence.cross_check import Evidence
+from wakeline.evidence.signed_checkpoints import Envelope
 from wakeline.evidence.signing import fingerprint, parse_public_key, pinned, signature_valid
 
 

@@ -39,7 +39,8 @@ from wakeline.log.fold import FoldError
 from wakeline.storage.pg import TenantPool
 from wakeline.evidence.proofs import InclusionProof, build_proof
 from wakeline.storage.retention_cuts import Cut, retained_out, session_cuts
-from wakeline.evidence.signed_checkpoints import Evidence, SignedCut
+from wakeline.evidence.cross_check import Evidence
+from wakeline.evidence.signed_checkpoints import SignedCut
 from wakeline.log.snapshots import SnapshotMismatch, checked_fold
 from wakeline.evidence.witnesses import EvidenceSettings, gather, public_key
 
