@@ -35,7 +35,8 @@ from aiokafka import AIOKafkaProducer
 from bench.harness import ROOT, percentile, produce_events, service, superuser
 from bench.synthetic import session_events
 from wakeline.contract.codec import encode
-from wakeline.storage.event_store import EVENT_COLUMNS, INSERT_ROWS, event_row
+from wakeline.storage.event_rows import EVENT_COLUMNS, event_row
+from wakeline.storage.event_statements import INSERT_ROWS
 from wakeline.transport.kafka_io import kafka_auth
 from wakeline.storage.pg import TenantPool
 from wakeline.runtime.settings import CommonSettings

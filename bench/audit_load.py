@@ -18,7 +18,8 @@ from datetime import datetime, timezone
 from bench.audit_sessions import PER_SESSION, session_id, session_rows
 from bench.harness import superuser
 from wakeline.log.chain import first_broken_seq
-from wakeline.storage.event_store import EVENT_COLUMNS, INSERT_ROWS, READ_COLUMNS, event_from_row
+from wakeline.storage.event_rows import EVENT_COLUMNS, READ_COLUMNS, event_from_row
+from wakeline.storage.event_statements import INSERT_ROWS
 from wakeline.storage.pg import TenantPool
 
 TENANT = "bench-audit"

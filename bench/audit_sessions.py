@@ -41,7 +41,7 @@ def session_id(index: int) -> str:
 
 
 def session_rows(tenant: str, index: int) -> list[tuple[Any, ...]]:
-    """Session `index`'s rows in `wakeline.storage.event_store.EVENT_COLUMNS` order, payload as JSON text."""
+    """Session `index`'s rows in `wakeline.storage.event_rows.EVENT_COLUMNS` order, payload as JSON text."""
     rng = _rng(index)
     session_id = _uuid(rng)
     user = rng.choices(USERS, USER_WEIGHTS)[0]

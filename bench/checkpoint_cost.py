@@ -28,7 +28,7 @@ from bench.audit_sessions import PER_SESSION, session_id, session_rows
 from bench.harness import ROOT, summary
 from wakeline.evidence import merkle, witnesses
 from wakeline.evidence.heads import STORED_HEADS_BY_SCAN, stored_heads
-from wakeline.storage.event_store import INSERT_ROWS
+from wakeline.storage.event_statements import INSERT_ROWS
 from wakeline.storage.pg import TenantPool
 from wakeline.evidence.proofs import build_proof
 from wakeline.runtime.settings import CommonSettings

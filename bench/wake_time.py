@@ -31,7 +31,7 @@ from bench.harness import service, summary
 from wakeline.contract import events as e
 from wakeline.log.chain import Draft, seal
 from wakeline.contract.codec import encode
-from wakeline.storage.event_store import SELECT_NEWEST_SNAPSHOT, SELECT_SESSION_FROM, insert_events, session_events
+from wakeline.storage.event_statements import SELECT_NEWEST_SNAPSHOT, SELECT_SESSION_FROM, insert_events, session_events
 from wakeline.contract.events import Event
 from wakeline.log.fold import fold
 from wakeline.storage.pg import TenantPool

@@ -22,7 +22,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.chaos import figures, ownership
 from tests.e2e.stack import Service, Stack
-from wakeline.storage.event_store import SELECT_LIST, event_from_row
+from wakeline.storage.event_rows import SELECT_LIST, event_from_row
 from wakeline.contract.events import Event, parse_event
 from wakeline.transport.kafka_io import kafka_auth
 from wakeline.runtime.settings import CommonSettings

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from wakeline.contract.codec import MalformedRecord
-from wakeline.storage.event_store import tool_name
+from wakeline.storage.event_rows import tool_name
 from wakeline.contract.events import Event
 from wakeline.contract.ids import ACTOR_PATTERN, CHAIN_HASH, SAFE_ID
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import asyncpg
 
-from wakeline.storage.event_store import insert_new_events, stored_hashes, stored_hashes_between
+from wakeline.storage.event_statements import insert_new_events, stored_hashes, stored_hashes_between
 from wakeline.contract.events import Event, SessionCreated, SessionForked
 from wakeline.storage.pg import TenantPool
 from wakeline.storage.retention_cuts import RETAINED_OUT_SQLSTATE

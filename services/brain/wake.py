@@ -24,7 +24,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
 from wakeline.storage.archive_position import ARCHIVER_GROUP, wake_start
-from wakeline.storage.event_store import events_from_snapshot, session_events
+from wakeline.storage.event_statements import events_from_snapshot, session_events
 from wakeline.contract.events import Event, SessionForked, SnapshotTaken, parse_event
 from wakeline.storage.lineage import prefix_events
 from wakeline.transport.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, kafka_auth

@@ -10,7 +10,8 @@ from typing import Any
 import asyncpg
 
 from wakeline.log.chain import first_broken_seq
-from wakeline.storage.event_store import SELECT_SESSION, event_from_row
+from wakeline.storage.event_rows import event_from_row
+from wakeline.storage.event_statements import SELECT_SESSION
 from wakeline.contract.events import Event
 from wakeline.runtime.settings import CommonSettings
 

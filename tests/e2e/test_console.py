@@ -22,7 +22,8 @@ import pytest
 
 from tests.e2e.console_browser import expect_ui, open_session, shot, sign_in
 from tests.e2e.sessions import create_session, wait_ended, wait_for
-from wakeline.storage.event_store import INSERT_ROWS, event_row
+from wakeline.storage.event_rows import event_row
+from wakeline.storage.event_statements import INSERT_ROWS
 from wakeline.contract.events import parse_event
 from wakeline.runtime.settings import CommonSettings
 

@@ -28,7 +28,7 @@ from tests.factories import LIVE, Speakers, sealed
 from tests.private_broker import held_partitions
 from wakeline.log.chain import Draft
 from wakeline.contract.events import Event
-from wakeline.storage.event_store import session_events
+from wakeline.storage.event_statements import session_events
 from wakeline.transport.kafka_io import kafka_auth, make_admin, send_keyed
 from wakeline.storage.pg import TenantPool
 from wakeline.runtime.settings import CommonSettings

@@ -23,7 +23,7 @@ from typing import Any
 import asyncpg
 
 from tests.requirements import missing, require
-from wakeline.storage.event_store import COLUMNS, EVENT_COLUMNS, HASH_COLUMNS
+from wakeline.storage.event_rows import COLUMNS, EVENT_COLUMNS, HASH_COLUMNS
 from wakeline.storage.migrate import MIGRATIONS_DIR, apply_migrations
 from wakeline.ops.retention import RetentionSettings
 from wakeline.runtime.settings import AdminSettings, CommonSettings

@@ -25,7 +25,7 @@ from tests import factories
 from tests.factories import LIVE, Speakers
 from wakeline.log.chain import Draft
 from wakeline.contract.commands import CommandBase, parse_command
-from wakeline.storage.event_store import event_row
+from wakeline.storage.event_rows import event_row
 from wakeline.contract.events import Event
 from wakeline.transport.kafka_io import make_consumer
 from wakeline.storage.pg import TenantPool

@@ -9,7 +9,7 @@ import pytest
 from conftest_pg import fresh_session_id, fresh_tenant, insert_event_as, new_event, require_kafka, \
     require_postgres, service_connection
 from tests.factories import LIVE, draft, sealed
-from wakeline.storage.event_store import insert_events
+from wakeline.storage.event_statements import insert_events
 from wakeline.contract.events import SnapshotTaken
 from wakeline.log.fold import fold
 from wakeline.storage.pg import TenantPool

@@ -35,7 +35,7 @@ from tests.e2e.stack import free_port
 from tests.factories import Stamps, draft
 from wakeline.evidence import witnesses
 from wakeline.evidence.heads import Head, stored_heads
-from wakeline.storage.event_store import event_row
+from wakeline.storage.event_rows import event_row
 from wakeline.contract.events import Event
 from wakeline.transport.kafka_io import make_admin, make_consumer
 from wakeline.storage.pg import TenantPool

@@ -15,7 +15,7 @@ from tampering import superuser, tampering
 from tests.factories import LIVE, SPEAKERS, at, draft, sealed
 from tests.unit.session_log import created, exchange
 from wakeline.evidence import verify
-from wakeline.storage.event_store import insert_events
+from wakeline.storage.event_statements import insert_events
 from wakeline.contract.events import ForkedPayload, SessionConfig
 from wakeline.storage.lineage import PrefixUnavailable, prefix_events
 from wakeline.ops.retention import RetentionSettings, apply_retention

@@ -26,7 +26,7 @@ from tampering import superuser, tampering
 from wakeline.log.chain import Draft
 from wakeline.evidence.checkpoints import Checkpoint, load_key, new_checkpoint, read_anchor, write_checkpoint
 from wakeline.evidence.heads import Head
-from wakeline.storage.event_store import event_row
+from wakeline.storage.event_rows import event_row
 from wakeline.contract.events import GENESIS_HASH, Event, SnapshotPayload
 from wakeline.log.fold import fold
 from wakeline.storage.pg import TenantPool

@@ -26,7 +26,7 @@ ID = Annotated[str, Field(min_length=1, max_length=200, pattern=ID_PATTERN)]
 PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
 
 # A chain hash as `chain.seal` writes it (SHA-256, lowercase hex): the only spelling stored,
-# since the bytes go back to text one way (event_store.hash_bytes, archiver bounds).
+# since the bytes go back to text one way (event_rows.hash_bytes, archiver bounds).
 CHAIN_HASH = re.compile(r"^[0-9a-f]{64}$")
 
 ACTOR_KINDS = ("user", "human", "service", "system", "agent", "runner")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
-from wakeline.storage.event_store import SELECT_LIST, event_from_row
+from wakeline.storage.event_rows import SELECT_LIST, event_from_row
 from wakeline.contract.events import Event, ModelResponded, SessionForked, ToolCallRequested, ToolResultReceived
 
 SELECT_PREFIX = f"SELECT {SELECT_LIST} FROM events WHERE session_id = $1 AND seq <= $2 ORDER BY seq"

@@ -1,6 +1,6 @@
 """`MemoryEventStore`: the `EventStore` in a dict, for fast tests of the code above it.
 
-It keeps rows, not events (`wakeline.storage.event_store.event_row`), and reads them back through
+It keeps rows, not events (`wakeline.storage.event_rows.event_row`), and reads them back through
 `event_from_row`, so what it returns went through the same mapping as a Postgres row,
 and a planted bad row (`plant`) fails the same way. The semantics are Postgres's plus
 event_keys': one row per (session_id, seq), the same event again a no-op, another one a
@@ -14,10 +14,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from wakeline.storage.event_store import (
-    EVENT_COLUMNS, READ_COLUMNS, Appended, EventQuery, Key, Scope, event_from_row, event_row, hash_text,
-    sort_out,
-)
+from wakeline.storage.event_store import Appended, EventQuery, Key, Scope, sort_out
+from wakeline.storage.event_rows import EVENT_COLUMNS, READ_COLUMNS, event_from_row, event_row, hash_text
 from wakeline.contract.events import Event, SessionCreated, SessionForked
 
 

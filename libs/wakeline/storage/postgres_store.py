@@ -1,8 +1,8 @@
 """`PostgresEventStore`: the `EventStore` over the real `events` table.
 
 Every statement runs in a `TenantPool.transaction(tenant[, viewer])`, so row-level
-security decides what a caller sees and may write. The statements are
-`wakeline.storage.event_store`'s; the archiver runs the same ones inside its batch transaction.
+security decides what a caller sees and may write. The statements are in
+`wakeline.storage.event_statements`; the archiver runs the same ones inside its batch transaction.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from datetime import UTC
 
 import asyncpg
 
-from wakeline.storage.event_store import (
-    SELECT_FIRST_CAUSED_BY, SELECT_FIRST_CAUSED_UNDER, SELECT_LAST_SEQ, Appended, EventQuery, Key, Scope,
-    event_from_row, insert_events, select_events, sort_out, stored_hashes,
+from wakeline.storage.event_store import Appended, EventQuery, Key, Scope, sort_out
+from wakeline.storage.event_rows import event_from_row
+from wakeline.storage.event_statements import (
+    SELECT_FIRST_CAUSED_BY, SELECT_FIRST_CAUSED_UNDER, SELECT_LAST_SEQ, insert_events, select_events, stored_hashes,
 )
 from wakeline.contract.events import Event
 from wakeline.storage.pg import TenantPool

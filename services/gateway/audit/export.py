@@ -8,7 +8,7 @@ import io
 import json
 from typing import Any
 
-from wakeline.storage.event_store import is_error, tool_name
+from wakeline.storage.event_rows import is_error, tool_name
 from wakeline.contract.events import Event
 
 CSV_COLUMNS = ("ts", "session_id", "seq", "type", "actor", "tool_name", "is_error", "trust",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from wakeline.storage.event_store import SELECT_LIST
+from wakeline.storage.event_rows import SELECT_LIST
 from wakeline.contract.events import Event
 from wakeline_gateway.bounds import is_plain_id, is_position, utc_convertible
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import asyncpg
 
-from wakeline.storage.event_store import event_from_row
+from wakeline.storage.event_rows import event_from_row
 from wakeline.contract.events import Event
 from wakeline.storage.pg import TenantPool
 from wakeline_gateway.audit.query import AuditQuery, events_sql, sessions_sql

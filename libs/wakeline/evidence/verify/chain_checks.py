@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from wakeline.log.chain import event_hash
-from wakeline.storage.event_store import READ_COLUMNS, SELECT_LIST, event_from_row, is_error, tool_name
+from wakeline.storage.event_rows import READ_COLUMNS, SELECT_LIST, event_from_row, is_error, tool_name
 from wakeline.contract.events import GENESIS_HASH, CorruptEvent, Event
 from wakeline.log.fold import FoldError
 from wakeline.log.snapshots import SnapshotMismatch, checked_fold
