@@ -23,7 +23,8 @@ from aiokafka.admin import NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from bench.harness import summary
-from wakeline.transport.kafka_io import make_admin, make_consumer, topic_settings
+from wakeline.transport.kafka_io import make_admin, make_consumer
+from wakeline.transport.topic_admin import topic_settings
 from wakeline.runtime.settings import CommonSettings
 from wakeline.contract.topics import partition_for, record_key
 from wakeline_brain.app import partition_producer

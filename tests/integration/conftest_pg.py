@@ -172,7 +172,7 @@ async def require_kafka(settings) -> None:
 
     from aiokafka.errors import KafkaError
 
-    from wakeline.transport.kafka_io import ensure_topics
+    from wakeline.transport.topic_admin import ensure_topics
 
     try:
         await asyncio.wait_for(ensure_topics(settings), timeout=20)

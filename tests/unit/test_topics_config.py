@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wakeline.transport.kafka_io import FoundTopic, TopicMismatch, topic_mismatches, topic_settings
+from wakeline.transport.topic_admin import FoundTopic, TopicMismatch, topic_mismatches, topic_settings
 from wakeline.contract.limits import topic_max_message_bytes
 from wakeline.runtime.settings import CommonSettings
 

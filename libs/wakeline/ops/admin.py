@@ -3,7 +3,7 @@ of each service's principal (both idempotent; both as `admin`, the super user).
 
 Topics are created with the partition count, replication factor, min.insync.replicas,
 retention and max.message.bytes from the settings; an existing topic that contradicts
-them is reported as a warning (topic, key, found, wanted), see `kafka_io.ensure_topics`.
+them is reported as a warning (topic, key, found, wanted), see `topic_admin.ensure_topics`.
 The ACLs are `kafka_acls.GRANTS`. Both act on the names of the topic prefix in force
 (`WAKELINE_TOPIC_PREFIX`, see `wakeline.contract.topics`), so `make test` creates the suite's
 topics and grants beside the demo's. Migrations are `python -m wakeline.storage.migrate`; this
@@ -17,7 +17,7 @@ import logging
 import sys
 
 from wakeline.ops.kafka_acls import create_acls
-from wakeline.transport.kafka_io import ensure_topics
+from wakeline.transport.topic_admin import ensure_topics
 from wakeline.runtime.settings import CommonSettings
 from wakeline.contract.topics import CHECKPOINTS, PREFIX
 from wakeline.evidence.witnesses import ensure_topic
