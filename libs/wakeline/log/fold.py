@@ -3,7 +3,7 @@
 Pure: no clock, no randomness, no I/O; the same events give the same state on every host
 and every replay. Markers (turn boundaries, woke, titles, file references, queueing,
 snapshots) may update bookkeeping but never the conversation. What to *do* given a state
-lives in the brain, not here.
+lives in the brain, not here; how the model's conversation is put together is conversation.py.
 
 Folding n events is O(n): the events go into a private `_Building` whose growing parts
 (messages, seen commands, files, ...) are lists and sets changed in place, and the state is
@@ -13,7 +13,7 @@ quadratic. `apply` is the same code for one event.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 from wakeline.contract.commands import result_input_id
 from wakeline.contract.events import (
@@ -22,21 +22,15 @@ from wakeline.contract.events import (
     SessionDeleted, SessionEnded, SessionForked, SnapshotTaken, TitleGenerated, ToolCallPayload, ToolCallRequested,
     ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Woke,
 )
+from wakeline.log.conversation import add_tool_result, add_tool_use, compacted, turn_blocks
 from wakeline.log.state import (
-    Block, MemoryRead, Message, OtherBlock, QueuedMessage, RedactedThinkingBlock, SessionState, TextBlock,
-    ThinkingBlock, ToolResultBlock, ToolUseBlock, command_digest, evolve,
+    MemoryRead, Message, QueuedMessage, SessionState, TextBlock, ToolResultBlock, ToolUseBlock, command_digest,
+    evolve,
 )
 from wakeline.log.status import session_status
 
 
 BRAIN = "system:brain"
-
-
-def memory_block(path: str, content: str) -> str:
-    """The memory file as the model sees it after a compaction's summary: whole, labelled
-    with its path, and wrapped as data like tool output (the file is the agent's own notes,
-    written by tools, so it is no more an instruction than their output is)."""
-    return f'<memory_file path="{path}" trust="data">\n{content}\n</memory_file>'
 
 
 class FoldError(ValueError):
@@ -141,11 +135,8 @@ class _Building:
                     self.queued = list(self.start.queued)
                 self.queued.append(QueuedMessage(p.command_id, p.text, e.actor))
             case ModelResponded(payload=p):
-                # A turn recorded with its blocks is sent back exactly as it came (thinking
-                # and its signature first); one recorded before blocks existed, as its text.
-                blocks = _blocks(p.blocks) if p.blocks else ((TextBlock(p.text),) if p.text else ())
                 f["usage"] = f["usage"] + p.usage
-                self._messages().append(Message("assistant", blocks, e.seq))
+                self._messages().append(Message("assistant", turn_blocks(p), e.seq))
                 # `pause_turn`: the API stopped a long turn to be resumed by sending it back.
                 f.update(awaiting_model=p.stop_reason == "pause_turn", model_failures=0, stop_reason=p.stop_reason,
                          memory_read=None, fresh_compaction=False)
@@ -157,7 +148,7 @@ class _Building:
                 self._pending().append(p)
                 f.update(memory_call=p.tool_call_id, memory_read=None)
             case ToolCallRequested(payload=p):
-                self._add_tool_use(ToolUseBlock(p.tool_call_id, p.name, p.input), e.seq)
+                add_tool_use(self._messages(), ToolUseBlock(p.tool_call_id, p.name, p.input), e.seq)
                 self._pending().append(p)
                 f["fresh_compaction"] = False
             case ToolResultReceived(payload=p) if p.tool_call_id == f["memory_call"]:
@@ -167,11 +158,7 @@ class _Building:
                 self._tool_result(e.seq, p.tool_call_id, ToolResultBlock(p.tool_call_id, p.output, p.is_error))
                 f["fresh_compaction"] = False
             case ContextCompacted(payload=p):
-                opening: tuple[Block, ...] = (TextBlock(f"[Summary of earlier conversation]\n{p.summary}"),)
-                if p.memory_file is not None and p.memory is not None:
-                    opening += (TextBlock(memory_block(p.memory_file, p.memory)),)
-                self.messages = [Message("user", opening, e.seq)] + [m for m in self._messages()
-                                                                     if m.seq > p.covered_to_seq]
+                self.messages = compacted(self._messages(), p, e.seq)
                 f["compactions"] += 1
                 f.update(memory_read=None, fresh_compaction=True)
             case TurnStarted():
@@ -216,47 +203,10 @@ class _Building:
                       memory_read=None)
         self.queued, self.pending, self.approval = [], [], set()
 
-    def _add_tool_use(self, block: ToolUseBlock, seq: int) -> None:
-        """Into the model's last message, else a message of its own. Copies only the last
-        message's blocks (one turn's), never the conversation."""
-        messages = self._messages()
-        if messages and messages[-1].role == "assistant":
-            last = messages[-1]
-            if any(isinstance(b, ToolUseBlock) and b.id == block.id for b in last.blocks):
-                return  # the model turn's own blocks already hold it, where the model put it
-            messages[-1] = Message(last.role, last.blocks + (block,), last.seq)
-        else:
-            messages.append(Message("assistant", (block,), seq))
-
     def _tool_result(self, seq: int, call_id: str, block: ToolResultBlock) -> None:
         pending = self._pending()
         if any(c.tool_call_id == call_id for c in pending):
             self.pending = [c for c in pending if c.tool_call_id != call_id]
-        messages = self._messages()
-        last = messages[-1] if messages else None
-        if last is not None and last.role == "user" and all(isinstance(b, ToolResultBlock) for b in last.blocks):
-            messages[-1] = Message(last.role, last.blocks + (block,), last.seq)
-        else:
-            messages.append(Message("user", (block,), seq))
+        add_tool_result(self._messages(), block, seq)
         if call_id in self.start.awaiting_approval or self.approval:
             self._approval().discard(call_id)
-
-
-def _blocks(raw: tuple[dict[str, Any], ...]) -> tuple[Block, ...]:
-    """A model turn's blocks as state blocks; one of a kind the brain does not act on is
-    kept whole (`OtherBlock`), to go back as it came, and so is a text block that carries
-    more than its text (`citations`): rebuilt as `{type, text}` it would lose them."""
-    out: list[Block] = []
-    for b in raw:
-        kind = b.get("type")
-        if kind == "text" and not set(b) - {"type", "text"}:
-            out.append(TextBlock(b.get("text", "")))
-        elif kind == "thinking":
-            out.append(ThinkingBlock(b.get("thinking", ""), b.get("signature", "")))
-        elif kind == "redacted_thinking":
-            out.append(RedactedThinkingBlock(b.get("data", "")))
-        elif kind == "tool_use":
-            out.append(ToolUseBlock(b["id"], b["name"], b.get("input", {})))
-        else:
-            out.append(OtherBlock(dict(b)))
-    return tuple(out)
