@@ -22,15 +22,16 @@ a tenant's all) and command.py (the command line). Every name is importable from
 from __future__ import annotations
 
 from wakeline.evidence.verify.reports import PrefixReport, Problem, Report, TenantReport
-from wakeline.evidence.verify.chain_checks import fork_point, row_problems, snapshot_problems
+from wakeline.evidence.verify.chain_checks import SESSION_ROWS, fork_point, row_problems, snapshot_problems
 from wakeline.evidence.verify.checkpoint_checks import (
-    checkpoint_integrity, checkpoint_problems, head_problems, newest_per_session, signed_head_problems,
+    checkpoint_integrity, checkpoint_problems, head_problems, newest_per_session, signed_cut, signed_head_problems,
 )
 from wakeline.evidence.verify.sessions import RECENT_CHECKPOINTS, prefix_report, session_ids, verify_all, verify_session
 from wakeline.evidence.verify.command import NoPublicKey, main
 
 __all__ = [
-    "NoPublicKey", "PrefixReport", "Problem", "RECENT_CHECKPOINTS", "Report", "TenantReport", "checkpoint_integrity",
-    "checkpoint_problems", "fork_point", "head_problems", "main", "newest_per_session", "prefix_report",
-    "row_problems", "session_ids", "signed_head_problems", "snapshot_problems", "verify_all", "verify_session",
+    "NoPublicKey", "PrefixReport", "Problem", "RECENT_CHECKPOINTS", "Report", "SESSION_ROWS", "TenantReport",
+    "checkpoint_integrity", "checkpoint_problems", "fork_point", "head_problems", "main", "newest_per_session",
+    "prefix_report", "row_problems", "session_ids", "signed_cut", "signed_head_problems", "snapshot_problems",
+    "verify_all", "verify_session",
 ]
