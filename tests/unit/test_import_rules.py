@@ -88,10 +88,11 @@ LAYERS: dict[str, set[str]] = {
     "ops": {"evidence", "storage", "transport", "log", "contract", "runtime"},
 }
 # What a service may use; the gateway also serves the evidence (checkpoints, proofs, verify),
-# and its `cli` module is the `wakeline` command, which runs the operator programs. The agent's
+# and its `cli` modules are the `wakeline` command, which runs the operator programs. The agent's
 # decisions are the brain's, and the gateway's replay check runs them.
 FOR_SERVICES = {"runtime", "contract", "log", "transport", "storage", "agent"}
-EXTRA = {"services/gateway": {"evidence"}, "services/gateway/cli.py": {"evidence", "ops"}}
+EXTRA = {"services/gateway": {"evidence"}, "services/gateway/cli.py": {"evidence", "ops"},
+         "services/gateway/cli_commands.py": {"evidence", "ops"}}
 
 
 def wakeline_layers(module: Path) -> set[str]:
