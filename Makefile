@@ -23,7 +23,7 @@ help:
 	@echo "make up / make down / make status   the local stack (Kafka + Postgres; passwords in .data/credentials.env)"
 	@echo "make bench  print measured figures as JSON lines"
 	@echo "make chaos  ~100 random kill -9 of brains, runners and the archiver under load; prints the figures"
-	@echo "make cluster-up / cluster-down / cluster-status   three KRaft brokers (topics wakeline-cluster.*, replication 3); see README"
+	@echo "make cluster-up / cluster-down / cluster-status   three KRaft brokers (topics wakeline-cluster.*, replication 3); see docs/cluster.md"
 
 deps:
 	@bash deploy/system-deps.sh
@@ -94,7 +94,7 @@ chaos: up
 
 # Three brokers (deploy/kafka/cluster.sh): topics under their own prefix with replication 3 and
 # min.insync.replicas 2, so they never meet the single broker's. Services run against it
-# unchanged with `eval "$$(bash deploy/kafka/cluster.sh env)"` (README, "A three-broker cluster").
+# unchanged with `eval "$$(bash deploy/kafka/cluster.sh env)"` (docs/cluster.md, "Three brokers on one machine").
 CLUSTER_NAMES = $$(bash deploy/kafka/cluster.sh env)
 cluster-up: deps venv
 	@bash deploy/postgres/pg.sh up >/dev/null && $(VENV)/bin/wakeline migrate

@@ -34,12 +34,13 @@ from aiokafka import AIOKafkaProducer
 
 from bench.harness import ROOT, percentile, produce_events, service, superuser
 from bench.synthetic import session_events
-from wakeline.codec import encode
-from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS, event_row
-from wakeline.kafka_io import kafka_auth
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
-from wakeline.topics import ARCHIVER_GROUP, EVENTS, partition_for, record_key
+from wakeline.contract.codec import encode
+from wakeline.storage.event_rows import EVENT_COLUMNS, event_row
+from wakeline.storage.event_statements import INSERT_ROWS
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import ARCHIVER_GROUP, EVENTS, partition_for, record_key
 from wakeline_archiver.lag import LagProbe
 
 TICK_S = 0.1
@@ -239,7 +240,7 @@ async def run(sessions: int = 100, per_session: int = 200, load_fraction: float 
               load_s: float = 10.0, rounds: int = 3) -> dict:
     """Archiver, COPY and the `unnest` insert take turns, `rounds` times, and each figure is
     the median of its rounds: one COPY is a few seconds, and a slow moment of a shared
-    machine moved a single one by 2x (docs/benchmarks.md, eleventh session). 20,000 events
+    machine moved a single one by 2x (docs/history/benchmarks.md, eleventh session). 20,000 events
     a round (four of the archiver's 5,000-record batches, the first left out), so three
     rounds cost `make bench` what one round of 40,000 did plus half."""
     archiver, raw, insert = [], [], []

@@ -17,9 +17,10 @@ from datetime import datetime, timezone
 
 from bench.audit_sessions import PER_SESSION, session_id, session_rows
 from bench.harness import superuser
-from wakeline.chain import first_broken_seq
-from wakeline.event_store import EVENT_COLUMNS, INSERT_ROWS, READ_COLUMNS, event_from_row
-from wakeline.pg import TenantPool
+from wakeline.log.chain import first_broken_seq
+from wakeline.storage.event_rows import EVENT_COLUMNS, READ_COLUMNS, event_from_row
+from wakeline.storage.event_statements import INSERT_ROWS
+from wakeline.storage.pg import TenantPool
 
 TENANT = "bench-audit"
 SESSIONS = 20_000
@@ -108,7 +109,7 @@ async def count_events(pool: TenantPool) -> int:
 
 
 def check_chains(sessions: int = 20) -> None:
-    """The hashes computed in audit_sessions must be the chain's own: re-checked with wakeline.chain."""
+    """The hashes computed in audit_sessions must be the chain's own: re-checked with wakeline.log.chain."""
     for index in range(sessions):
         rows = [{c: v for c, v in zip(EVENT_COLUMNS, row) if c in READ_COLUMNS} for row in session_rows(TENANT, index)]
         broken = first_broken_seq([event_from_row(row) for row in rows])

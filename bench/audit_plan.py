@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from bench.audit_load import TENANT
-from wakeline.pg import TenantPool
-from wakeline_gateway.audit import AuditQuery, events_sql
+from wakeline.storage.pg import TenantPool
+from wakeline_gateway.audit.query import AuditQuery, events_sql
 
 
 async def explain_custom(pool: TenantPool, query: AuditQuery) -> list[str]:

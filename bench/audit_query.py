@@ -22,9 +22,10 @@ from bench.audit_load import TENANT, ensure_loaded, storage_per_event
 from bench.audit_plan import explain_custom, explain_generic, plan_cache, plan_summary
 from bench.audit_sessions import AGENT
 from bench.harness import summary
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
-from wakeline_gateway.audit import AuditQuery, AuditStore, events_sql
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
+from wakeline_gateway.audit.query import AuditQuery, events_sql
+from wakeline_gateway.audit.store import AuditStore
 
 WARMUP, RUNS = 20, 200
 EMPTY = "empty_transaction"

@@ -5,8 +5,8 @@ user_message → turn_started → model_turn → tool_call* → tool_result* …
 users, `agent:scripted:demo`, `runner:host-N` and `system:brain` as actors. Users follow
 a Zipf law (user:alice most active), so one actor has hundreds of events a week and most
 have a few. Hashes are computed here from the payloads' JSON renderings, not through
-`wakeline.chain.seal` (four times slower); `audit_load` checks a sample of them with
-`wakeline.chain`. Event ids are time-ordered, as the brain mints them. Rows only, no I/O.
+`wakeline.log.chain.seal` (four times slower); `audit_load` checks a sample of them with
+`wakeline.log.chain`. Event ids are time-ordered, as the brain mints them. Rows only, no I/O.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from wakeline import events as e
-from wakeline.events import GENESIS_HASH
-from wakeline.ids import time_ordered_id
+from wakeline.contract import events as e
+from wakeline.contract.events import GENESIS_HASH
+from wakeline.contract.ids import time_ordered_id
 
 PER_SESSION = 50
 USERS = ("user:alice", *(f"user:person-{n:03d}" for n in range(2, 501)))
@@ -41,7 +41,7 @@ def session_id(index: int) -> str:
 
 
 def session_rows(tenant: str, index: int) -> list[tuple[Any, ...]]:
-    """Session `index`'s rows in `wakeline.event_store.EVENT_COLUMNS` order, payload as JSON text."""
+    """Session `index`'s rows in `wakeline.storage.event_rows.EVENT_COLUMNS` order, payload as JSON text."""
     rng = _rng(index)
     session_id = _uuid(rng)
     user = rng.choices(USERS, USER_WEIGHTS)[0]
@@ -107,7 +107,7 @@ def _uuid(rng: random.Random) -> str:
 
 
 def _event_id(rng: random.Random, ts: datetime) -> str:
-    """As the brain mints one (`wakeline.ids.time_ordered_id`) at the event's time."""
+    """As the brain mints one (`wakeline.contract.ids.time_ordered_id`) at the event's time."""
     return time_ordered_id(int(ts.timestamp() * 1000), rng.getrandbits(80))
 
 

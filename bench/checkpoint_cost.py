@@ -3,7 +3,7 @@
 `python -m bench.checkpoint_cost [--sessions 20000] [--repeats 3] [--compare-scan]`: loads
 the tenant `bench-checkpoints-<key id>` once (sessions × 50 events, made by bench/audit_sessions like the audit
 benchmark's, written as the service role through TenantPool, resumable), then measures one
-signer round the way `wakeline.signer` runs it, phase by phase: reading every session's
+signer round the way `wakeline.evidence.signer` runs it, phase by phase: reading every session's
 head (session_keys and a probe of event_keys per session, migration 0020), the Merkle root, the Ed25519 signature,
 the postgres insert (heads included), the topic record, the sink line; then what verify
 pays before any chain (reading the three witnesses and cross-checking them, the root
@@ -26,16 +26,17 @@ from typing import Any
 
 from bench.audit_sessions import PER_SESSION, session_id, session_rows
 from bench.harness import ROOT, summary
-from wakeline import merkle, witnesses
-from wakeline.checkpoints import STORED_HEADS_BY_SCAN, stored_heads
-from wakeline.event_store import INSERT_ROWS
-from wakeline.pg import TenantPool
-from wakeline.proofs import build_proof
-from wakeline.settings import CommonSettings
-from wakeline.signed_checkpoints import new_statement
-from wakeline.signer import anchoring_lag, sign_round
-from wakeline.signing import file_signer
-from wakeline.topics import PREFIX
+from wakeline.evidence import merkle, witnesses
+from wakeline.evidence.heads import STORED_HEADS_BY_SCAN, stored_heads
+from wakeline.storage.event_statements import INSERT_ROWS
+from wakeline.storage.pg import TenantPool
+from wakeline.evidence.proofs import build_proof
+from wakeline.runtime.settings import CommonSettings
+from wakeline.evidence.signed_checkpoints import new_statement
+from wakeline.evidence.anchoring_lag import anchoring_lag
+from wakeline.evidence.signing_round import sign_round
+from wakeline.evidence.signing import file_signer
+from wakeline.contract.topics import PREFIX
 
 TENANT_PREFIX = "bench-checkpoints"
 SESSIONS = 20_000  # × PER_SESSION (50) = 1M events

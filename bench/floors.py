@@ -23,9 +23,10 @@ from aiokafka.admin import NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
 from bench.harness import summary
-from wakeline.kafka_io import make_admin, make_consumer, topic_settings
-from wakeline.settings import CommonSettings
-from wakeline.topics import partition_for, record_key
+from wakeline.transport.kafka_io import make_admin, make_consumer
+from wakeline.transport.topic_admin import topic_settings
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import partition_for, record_key
 from wakeline_brain.app import partition_producer
 from wakeline_brain.settings import BrainSettings
 from wakeline_runner.app import result_producer

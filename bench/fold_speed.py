@@ -19,8 +19,8 @@ import time
 
 from bench.harness import summary
 from bench.synthetic import session_events
-from wakeline.fold import apply, fold
-from wakeline.state import SessionState
+from wakeline.log.fold import apply, fold
+from wakeline.log.state import SessionState
 
 
 def _ms(fn) -> float:

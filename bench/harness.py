@@ -10,11 +10,11 @@ from pathlib import Path
 import asyncpg
 from aiokafka import AIOKafkaProducer
 
-from wakeline.codec import encode
-from wakeline.events import Event
-from wakeline.kafka_io import kafka_auth
-from wakeline.settings import CommonSettings
-from wakeline.topics import EVENTS, partition_for, record_key
+from wakeline.contract.codec import encode
+from wakeline.contract.events import Event
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import EVENTS, partition_for, record_key
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -30,11 +30,11 @@ from aiokafka.structs import TopicPartition
 
 from bench.harness import summary
 from tests.e2e.stack import Stack
-from wakeline.commands import PostMessage
-from wakeline.events import Event, SessionEnded, parse_event
-from wakeline.kafka_io import make_consumer, make_producer, send_keyed
-from wakeline.settings import CommonSettings
-from wakeline.topics import EVENTS, INBOX
+from wakeline.contract.commands import PostMessage
+from wakeline.contract.events import Event, SessionEnded, parse_event
+from wakeline.transport.kafka_io import make_consumer, make_producer, send_keyed
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import EVENTS, INBOX
 from wakeline_gateway.idempotency import session_id_for
 
 MODES = ("floor", "feed", "poll", "read", "create:feed", "create:poll", "sse")

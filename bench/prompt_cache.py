@@ -33,16 +33,16 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from tests.fakes.messages_api import Canned, FakeMessagesAPI, message, text_block, thinking_block, tool_use_block
-from wakeline import commands as c
-from wakeline.chain import Draft, seal
-from wakeline.fold import apply
-from wakeline.state import SessionState
-from wakeline.tools import tool_schemas
+from wakeline.contract import commands as c
+from wakeline.log.chain import Draft, seal
+from wakeline.log.fold import apply
+from wakeline.log.state import SessionState
+from wakeline.contract.tools import tool_schemas
 from wakeline_brain.claude import ClaudeModel
-from wakeline_brain.context import build_request, plan_compaction
-from wakeline_brain.inputs import handle_input
-from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
-from wakeline_brain.summary import just_compacted, model_compaction, summary_request
+from wakeline.agent.context import build_request, plan_compaction
+from wakeline.agent.inputs import handle_input
+from wakeline.agent.steps import CALL_MODEL, model_drafts, next_step
+from wakeline.agent.summary import just_compacted, model_compaction, summary_request
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 OUTPUT = "".join(f"file_{i:03d}.py  {i * 37 % 5000:>6} bytes\n" for i in range(60))  # ~1.7 kB a result

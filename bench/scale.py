@@ -20,10 +20,10 @@ from pathlib import Path
 
 from bench.harness import ROUND_TRIPS, service, summary
 from tests.e2e.stack import Stack
-from wakeline.commands import CreateSession
-from wakeline.kafka_io import make_producer
-from wakeline.settings import CommonSettings
-from wakeline.topics import INBOX, partition_for, record_key
+from wakeline.contract.commands import CreateSession
+from wakeline.transport.kafka_io import make_producer
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import INBOX, partition_for, record_key
 
 POLICIES = Path(__file__).resolve().parent / "policies"
 TICK = os.sysconf("SC_CLK_TCK")

@@ -9,7 +9,7 @@ all three), runs `tool_roundtrip.run_against_floor(SIZES, repeats=2)` (the bare 
 floor alternated with the round trip) and stops them; the variants take turns, round after
 round, so the machine's noise falls on all of them. One JSON line per size, variant and
 round. Not part of `make bench` (it restarts the services every round); the figures it
-gave are in docs/benchmarks.md.
+gave are in docs/history/benchmarks.md.
 """
 
 from __future__ import annotations

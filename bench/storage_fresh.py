@@ -14,7 +14,7 @@ runs `VACUUM ANALYZE`, measures `storage_per_event`, then (with the whole schema
 `wakeline pack-months` as it would run on the day (the synthetic year ends 2026-12-21, so
 every month before the current one has closed) and measures again; it prints one JSON line
 and drops the database. Not part of `make bench` (a load takes about a minute); the figures it gave
-are in docs/benchmarks.md.
+are in docs/history/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from pathlib import Path
 
 from bench import audit_load
 from bench.harness import superuser
-from wakeline.closed_months import pack_closed_months
-from wakeline.migrate import MIGRATIONS_DIR, apply_migrations
-from wakeline.settings import AdminSettings
+from wakeline.ops.closed_months import pack_closed_months
+from wakeline.storage.migrate import MIGRATIONS_DIR, apply_migrations
+from wakeline.runtime.settings import AdminSettings
 
 
 async def measure(order: str = "sessions", upto: int | None = None, pack: bool = True,

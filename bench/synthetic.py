@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from wakeline import events as e
-from wakeline.chain import Draft, seal
-from wakeline.events import GENESIS_HASH
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft, seal
+from wakeline.contract.events import GENESIS_HASH
 
 
 def session_events(n: int, tenant: str = "default", start: datetime | None = None) -> list[e.Event]:

@@ -28,9 +28,9 @@ from aiokafka.structs import TopicPartition
 
 from bench.harness import summary
 from tests.factories import LIVE, draft, sealed
-from wakeline.codec import encode
-from wakeline.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, make_admin, make_producer
-from wakeline.settings import CommonSettings
+from wakeline.contract.codec import encode
+from wakeline.transport.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, make_admin, make_producer
+from wakeline.runtime.settings import CommonSettings
 from wakeline_brain.wake import SessionLoader, tail_consumer
 
 COMMITTED, ABORTED = 0, 1  # the private topic's partitions: a committed tail, an aborted one

@@ -25,10 +25,10 @@ from datetime import datetime
 from bench import floors
 from bench.harness import ROUND_TRIPS, service, summary
 from bench.runner_cpu import BusySampler
-from wakeline.commands import CreateSession
-from wakeline.kafka_io import make_producer, send_keyed
-from wakeline.settings import CommonSettings
-from wakeline.topics import INBOX
+from wakeline.contract.commands import CreateSession
+from wakeline.transport.kafka_io import make_producer, send_keyed
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import INBOX
 
 
 async def _ended(conn, session_ids: list[str]) -> int:

@@ -28,17 +28,17 @@ from typing import NamedTuple
 from aiokafka.structs import TopicPartition
 
 from bench.harness import service, summary
-from wakeline import events as e
-from wakeline.chain import Draft, seal
-from wakeline.codec import encode
-from wakeline.event_store import SELECT_NEWEST_SNAPSHOT, SELECT_SESSION_FROM, insert_events, session_events
-from wakeline.events import Event
-from wakeline.fold import fold
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
-from wakeline.snapshots import resume, snapshot_payload
-from wakeline.state import SessionState
-from wakeline.topics import EVENTS, partition_for
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft, seal
+from wakeline.contract.codec import encode
+from wakeline.storage.event_statements import SELECT_NEWEST_SNAPSHOT, SELECT_SESSION_FROM, insert_events, session_events
+from wakeline.contract.events import Event
+from wakeline.log.fold import fold
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
+from wakeline.log.snapshots import resume, snapshot_payload
+from wakeline.log.state import SessionState
+from wakeline.contract.topics import EVENTS, partition_for
 from wakeline_brain.wake import SessionLoader, tail_consumer
 
 TENANT = "default"
@@ -74,8 +74,8 @@ def brain_log(n: int, snapshot_every: int = 1000, compact_every: int = 1000,
               max_record_bytes: int = 1_000_000) -> list[Event]:
     """n events as the brain writes them, snapshots included: one once `snapshot_every`
     events came since the last, left out when its record is over `max_record_bytes` (the
-    count then starts again), as `SessionActor._append` and `_snapshot` do. A wake reads
-    the newest one that was written, however old."""
+    count then starts again), as the brain's `SessionLog.write` and `_snapshot` do. A wake
+    reads the newest one that was written, however old."""
     sid, start = str(uuid.uuid4()), datetime.now(timezone.utc)
     out: list[Event] = []
     state, folded = SessionState(), 0  # the fold of out[:folded], caught up only where a draft needs it

@@ -16,8 +16,8 @@ SNAPSHOT = Path(__file__).resolve().parent / "openapi.json"
 
 
 def current_openapi() -> dict[str, Any]:
-    from wakeline.settings import DEFAULT_TOPIC_PREFIX
-    from wakeline.topics import INBOX, names
+    from wakeline.runtime.settings import DEFAULT_TOPIC_PREFIX
+    from wakeline.contract.topics import INBOX, names
     from wakeline_gateway.app import create_app
     from wakeline_gateway.settings import GatewaySettings
 

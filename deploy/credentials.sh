@@ -3,7 +3,7 @@
 # once into $WAKELINE_CREDENTIALS_FILE (default $WAKELINE_ROOT/.data/credentials.env,
 # mode 0600) and never regenerated while it exists. kafka.sh and pg.sh call `ensure`
 # themselves, so each works on its own; the settings classes read the file
-# (libs/wakeline/settings.py), so nobody has to export anything.
+# (libs/wakeline/runtime/settings.py), so nobody has to export anything.
 #
 #   credentials.sh ensure        create the file if missing (a file missing a variable
 #                                gets it appended; nothing present is ever changed)
@@ -15,7 +15,7 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="${WAKELINE_ROOT:-$(cd "$SCRIPT_DIR/.." && pwd)}"
 FILE="${WAKELINE_CREDENTIALS_FILE:-$ROOT/.data/credentials.env}"
 
-# Kafka principals (libs/wakeline/kafka_acls.py says what each may do) and Postgres roles.
+# Kafka principals (libs/wakeline/ops/kafka_acls.py says what each may do) and Postgres roles.
 # `signer` is docker-compose's (the local broker has no such user: the local signer is `admin`).
 KAFKA_PRINCIPALS=(admin brain runner archiver gateway signer)
 PG_ROLES=(wakeline_owner wakeline_service wakeline_maintenance)

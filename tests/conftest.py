@@ -2,7 +2,7 @@
 the suite's own names unless told others: topics, groups and transactional ids prefixed
 `wakeline-test`, the database `wakeline_test` (what `make test` exports and `make test-up`
 creates), so a test run by hand never writes into what `make demo` shows. Set before any
-test module imports `wakeline.topics`, which reads the prefix once.
+test module imports `wakeline.contract.topics`, which reads the prefix once.
 
 Services built in-process by the integration harnesses read private topics and groups
 that no service principal's ACLs cover (kafka_acls.py); the ACL tests build their own

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 from uuid import uuid4
 
-from wakeline.chain import Draft, seal
-from wakeline.events import (
+from wakeline.log.chain import Draft, seal
+from wakeline.contract.events import (
     GENESIS_HASH, PAYLOAD_CLASSES, Event, FileReferencePayload, ForkedPayload, ModelTurnPayload, Payload,
     SessionCreatedPayload, ToolCallPayload, ToolResultPayload, Trust, UserMessagePayload,
 )

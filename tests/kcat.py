@@ -7,7 +7,7 @@ takes (deploy/kafka/server.properties.template), as the same principal and passw
 
 from __future__ import annotations
 
-from wakeline.settings import CommonSettings
+from wakeline.runtime.settings import CommonSettings
 
 
 def kcat_login(principal: str = "admin") -> list[str]:

@@ -31,9 +31,9 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from tests.requirements import missing
-from wakeline.kafka_io import kafka_auth
-from wakeline.settings import CommonSettings
-from wakeline.topics import ALL_TOPICS
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import ALL_TOPICS
 
 ROOT = Path(__file__).resolve().parents[1]
 KAFKA_SH = ROOT / "deploy" / "kafka" / "kafka.sh"
@@ -100,7 +100,7 @@ def private_broker(data_dir: Path, credentials: Path | None = None) -> Iterator[
         if started.returncode != 0:
             missing(f"a private Kafka broker did not start: {started.stdout}{started.stderr}")
         for what in ("topics", "acls"):
-            done = subprocess.run([sys.executable, "-m", "wakeline.admin", what], env=env, capture_output=True,
+            done = subprocess.run([sys.executable, "-m", "wakeline.ops.admin", what], env=env, capture_output=True,
                                   text=True, timeout=120, cwd=ROOT)
             assert done.returncode == 0, f"{what} on the private broker: {done.stdout}{done.stderr}"
         yield broker

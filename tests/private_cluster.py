@@ -84,7 +84,7 @@ def private_cluster(data_dir: Path) -> Iterator[PrivateCluster]:
         if started.returncode != 0:
             missing(f"a private three-node Kafka cluster did not start: {started.stdout}{started.stderr}")
         for what in ("topics", "acls"):
-            done = subprocess.run([sys.executable, "-m", "wakeline.admin", what], env=env, capture_output=True,
+            done = subprocess.run([sys.executable, "-m", "wakeline.ops.admin", what], env=env, capture_output=True,
                                   text=True, timeout=120, cwd=ROOT)
             assert done.returncode == 0, f"{what} on the private cluster: {done.stdout}{done.stderr}"
         yield cluster

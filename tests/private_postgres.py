@@ -23,8 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tests.private_broker import environ
 from tests.requirements import missing
-from wakeline.retention import RetentionSettings
-from wakeline.settings import AdminSettings, CommonSettings
+from wakeline.ops.retention import RetentionSettings
+from wakeline.runtime.settings import AdminSettings, CommonSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 PG_SH = ROOT / "deploy" / "postgres" / "pg.sh"
@@ -65,8 +65,8 @@ def private_postgres_in_environ(data_dir: Path) -> Iterator[PrivatePostgres]:
                                      timeout=180)
             if started.returncode != 0:
                 missing(f"a private Postgres cluster did not start: {started.stdout}{started.stderr}")
-            done = subprocess.run([sys.executable, "-m", "wakeline.migrate"], env=cluster.env, capture_output=True,
-                                  text=True, timeout=120, cwd=ROOT)
+            done = subprocess.run([sys.executable, "-m", "wakeline.storage.migrate"], env=cluster.env,
+                                  capture_output=True, text=True, timeout=120, cwd=ROOT)
             assert done.returncode == 0, f"migrate on the private cluster: {done.stdout}{done.stderr}"
             yield cluster
         finally:

@@ -16,9 +16,9 @@ from collections import Counter, defaultdict
 from typing import Iterable
 
 from bench.chaos.ownership import Change, held_at
-from wakeline.chain import first_broken_seq
-from wakeline.events import Event
-from wakeline.topics import partition_for
+from wakeline.log.chain import first_broken_seq
+from wakeline.contract.events import Event
+from wakeline.contract.topics import partition_for
 
 _STEP = re.compile(r"step-\d+")
 

@@ -22,11 +22,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from bench.chaos import figures, ownership
 from tests.e2e.stack import Service, Stack
-from wakeline.event_store import SELECT_LIST, event_from_row
-from wakeline.events import Event, parse_event
-from wakeline.kafka_io import kafka_auth
-from wakeline.settings import CommonSettings
-from wakeline.topics import EVENTS
+from wakeline.storage.event_rows import SELECT_LIST, event_from_row
+from wakeline.contract.events import Event, parse_event
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import EVENTS
 
 POLICIES = Path(__file__).resolve().parent / "policies"
 SLOTS = {"archiver-1": "archiver", "runner-1": "runner", "runner-2": "runner", "brain-1": "brain",

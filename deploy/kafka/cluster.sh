@@ -119,7 +119,7 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   bootstrap) bootstrap ;;
-  # What a service or `wakeline.admin topics` needs to use the cluster.
+  # What a service or `wakeline.ops.admin topics` needs to use the cluster.
   # Its own topic prefix (unless one is set): the single broker's archive offsets are not this cluster's.
   env) printf 'export WAKELINE_KAFKA_BOOTSTRAP=%s WAKELINE_REPLICATION_FACTOR=3 WAKELINE_MIN_INSYNC_REPLICAS=2 WAKELINE_TOPIC_PREFIX=%s\n' \
          "$(bootstrap)" "${WAKELINE_TOPIC_PREFIX:-wakeline-cluster}" ;;

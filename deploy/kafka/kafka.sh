@@ -27,7 +27,7 @@
 # (a PLAINTEXT broker), or whose users have other passwords than the file now holds, is
 # brought in line on `up`: started PLAINTEXT, the users upserted through the Admin API,
 # then restarted with SASL ($DATA/scram-users holds a hash of the passwords it has).
-# ACLs are the job of `python -m wakeline.admin acls` (make up runs it).
+# ACLs are the job of `python -m wakeline.ops.admin acls` (make up runs it).
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -1,6 +1,6 @@
 """`wakeline-archiver` (or `python -m wakeline_archiver`): the archiver process (SIGTERM or SIGINT stops it cleanly)."""
 
-from wakeline.lifecycle import serve
+from wakeline.runtime.lifecycle import serve
 from wakeline_archiver.app import run
 from wakeline_archiver.settings import ArchiverSettings
 

@@ -17,9 +17,9 @@ from functools import partial
 
 from aiokafka import AIOKafkaProducer
 
-from wakeline.codec import DeadLetter, encode
-from wakeline.kafka_io import make_producer
-from wakeline.pg import TenantPool
+from wakeline.contract.codec import DeadLetter, encode
+from wakeline.transport.kafka_io import make_producer
+from wakeline.storage.pg import TenantPool
 from wakeline_archiver.stream import ArchivedTopics, Handler, build_app
 from wakeline_archiver.archiver import EventArchiver, SendDeadLetter
 from wakeline_archiver.dead_letters import DeadLetterArchiver, letter_rows

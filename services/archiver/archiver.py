@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
-from wakeline.codec import DeadLetter, dead_letter_for
+from wakeline.contract.codec import DeadLetter, dead_letter_for
 from wakeline_archiver.isolation import Outcome, SessionFailure, store_isolating
 from wakeline_archiver.quarantine import Parked, Quarantine
 from wakeline_archiver.records import RawRecord

@@ -4,17 +4,17 @@ Anyone who can write to the topic (a bug, a foreign producer) can put anything i
 event, and some fields end up in btree indexes (`events_tenant_actor_ts`, the tool
 index, `event_keys`), in RLS settings and in URLs: an actor of a few kilobytes cannot be
 indexed, a NUL cannot be stored as text at all. Such an event fails here, at decode, with
-a reason, instead of failing a database transaction. The charsets are `wakeline.ids`'.
+a reason, instead of failing a database transaction. The charsets are `wakeline.contract.ids`'.
 """
 
 from __future__ import annotations
 
 import re
 
-from wakeline.codec import MalformedRecord
-from wakeline.event_store import tool_name
-from wakeline.events import Event
-from wakeline.ids import ACTOR_PATTERN, CHAIN_HASH, SAFE_ID
+from wakeline.contract.codec import MalformedRecord
+from wakeline.storage.event_rows import tool_name
+from wakeline.contract.events import Event
+from wakeline.contract.ids import ACTOR_PATTERN, CHAIN_HASH, SAFE_ID
 
 _ACTOR = re.compile(ACTOR_PATTERN)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

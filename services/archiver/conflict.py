@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 
-from wakeline.events import GENESIS_HASH, Event, SessionForked
+from wakeline.contract.events import GENESIS_HASH, Event, SessionForked
 
 Key = tuple[str, int]
 Month = tuple[int, int]  # (year, month) in UTC, as events is partitioned

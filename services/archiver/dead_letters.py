@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from wakeline.codec import DeadLetter, MalformedRecord, decode
-from wakeline.pg import TenantPool
+from wakeline.contract.codec import DeadLetter, MalformedRecord, decode
+from wakeline.storage.pg import TenantPool
 from wakeline_archiver.records import RawRecord, without_nul
 from wakeline_archiver.rows import next_offsets
 from wakeline_archiver.store import save_offsets

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from wakeline.events import Event
+from wakeline.contract.events import Event
 from wakeline_archiver.records import RawRecord, SessionKey
 from wakeline_archiver.triage import session_key
-from wakeline.weather import is_weather
+from wakeline.runtime.weather import is_weather
 
 log = logging.getLogger(__name__)
 Pair = tuple[RawRecord, Event]

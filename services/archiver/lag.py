@@ -22,10 +22,10 @@ from typing import TypedDict
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from wakeline.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, kafka_auth
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
-from wakeline.topics import ARCHIVER_GROUP, EVENTS
+from wakeline.transport.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, kafka_auth
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import ARCHIVER_GROUP, EVENTS
 
 DEFAULT_GROUP = ARCHIVER_GROUP
 # Distances up to this many offsets are read and counted; beyond, the distance is the lag.

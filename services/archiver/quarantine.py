@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from wakeline.pg import TenantPool
+from wakeline.storage.pg import TenantPool
 from wakeline_archiver.records import SessionKey, without_nul
 from wakeline_archiver.store import save_offsets
 

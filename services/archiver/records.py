@@ -12,9 +12,9 @@ import json
 import uuid
 from typing import NamedTuple, Protocol
 
-from wakeline.codec import MalformedRecord, decode
-from wakeline.events import Event, parse_event
-from wakeline.ids import SAFE_ID
+from wakeline.contract.codec import MalformedRecord, decode
+from wakeline.contract.events import Event, parse_event
+from wakeline.contract.ids import SAFE_ID
 from wakeline_archiver.bounds import check_event
 
 

@@ -1,17 +1,17 @@
 """Pure pieces of the archiver's writes; no I/O here.
 
 `project_sessions`: the `sessions` rows a batch moves forward, through
-`wakeline.status.project` (what `advance` does, one session's events at a time);
+`wakeline.log.status.project` (what `advance` does, one session's events at a time);
 `next_offsets`: the Kafka positions it stores. The SQL lives in `store.py`, the
-events-row mapping in `wakeline.event_store`.
+events-row mapping in `wakeline.storage.event_store`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from wakeline.events import Event
-from wakeline.status import SessionRow, project
+from wakeline.contract.events import Event
+from wakeline.log.status import SessionRow, project
 
 
 def project_sessions(current: Mapping[str, SessionRow], events: Iterable[Event]) -> list[SessionRow]:

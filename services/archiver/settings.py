@@ -10,25 +10,25 @@ from pathlib import Path
 
 from pydantic import Field
 
-from wakeline.archive_position import ARCHIVER_GROUP
-from wakeline.settings import CommonSettings
+from wakeline.storage.archive_position import ARCHIVER_GROUP
+from wakeline.runtime.settings import CommonSettings
 
 
 class ArchiverSettings(CommonSettings):
     kafka_username: str = "archiver"
     # The Kafka consumer group, the faust app id and `archiver_offsets.consumer_group`
-    # (others read how far the archive reaches through `wakeline.archive_position`).
+    # (others read how far the archive reaches through `wakeline.storage.archive_position`).
     archiver_group: str = ARCHIVER_GROUP
     # The most records one transaction takes. The consumer's fetch loop (`transport.py`)
     # hands over what arrived within the window, so batches are small when the archive
     # keeps up and grow to this under a backlog, where fewer, larger transactions (one
-    # commit, one look-up per batch) archive faster (issue 10: docs/benchmarks.md).
+    # commit, one look-up per batch) archive faster (issue 10: docs/history/benchmarks.md).
     archiver_batch_size: int = Field(default=5000, ge=1, le=10_000)
     # How long the fetch loop gathers records after the first before it hands over a smaller
     # batch. A session's creation is answered once its row is archived, so this is most of
     # that wait: at 0.05 s `POST /v1/sessions` took 91-96 ms p50 against 247-252 ms at 0.2 s,
     # with the same archiver CPU per event and no fewer events/s at 500 sessions (A/B on
-    # 2026-12-01, docs/benchmarks.md). Under a backlog, batches fill to the size anyway.
+    # 2026-12-01, docs/history/benchmarks.md). Under a backlog, batches fill to the size anyway.
     archiver_batch_window_s: float = Field(default=0.05, gt=0, le=10)
     # faust's datadir; no tables or RocksDB live there, only faust's own bookkeeping.
     archiver_data_dir: Path = Path(".data/archiver")
@@ -39,7 +39,7 @@ class ArchiverSettings(CommonSettings):
     # partition's own batches always one after another). One waits on Postgres (its CPU,
     # its index pages coming in from disk) while another runs its Python. Under a backlog
     # of 40,000 events, 1 / 2 / 3 / 4 / 6 stored 4.9k / 3.9k / 6.6-7.7k / 10.8k / 8.6k ev/s
-    # (medians, `bench.archiver_ab`, docs/benchmarks.md). Each takes a pool connection. Per
+    # (medians, `bench.archiver_ab`, docs/history/benchmarks.md). Each takes a pool connection. Per
     # projected topic: the dead-letter topic's batches have as many lanes again.
     archiver_concurrent_batches: int = Field(default=4, ge=1, le=16)
     archiver_pool_size: int = Field(default=4, ge=2)

@@ -16,11 +16,11 @@ from collections.abc import Iterable, Sequence
 
 import asyncpg
 
-from wakeline.event_store import insert_new_events, stored_hashes, stored_hashes_between
-from wakeline.events import Event, SessionCreated, SessionForked
-from wakeline.pg import TenantPool
-from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
-from wakeline.status import SESSION_COLUMNS, SessionRow
+from wakeline.storage.event_statements import insert_new_events, stored_hashes, stored_hashes_between
+from wakeline.contract.events import Event, SessionCreated, SessionForked
+from wakeline.storage.pg import TenantPool
+from wakeline.storage.retention_cuts import RETAINED_OUT_SQLSTATE
+from wakeline.log.status import SESSION_COLUMNS, SessionRow
 from wakeline_archiver.conflict import (
     Month, check_skipped, refuse_retained_out, runs_to_look_up, select_new, utc_month,
 )
@@ -116,7 +116,7 @@ async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dr
 
 
 async def _project_sessions(conn: asyncpg.Connection, events: list[Event]) -> None:
-    """Folds the inserted events over their sessions' current rows (`wakeline.status.advance`)
+    """Folds the inserted events over their sessions' current rows (`wakeline.log.status.advance`)
     and writes the rows that moved: two statements for the tenant's whole share."""
     if not events:
         return

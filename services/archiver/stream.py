@@ -26,7 +26,7 @@ from typing import Any, Generic, TypeVar
 import faust
 from aiokafka.helpers import create_ssl_context
 
-from wakeline.topics import DEAD_LETTER, EVENTS
+from wakeline.contract.topics import DEAD_LETTER, EVENTS
 from wakeline_archiver.gate import BatchGate
 from wakeline_archiver.records import RawRecord
 from wakeline_archiver.rows import next_offsets

@@ -1,4 +1,4 @@
-"""The archiver's end of a trace (wakeline.tracing): each stored batch of events is one span
+"""The archiver's end of a trace (wakeline.runtime.tracing): each stored batch of events is one span
 in every trace its records carry, child of the brain span that wrote the record, covering the
 Postgres transaction that inserted them. Records without a context add nothing.
 """
@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from wakeline import tracing
+from wakeline.runtime import tracing
 
 T = TypeVar("T", bound=Sequence[Any])
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from wakeline.codec import MalformedRecord
-from wakeline.events import Event, EventBase
+from wakeline.contract.codec import MalformedRecord
+from wakeline.contract.events import Event, EventBase
 from wakeline_archiver.quarantine import Parked
 from wakeline_archiver.records import RawRecord, SessionKey, claimed_session, decode_event
 

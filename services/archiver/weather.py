@@ -3,7 +3,7 @@
 A database or broker restart, a dropped connection, a deadlock or a full connection
 table says nothing about the records being archived: the batch is retried as it is,
 with backoff, and nothing is quarantined for it. Everything else is a data failure,
-handled per session by `archiver.EventArchiver`. `is_weather` (in `wakeline.weather`,
+handled per session by `archiver.EventArchiver`. `is_weather` (in `wakeline.runtime.weather`,
 shared with the brain) decides; `ride_out` is the retry loop.
 """
 
@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from wakeline.weather import is_weather
+from wakeline.runtime.weather import is_weather
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """`wakeline-brain` (or `python -m wakeline_brain`): the brain process."""
 
-from wakeline.lifecycle import serve
+from wakeline.runtime.lifecycle import serve
 from wakeline_brain.app import run
 from wakeline_brain.settings import BrainSettings
 

@@ -10,10 +10,10 @@ from functools import partial
 from aiokafka import AIOKafkaProducer
 from aiokafka.producer import sender as aiokafka_sender
 
-from wakeline.kafka_io import kafka_auth, make_consumer
-from wakeline.limits import producer_max_request_size
-from wakeline.pg import TenantPool
-from wakeline.tools import tool_schemas
+from wakeline.transport.kafka_io import kafka_auth, make_consumer
+from wakeline.contract.limits import producer_max_request_size
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.tools import tool_schemas
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
 from wakeline_brain.metrics import TimedProducer, start_samplers
 from wakeline_brain.deltas import DeltaPublisher
@@ -21,7 +21,8 @@ from wakeline_brain.models import ModelRegistry
 from wakeline_brain.partitions import INPUT_TOPICS
 from wakeline_brain.router import Brain
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.wake import OpenTransactions, SessionLoader, tail_consumer
+from wakeline_brain.open_transactions import OpenTransactions
+from wakeline_brain.wake import SessionLoader, tail_consumer
 
 log = logging.getLogger(__name__)
 

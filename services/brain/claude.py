@@ -25,8 +25,8 @@ from typing import Any
 import anthropic
 import httpx2  # the SDK's HTTP client: a stream cut part-way raises its errors, not the SDK's
 
-from wakeline.events import Usage
-from wakeline_brain.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
+from wakeline.contract.events import Usage
+from wakeline.agent.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
 
 EPHEMERAL = {"type": "ephemeral"}
 MAX_BREAKPOINTS = 4  # the Messages API refuses a request with more

@@ -12,9 +12,9 @@ import logging
 
 from aiokafka import AIOKafkaProducer
 
-from wakeline.codec import encode
-from wakeline.deltas import ModelDelta
-from wakeline.topics import DELTAS, partition_for, record_key
+from wakeline.contract.codec import encode
+from wakeline.contract.deltas import ModelDelta
+from wakeline.contract.topics import DELTAS, partition_for, record_key
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""What feeds the brain's metrics (libs/wakeline/metrics.py): a producer wrapper timing each
+"""What feeds the brain's metrics (declared below): a producer wrapper timing each
 partition transaction and counting the events it commits, a model wrapper timing calls and
 counting tokens, and a sampler of the sessions in memory and the consumer's lag. The writer,
 the actors and the model adapters know nothing of it; app.py and models.py put it in place.
@@ -11,9 +11,30 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from wakeline import metrics, tracing
-from wakeline.topics import EVENTS
-from wakeline_brain.model import DeltaSink, Model, ModelReply, ModelRequest
+from prometheus_client import Counter, Gauge, Histogram
+
+from wakeline.runtime import metrics, tracing
+from wakeline.contract.topics import EVENTS
+from wakeline.agent.model import DeltaSink, Model, ModelReply, ModelRequest
+
+# This service's metrics (names, labels and buckets: docs/operations.md says what each means).
+TRANSACTION_SECONDS = Histogram("wakeline_brain_transaction_seconds", "A partition writer's transaction, begin to "
+                                "commit (or failure): the durability step of every append", ["outcome"],
+                                buckets=metrics.SECONDS)
+EVENTS_APPENDED = Counter("wakeline_events_appended_total", "Records written to the events topic in committed "
+                          "transactions")
+STRAYS_ENDED = Counter("wakeline_brain_stray_transactions_ended_total",
+                       "Partitions a brain writer found held by a transaction of its own producer id that nothing "
+                       "would end, and ended with a commit of its own", ["topic"])
+SESSIONS = Gauge("wakeline_brain_sessions", "Sessions held in memory by this brain: live (a model call or a step "
+                 "pending) or idle (waiting for input until evicted)", ["state"])
+WAKE_SECONDS = Histogram("wakeline_brain_wake_seconds", "Waking a session: reading its log from the archive and "
+                         "the tail, folding it, appending `woke`", buckets=metrics.SECONDS)
+MODEL_SECONDS = Histogram("wakeline_model_call_seconds", "One model call, request to reply or error",
+                          ["adapter", "outcome"], buckets=metrics.SECONDS)
+MODEL_TOKENS = Counter("wakeline_model_tokens_total", "Tokens the model reported: input (uncached), output, and "
+                       "the input the prompt cache wrote (cache_creation) and served (cache_read)",
+                       ["adapter", "direction"])
 
 
 class TimedProducer:
@@ -55,10 +76,10 @@ class TimedProducer:
                 raise
             else:
                 outcome = "committed"
-                metrics.EVENTS_APPENDED.inc(self._events)
+                EVENTS_APPENDED.inc(self._events)
             finally:
                 self._events = 0
-        metrics.TRANSACTION_SECONDS.labels(outcome).observe(watch.seconds)
+        TRANSACTION_SECONDS.labels(outcome).observe(watch.seconds)
 
 
 class TimedModel:
@@ -80,14 +101,14 @@ class TimedModel:
                 reply = await self._model.complete(request, on_delta)
             outcome = "ok"
         finally:
-            metrics.MODEL_SECONDS.labels(self._adapter, outcome).observe(asyncio.get_running_loop().time() - began)
+            MODEL_SECONDS.labels(self._adapter, outcome).observe(asyncio.get_running_loop().time() - began)
         usage = reply.usage
-        metrics.MODEL_TOKENS.labels(self._adapter, "input").inc(usage.input_tokens)
-        metrics.MODEL_TOKENS.labels(self._adapter, "output").inc(usage.output_tokens)
+        MODEL_TOKENS.labels(self._adapter, "input").inc(usage.input_tokens)
+        MODEL_TOKENS.labels(self._adapter, "output").inc(usage.output_tokens)
         # Input the prompt cache wrote and served, apart from `input` (the API counts them
         # apart): their ratio is the hit rate an operator watches (docs/operations.md).
-        metrics.MODEL_TOKENS.labels(self._adapter, "cache_creation").inc(usage.cache_creation_input_tokens)
-        metrics.MODEL_TOKENS.labels(self._adapter, "cache_read").inc(usage.cache_read_input_tokens)
+        MODEL_TOKENS.labels(self._adapter, "cache_creation").inc(usage.cache_creation_input_tokens)
+        MODEL_TOKENS.labels(self._adapter, "cache_read").inc(usage.cache_read_input_tokens)
         return reply
 
 
@@ -96,6 +117,6 @@ def start_samplers(brain: Any, consumer: Any) -> list[asyncio.Task[None]]:
     async def sessions() -> None:
         actors = [actor for actor, _ in list(brain.actors.values())]
         idle = sum(1 for actor in actors if actor.quiet)
-        metrics.SESSIONS.labels("idle").set(idle)
-        metrics.SESSIONS.labels("live").set(len(actors) - idle)
+        SESSIONS.labels("idle").set(idle)
+        SESSIONS.labels("live").set(len(actors) - idle)
     return [metrics.every(1.0, sessions), metrics.every(1.0, lambda: metrics.sample_consumer_lag(consumer, "brain"))]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wakeline_brain.claude import ClaudeModel
 from wakeline_brain.metrics import TimedModel
-from wakeline_brain.model import Model, ModelError
+from wakeline.agent.model import Model, ModelError
 from wakeline_brain.scripted import PACKAGED_POLICIES, ScriptedModel, load_policy
 from wakeline_brain.settings import BrainSettings
 

@@ -2,10 +2,12 @@
 
 It is the brain consumer's rebalance listener. A partition is live once its writer has
 fenced the previous owner, every transaction from before that fence has its marker on
-the partition's events (`_settled`), and the consumer has been put back to the committed
-offsets, which are final only after that fence. Until then its records are dropped: the seek
-reads them again. A writer that dies (broker restart, leader change, fence) takes the
-partition down the same way and it is acquired again: weather, not an exit.
+the partition's events (`StrayTransactions.settled`, in open_transactions.py), and the
+consumer has been put back to the committed offsets, which are final only after that
+fence. Until then its records are dropped: the seek reads them again. A writer that dies
+(broker restart, leader change, fence) takes the partition down the same way and it is
+acquired again: weather, not an exit. The watch for transactions nothing will end runs
+beside the live partitions (`StrayTransactions.watch`).
 
 The group's protocol is eager (aiokafka has no cooperative one): every rebalance revokes
 everything. Revocation is therefore not acted on; the assignment that follows says what
@@ -23,18 +25,14 @@ from collections.abc import Awaitable, Callable
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.structs import TopicPartition
 
-from wakeline import metrics, topics
-from wakeline.offsets import OffsetTracker
+from wakeline.contract import topics
+from wakeline.transport.offsets import OffsetTracker
+from wakeline_brain.open_transactions import Held, StrayTransactions
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.wake import Held
 from wakeline_brain.writer import PartitionWriter, TransactionalProducer
 
 log = logging.getLogger(__name__)
 INPUT_TOPICS = (topics.INBOX, topics.TOOL_RESULTS)
-
-
-class PartitionUnsettled(RuntimeError):
-    """A transaction from before our fence is still open on the partition's events."""
 
 
 async def _none_open(partition: int) -> list[Held]:
@@ -49,14 +47,13 @@ class PartitionSet(ConsumerRebalanceListener):
         self.settings = settings
         self.tracker = tracker
         self._new_producer = new_producer  # a fresh one per acquire: starting it fences the last
-        self._open_before = open_before
+        self._strays = StrayTransactions(settings, open_before)
         self.consumer: AIOKafkaConsumer | None = None  # set by `attach`; seeks after a (re)acquire
         self.writers: dict[int, PartitionWriter] = {}  # live partitions only
         self._stop_actors = stop_actors
         self._owned: set[int] = set()  # assigned by the group, live or still being acquired
         self._acquiring: dict[int, asyncio.Task] = {}
-        self._watching: asyncio.Task | None = None  # `_watch`, started with the first partition
-        self._suspects: dict[int, tuple[tuple[TopicPartition, int], ...]] = {}  # held at the last look
+        self._watching: asyncio.Task | None = None  # `StrayTransactions.watch`, from the first partition on
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.consumer = consumer
@@ -87,7 +84,7 @@ class PartitionSet(ConsumerRebalanceListener):
 
     def _start_acquiring(self, partition: int) -> None:
         if self._watching is None:
-            self._watching = asyncio.create_task(self._watch(), name="stray-transactions")
+            self._watching = asyncio.create_task(self._strays.watch(self.writers), name="stray-transactions")
         if partition not in self._acquiring:
             self._acquiring[partition] = asyncio.create_task(self._acquire(partition), name=f"acquire-p{partition}")
 
@@ -98,7 +95,7 @@ class PartitionSet(ConsumerRebalanceListener):
                 writer = self._new_writer(partition)
                 try:
                     await writer.start()
-                    await self._settled(partition, writer)
+                    await self._strays.settled(partition, writer)
                     positions = await self._committed_positions(partition)
                 except Exception as err:  # the broker is restarting, or the group is moving
                     await writer.close()
@@ -117,72 +114,6 @@ class PartitionSet(ConsumerRebalanceListener):
         finally:
             if self._acquiring.get(partition) is asyncio.current_task():
                 del self._acquiring[partition]
-
-    async def _settled(self, partition: int, writer: PartitionWriter) -> None:
-        """Waits until no transaction written before our fence is still open on events p
-        (or tool calls p: the runner reads those read-committed too).
-
-        A wake reads events p up to its read-committed end. A commit is answered once the
-        coordinator has logged it, and its marker reaches the partition after that; a
-        commit the previous writer had asked for when the broker went down is finished
-        by the broker after it restarts. Until the marker lands, a wake does not see that
-        transaction's events, folds an older state and writes a second history from there
-        (seen in CI: a broker restart, then the archiver parked three sessions on
-        conflicting events). Nothing of ours is open yet, so any gap between the
-        read-committed end and the log end is from before us and will close.
-
-        All but one: a broker that stops as a transaction commits can log the commit as
-        complete without writing its markers (seen in test_weather, docs/reliability.md),
-        and nothing then ever ends that transaction. Past `settle_probe_after_s` the writer
-        ends it with a commit of its own on the held partitions (`end_strays`).
-        """
-        loop = asyncio.get_running_loop()
-        began = loop.time()
-        deadline = began + self.settings.settle_timeout_s
-        ended = False
-        pause = 0.02
-        while held := await self._open_before(partition):
-            now = loop.time()
-            if not ended and now > began + self.settings.settle_probe_after_s:
-                ended = True
-                await self._end_strays(writer, held, f"{now - began:.1f} s after our fence")
-                continue
-            if now > deadline:
-                raise PartitionUnsettled(f"partition {partition}: {'; '.join(map(str, held))} after "
-                                         f"{self.settings.settle_timeout_s:g} s")
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.5)
-
-    async def _watch(self) -> None:
-        """Every `stray_check_s`, the live partitions' events and tool calls: one held at the
-        same read-committed end two looks running is held by a transaction nothing will end
-        (a commit of ours whose markers a stopping broker dropped, with our writer alive
-        through the restart). Its sessions would wait for good, and the runner and archiver
-        with them: the writer ends it (`end_strays`). A transaction of ours merely in flight
-        at both looks is ended by its own commit first (end_strays waits for it), and the
-        commit that follows ends nothing."""
-        while True:
-            await asyncio.sleep(self.settings.stray_check_s)
-            for partition, writer in list(self.writers.items()):
-                try:
-                    held = await self._open_before(partition)
-                    seen = tuple((h.tp, h.stable) for h in held)
-                    if not held or self._suspects.get(partition) != seen:
-                        self._suspects[partition] = seen  # new, moved on, or gone: look again next time
-                        continue
-                    self._suspects.pop(partition, None)
-                    if self.writers.get(partition) is writer:
-                        await self._end_strays(writer, held, f"for {self.settings.stray_check_s:g} s")
-                except Exception as err:  # noqa: BLE001 - the broker is away, or the writer was lost: look again later
-                    log.warning("partition %s: looking for stray transactions failed: %r", partition, err)
-
-    async def _end_strays(self, writer: PartitionWriter, held: list[Held], since: str) -> None:
-        log.warning("partition %s: %s, %s; committing a transaction of ours on %s to end the one of this "
-                    "producer id there that nothing else will", writer.partition, "; ".join(map(str, held)), since,
-                    " and ".join(str(h.tp.topic) for h in held))
-        await writer.end_strays([h.tp for h in held])
-        for h in held:
-            metrics.STRAYS_ENDED.labels(h.tp.topic).inc()
 
     def _new_writer(self, partition: int) -> PartitionWriter:
         inputs = [TopicPartition(t, partition) for t in INPUT_TOPICS]

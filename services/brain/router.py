@@ -18,17 +18,20 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
-from wakeline import topics, tracing
-from wakeline.codec import MalformedRecord, decode, dead_letter_for, encode
-from wakeline.commands import ToolResultReport, parse_command
-from wakeline.ids import time_ordered_id
-from wakeline.deltas import ModelDelta
-from wakeline.events import RejectionCode
-from wakeline.offsets import OffsetTracker
-from wakeline_brain.actor import ActorDeps, MalformedInput, SessionActor
+from wakeline.contract import topics
+from wakeline.runtime import tracing
+from wakeline.contract.codec import MalformedRecord, decode, dead_letter_for, encode
+from wakeline.contract.commands import ToolResultReport, parse_command
+from wakeline.contract.ids import time_ordered_id
+from wakeline.contract.deltas import ModelDelta
+from wakeline.contract.events import RejectionCode
+from wakeline.transport.offsets import OffsetTracker
+from wakeline_brain.actor import SessionActor
+from wakeline_brain.actor_deps import ActorDeps
+from wakeline_brain.mail import MalformedInput
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.wake import Held
+from wakeline_brain.open_transactions import Held
 from wakeline_brain.writer import PartitionWriter, Record, TransactionalProducer, WriterClosed
 
 log = logging.getLogger(__name__)
@@ -147,7 +150,7 @@ class Brain:
         except (asyncio.CancelledError, WriterClosed):
             pass  # the partition went away; its next owner (maybe us again) reads the inputs
         except Exception:
-            # Inputs were dead-lettered as they failed (actor._park); what the actor held
+            # Inputs were dead-lettered as they failed (SessionActor._park); what the actor held
             # is in the log. Only this session's actor stops.
             log.exception("session %s: its actor failed; dropping it", actor.session_id)
             self._release(actor.held_tokens())

@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wakeline.events import Usage
-from wakeline_brain.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
+from wakeline.contract.events import Usage
+from wakeline.agent.model import DeltaSink, ModelError, ModelReply, ModelRequest, ToolUse
 
 
 class PolicyToolCall(BaseModel):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import AliasChoices, Field
 
-from wakeline.archive_position import ARCHIVER_GROUP
-from wakeline.settings import CommonSettings
-from wakeline.topics import BRAIN_GROUP
+from wakeline.storage.archive_position import ARCHIVER_GROUP
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import BRAIN_GROUP
 
 
 class BrainSettings(CommonSettings):
@@ -39,7 +39,7 @@ class BrainSettings(CommonSettings):
     # still being written: the coordinator answers its first request (AddOffsetsToTxn, the
     # consumer offsets go first) CONCURRENT_TRANSACTIONS, and aiokafka waits this long
     # before asking again. At aiokafka's 100 ms that wait was the tool round trip's p99 at
-    # 3 sessions (76 ms against 40 at 20 ms, docs/benchmarks.md); the markers take a few ms.
+    # 3 sessions (76 ms against 40 at 20 ms, docs/history/benchmarks.md); the markers take a few ms.
     # It is also aiokafka's wait before any other retried request of these producers (a
     # produce during a leader move, a metadata refresh while the broker is down), which a
     # few ms would turn into a busy loop: so it stays at 20.
@@ -49,10 +49,10 @@ class BrainSettings(CommonSettings):
     # transaction's first record when no offsets go first, which is most transactions. The
     # markers take a few ms, so a 20 ms wait was most of the round trip's tail: at 3 sessions
     # 2 ms against 20 took p90 from 43 to 21 ms and p99 from 51 to 36 (540 round trips
-    # each, docs/benchmarks.md). Only this refusal waits this little, so nothing spins.
+    # each, docs/history/benchmarks.md). Only this refusal waits this little, so nothing spins.
     txn_concurrent_retry_ms: int = Field(default=2, ge=1)
     # How long a session waits for a model call it just started before writing the events
-    # that came before it (actor.SessionActor._advance): a reply within it rides in the same
+    # that came before it (sequencer.Sequencer.advance): a reply within it rides in the same
     # transaction, so a fast model's step costs one transaction where it cost two, the
     # second right behind the first. Claude answers in far more than this; for it the wait
     # only delays a tool result's visibility by this much, beside a call already running.

@@ -1,11 +1,11 @@
 """Loading a session the brain does not hold: the archive, then the un-archived tail.
 
 Postgres holds what the archiver has stored, and `wake_start`
-(`wakeline.archive_position`) says how far into each events partition that is. The
+(`wakeline.storage.archive_position`) says how far into each events partition that is. The
 offset is read before the rows, so the rows hold at least everything before it and the
 Kafka tail read from that offset to the partition's end covers the rest (overlapping,
 never leaving a gap). Together they are every committed event of the session. Postgres
-is read from the session's newest `snapshot` event (`wakeline.snapshots`), so a wake
+is read from the session's newest `snapshot` event (`wakeline.log.snapshots`), so a wake
 reads and folds what came after it, not the whole log, however long the session is.
 
 A session id names one session across tenants: the owner comes from the log
@@ -23,16 +23,16 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from wakeline.archive_position import ARCHIVER_GROUP, wake_start
-from wakeline.event_store import events_from_snapshot, session_events
-from wakeline.events import Event, SessionForked, SnapshotTaken, parse_event
-from wakeline.lineage import prefix_events
-from wakeline.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, kafka_auth
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
-from wakeline.snapshots import current
-from wakeline.topics import EVENTS, TOOL_CALLS
-from wakeline.weather import is_weather
+from wakeline.storage.archive_position import ARCHIVER_GROUP, wake_start
+from wakeline.storage.event_statements import events_from_snapshot, session_events
+from wakeline.contract.events import Event, SessionForked, SnapshotTaken, parse_event
+from wakeline.storage.lineage import prefix_events
+from wakeline.transport.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, kafka_auth
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
+from wakeline.log.snapshots import current
+from wakeline.contract.topics import EVENTS
+from wakeline.runtime.weather import is_weather
 
 
 class WakeIncomplete(RuntimeError):
@@ -85,7 +85,7 @@ class SessionLoader:
     async def load(self, session_id: str, tenant: str, partition: int, whole: bool = False) -> list[Event]:
         """Every committed event of the session from its newest archived snapshot on (from
         its first without one, or with `whole`), under the tenant that owns it (which may not
-        be `tenant`, the claim of the input that woke it). `wakeline.snapshots.resume` folds them."""
+        be `tenant`, the claim of the input that woke it). `wakeline.log.snapshots.resume` folds them."""
         owner, archived, offset = await self._archived(session_id, tenant, partition, whole)
         last = archived[-1].seq if archived else 0
         tail = [e for e in await self._read_tail(session_id, partition, offset) if e.seq > last]
@@ -98,7 +98,7 @@ class SessionLoader:
         return events
 
     async def prefix(self, parent_id: str, tenant: str, upto: int) -> list[Event]:
-        """The parent's history 1..`upto` a fork inherits, from the archive (`wakeline.lineage`);
+        """The parent's history 1..`upto` a fork inherits, from the archive (`wakeline.storage.lineage`);
         `PrefixUnavailable` when it is not all there, which parks the fork's wake."""
         async with self._pool.transaction(tenant) as conn:
             return await prefix_events(conn, parent_id, upto)
@@ -187,43 +187,3 @@ class SessionLoader:
             for r in records:
                 if r.key in keys:
                     found.setdefault(r.key, []).append(parse_event(r.value))
-
-
-@dataclass(frozen=True)
-class Held:
-    """A partition whose read-committed end (last stable offset) is short of its log end:
-    a transaction is open on it."""
-
-    tp: TopicPartition
-    stable: int
-    end: int
-
-    def __str__(self) -> str:
-        return f"{self.tp.topic}[{self.tp.partition}]: read-committed end {self.stable} < log end {self.end}"
-
-
-class OpenTransactions:
-    """Which of partition p of `topics` (the ones only p's writer writes: events and tool
-    calls) hold an open transaction. Two consumers, one per isolation level, asking only for
-    end offsets; the brain's `PartitionSet` waits on it (`_settled`) and watches it (`_watch`)."""
-
-    def __init__(self, settings: CommonSettings, topics: tuple[str, ...] = (EVENTS, TOOL_CALLS)):
-        self._topics = topics
-        common = dict(bootstrap_servers=settings.kafka_bootstrap, **kafka_auth(settings), group_id=None,
-                      enable_auto_commit=False)
-        self._committed = AIOKafkaConsumer(**common, isolation_level="read_committed")
-        self._uncommitted = AIOKafkaConsumer(**common, isolation_level="read_uncommitted")
-
-    async def start(self) -> None:
-        await self._committed.start()
-        await self._uncommitted.start()
-
-    async def stop(self) -> None:
-        await self._committed.stop()
-        await self._uncommitted.stop()
-
-    async def __call__(self, partition: int) -> list[Held]:
-        tps = [TopicPartition(topic, partition) for topic in self._topics]
-        stable = await self._committed.end_offsets(tps)
-        end = await self._uncommitted.end_offsets(tps)
-        return [Held(tp, stable[tp], end[tp]) for tp in tps if stable[tp] < end[tp]]

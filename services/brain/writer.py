@@ -33,8 +33,8 @@ from typing import Any, Protocol
 
 from aiokafka.structs import TopicPartition
 
-from wakeline import tracing
-from wakeline.offsets import OffsetTracker
+from wakeline.runtime import tracing
+from wakeline.transport.offsets import OffsetTracker
 
 log = logging.getLogger(__name__)
 

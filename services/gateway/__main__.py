@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uvicorn
 
-from wakeline import logs, tracing
-from wakeline.metrics import serve_metrics
+from wakeline.runtime import logs, tracing
+from wakeline.runtime.metrics import serve_metrics
 from wakeline_gateway.app import create_app
 from wakeline_gateway.settings import GatewaySettings
 

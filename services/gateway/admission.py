@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from wakeline.limits import check_input
+from wakeline.contract.limits import check_input
 
 WHAT = "the event this request would become"
 

@@ -13,10 +13,10 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
-from wakeline.kafka_io import make_producer
-from wakeline.pg import TenantPool
-from wakeline.postgres_store import PostgresEventStore
-from wakeline.topics import INBOX
+from wakeline.transport.kafka_io import make_producer
+from wakeline.storage.pg import TenantPool
+from wakeline.storage.postgres_store import PostgresEventStore
+from wakeline.contract.topics import INBOX
 from wakeline_gateway.bodylimit import BodyLimit, body_cap
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.openapi import problem_openapi
@@ -25,7 +25,7 @@ from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.metrics import HttpMetrics
 from wakeline_gateway.pool import Leases
-from wakeline_gateway.audit import AuditStore
+from wakeline_gateway.audit.store import AuditStore
 from wakeline_gateway.routes import (
     audit, commands, console, forks, health, me, reads, sessions, stream, tenant, tool_calls,
 )
@@ -72,8 +72,8 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     # FastAPI's own OpenTelemetry spans (fastapi.telemetry): a server span per request, named by
     # its route template, with the dependency, endpoint and serialization spans beneath it; the
     # command routes send their inbox records inside them, so the records carry that context.
-    # Made only once wakeline.tracing has installed a provider. Metrics are Prometheus
-    # (HttpMetrics), logs wakeline.logs: FastAPI's OpenTelemetry metrics and logs stay off.
+    # Made only once wakeline.runtime.tracing has installed a provider. Metrics are Prometheus
+    # (HttpMetrics), logs wakeline.runtime.logs: FastAPI's OpenTelemetry metrics and logs stay off.
     telemetry: TelemetryConfig = {"tracing": True, "operation_spans": True, "metrics": False, "logs": False,
                                   "auto_configure": False}
     app = FastAPI(title="Wakeline gateway", version="0.1.0", lifespan=lifespan, description=DESCRIPTION,

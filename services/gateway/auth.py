@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from wakeline import keys
+from wakeline.storage import api_keys
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.store import Scope
 
@@ -76,19 +76,19 @@ def unauthorized(problem: str) -> ApiError:
                     headers=CHALLENGE)
 
 
-def presented_key(authorization: str | None) -> keys.ParsedKey:
+def presented_key(authorization: str | None) -> api_keys.ParsedKey:
     """The key in an `Authorization` header, or 401. Never echoed back."""
     if authorization is None:
         raise unauthorized("no API key")
     scheme, _, token = authorization.partition(" ")
-    parsed = keys.parse_key(token) if scheme.lower() == "bearer" else None
+    parsed = api_keys.parse_key(token) if scheme.lower() == "bearer" else None
     if parsed is None:
         raise unauthorized("the Authorization header is not a Wakeline API key")
     return parsed
 
 
-def caller_for(presented: keys.ParsedKey, stored: keys.StoredKey | None) -> Caller:
-    if not keys.secret_matches(presented.secret, stored):
+def caller_for(presented: api_keys.ParsedKey, stored: api_keys.StoredKey | None) -> Caller:
+    if not api_keys.secret_matches(presented.secret, stored):
         raise unauthorized("unknown API key")
     if stored.revoked:
         raise unauthorized(f"API key {presented.key_id} has been revoked")

@@ -1,6 +1,6 @@
 """What a value from a URL or a query may be, so that Postgres is never the first to refuse it.
 
-Ids are plain names (`wakeline.ids`): a path id outside that charset can never name a
+Ids are plain names (`wakeline.contract.ids`): a path id outside that charset can never name a
 session, so it is a 422, not a database error. Positions fit Postgres's bigint. Free text
 that reaches a query carries no control characters (Postgres text cannot hold NUL), and
 a time must stay a time once converted to UTC.
@@ -15,7 +15,7 @@ from typing import Annotated
 from fastapi import Path
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from wakeline.ids import ID_PATTERN, SAFE_ID
+from wakeline.contract.ids import ID_PATTERN, SAFE_ID
 
 PG_BIGINT_MAX = 2**63 - 1
 NO_CONTROL = r"^[^\x00-\x1f\x7f]*$"

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from wakeline.events import (
+from wakeline.contract.events import (
     ContextCompacted, Event, ModelResponded, SessionForked, TokenSource, ToolCallRequested, ToolResultReceived,
     TurnStarted, Usage,
 )

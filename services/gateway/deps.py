@@ -12,8 +12,8 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from wakeline.ids import SAFE_ID
-from wakeline_gateway.audit import AuditStore
+from wakeline.contract.ids import SAFE_ID
+from wakeline_gateway.audit.store import AuditStore
 from wakeline_gateway.auth import Caller, caller_for, check_role, presented_key
 from wakeline_gateway.bounds import SessionIdPath
 from wakeline_gateway.dispatch import CommandDispatcher, Waits
@@ -23,7 +23,7 @@ from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.pool import Leases
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.settings import GatewaySettings
-from wakeline_gateway.shapes import SessionPublic
+from wakeline_gateway.shapes.sessions import SessionPublic
 from wakeline_gateway.store import SessionStore
 
 

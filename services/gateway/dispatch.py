@@ -21,17 +21,17 @@ from dataclasses import dataclass
 from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 from pydantic import BaseModel
 
-from wakeline.commands import CommandBase
-from wakeline.events import Event, InputRejected, MessageQueued, UserMessageReceived
-from wakeline.limits import RecordTooLarge, encoded_size
-from wakeline.topics import INBOX
+from wakeline.contract.commands import CommandBase
+from wakeline.contract.events import Event, InputRejected, MessageQueued, UserMessageReceived
+from wakeline.contract.limits import RecordTooLarge, encoded_size
+from wakeline.contract.topics import INBOX
 from wakeline_gateway.admission import admit, admit_command
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.idempotency import key_id_of, keyed
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.rejections import rejection_code, rejection_status
-from wakeline_gateway.shapes import CommandPublic
+from wakeline_gateway.shapes.commands import CommandPublic
 from wakeline_gateway.store import SessionStore
 
 PENDING_NOTE = ("the command is on " + INBOX + " but no outcome was recorded within {:g} s; "

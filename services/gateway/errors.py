@@ -19,8 +19,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from wakeline.events import CorruptEvent
-from wakeline.limits import RecordTooLarge
+from wakeline.contract.events import CorruptEvent
+from wakeline.contract.limits import RecordTooLarge
 from wakeline_gateway.bodylimit import BodyTooLarge
 from wakeline_gateway.problem import problem_response
 

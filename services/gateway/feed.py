@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from wakeline.codec import MalformedRecord, decode
-from wakeline.events import parse_event
-from wakeline.kafka_io import make_consumer
-from wakeline.settings import CommonSettings
-from wakeline.deltas import ModelDelta
-from wakeline.topics import DELTAS, EVENTS
+from wakeline.contract.codec import MalformedRecord, decode
+from wakeline.contract.events import parse_event
+from wakeline.transport.kafka_io import make_consumer
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.deltas import ModelDelta
+from wakeline.contract.topics import DELTAS, EVENTS
 from wakeline_gateway.listeners import Listeners
 
 log = logging.getLogger(__name__)

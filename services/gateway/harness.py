@@ -2,7 +2,7 @@
 
 The stream follows the session's events with the same tail as `GET .../stream` (history
 from Postgres, then the Kafka feed, no gap and no repeat), folds them into
-`wakeline.client_calls.ClientCalls`, and once caught up sends every call still unanswered,
+`wakeline.log.client_calls.ClientCalls`, and once caught up sends every call still unanswered,
 then each new one as it commits, then `session_ended`. A reconnect starts over from the
 log, so whatever is unanswered is issued again and nothing answered meanwhile is. What a
 harness has seen is never kept here: the log alone says what is pending.
@@ -14,9 +14,9 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 
-from wakeline.client_calls import MOVING_TYPES, ClientCalls, OfferedCall
-from wakeline.deltas import ModelDelta
-from wakeline.events import Event, SessionEnded, ToolCallRequested, ToolResultReceived
+from wakeline.log.client_calls import MOVING_TYPES, ClientCalls, OfferedCall
+from wakeline.contract.deltas import ModelDelta
+from wakeline.contract.events import Event, SessionEnded, ToolCallRequested, ToolResultReceived
 from wakeline_gateway.sse import CAUGHT_UP, HEARTBEAT, Tail
 from wakeline_gateway.store import EventQuery, Scope, SessionStore
 

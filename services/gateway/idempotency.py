@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 
-from wakeline.commands import CommandBase
+from wakeline.contract.commands import CommandBase
 
 # Fixed forever: changing it would make a retry after an upgrade a different command.
 IDEMPOTENCY_NAMESPACE = uuid.UUID("6f1d3c2e-8b7a-5e4f-9a0b-1c2d3e4f5a6b")

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from aiokafka import AIOKafkaProducer
 
-from wakeline.commands import CommandBase
-from wakeline.kafka_io import send_keyed
-from wakeline.topics import INBOX
+from wakeline.contract.commands import CommandBase
+from wakeline.transport.kafka_io import send_keyed
+from wakeline.contract.topics import INBOX
 
 
 class Inbox:

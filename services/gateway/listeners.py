@@ -21,8 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from wakeline.deltas import ModelDelta
-from wakeline.events import Event
+from wakeline.contract.deltas import ModelDelta
+from wakeline.contract.events import Event
 
 WaiterKey = tuple[str, str, str]  # tenant, session_id, causation_id
 SessionKey = tuple[str, str]  # tenant, session_id

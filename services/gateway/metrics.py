@@ -1,4 +1,4 @@
-"""HTTP latency by route for the gateway's metrics (libs/wakeline/metrics.py): a pure ASGI
+"""HTTP latency by route for the gateway's metrics (declared below): a pure ASGI
 middleware (a streamed response is timed until it closes, and nothing is buffered), labelled
 with the route's path template as the router matched it, never the raw path, so the label
 values stay as few as the routes; a request no route matched is `unmatched`.
@@ -9,7 +9,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from wakeline import metrics
+from prometheus_client import Histogram
+
+from wakeline.runtime import metrics
+
+# This service's metrics (names, labels and buckets: docs/operations.md says what each means).
+HTTP_SECONDS = Histogram("wakeline_http_request_seconds", "Gateway requests, received to the last byte of the "
+                         "response sent (a stream: until it closes)", ["method", "route", "status"],
+                         buckets=metrics.SECONDS)
 
 
 class HttpMetrics:
@@ -31,4 +38,4 @@ class HttpMetrics:
             await self.app(scope, receive, sent)
         finally:
             route = getattr(scope.get("route"), "path", None) or "unmatched"
-            metrics.HTTP_SECONDS.labels(scope["method"], route, str(status)).observe(time.monotonic() - began)
+            HTTP_SECONDS.labels(scope["method"], route, str(status)).observe(time.monotonic() - began)

@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from wakeline.pg import TenantPool
+from wakeline.storage.pg import TenantPool
 
 # Calls waiting for a harness, oldest session first, that no live lease holds. Runs under
 # the tenant's row-level security; the partial index 0025 made finds the waiting sessions.

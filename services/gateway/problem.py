@@ -15,7 +15,7 @@ from typing import Any, Literal
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from wakeline.events import REJECTION_CODES
+from wakeline.contract.events import REJECTION_CODES
 
 MEDIA_TYPE = "application/problem+json"
 # The gateway's own codes; the brain's rejection codes (wakeline.events) pass through as they are.

@@ -1,4 +1,4 @@
-"""Which HTTP status answers a brain's rejection, by its code (`wakeline.events.RejectionCode`).
+"""Which HTTP status answers a brain's rejection, by its code (`wakeline.contract.events.RejectionCode`).
 
 404: the session is gone for this caller. 409: the command does not fit the session's
 state now; `internal_error` is 409 too -- handling the input failed and the session's
@@ -8,7 +8,7 @@ so it is a state of the session, not a fault in the request. 413/422: the reques
 
 from __future__ import annotations
 
-from wakeline.events import InputRejectedPayload
+from wakeline.contract.events import InputRejectedPayload
 
 REJECTION_STATUS: dict[str, int] = {
     "conflict": 409,

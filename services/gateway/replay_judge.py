@@ -1,22 +1,22 @@
-"""`GET …/replay?check=true`: today's brain judges a recorded history (issue 11).
+"""`GET …/replay?check=true`: today's decisions judge a recorded history (issue 11).
 
-The decisions to check against are the brain's (`wakeline_brain.replay_check`), which the
-gateway does not import (tests/unit/test_import_rules.py): the history is handed to
-`python -m wakeline_brain.replay_check --jsonl - --json` in a process of its own, as
-`wakeline replay --check` does, and its verdict comes back as data. One process per
-request: the check is an audit read, not a hot path.
+The decisions are the agent's, library code (`wakeline.agent.replay_check`), so the check
+runs in-process on the history the route read, and its verdict comes back as data. It is
+linear in the history and all CPU: it runs in a worker thread, so the event loop goes on
+serving while it works, bounded by `TIMEOUT_S`. A check past the bound is answered 503 and
+left to finish in its thread (no thread can be stopped), as an audit read, not a hot path.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import sys
 from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from wakeline.events import Event
+from wakeline.agent.replay_check import verdict
+from wakeline.contract.events import Event
+from wakeline.contract.tools import tool_schemas
 from wakeline_gateway.errors import ApiError
 
 TIMEOUT_S = 120.0
@@ -35,19 +35,14 @@ class ReplayCheckPublic(BaseModel):
 
 
 async def judge(events: Sequence[Event]) -> ReplayCheckPublic:
-    history = "".join(event.model_dump_json() + "\n" for event in events).encode()
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "wakeline_brain.replay_check", "--jsonl", "-", "--json",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    session_id = events[-1].session_id if events else "?"
     try:
-        out, err = await asyncio.wait_for(process.communicate(history), TIMEOUT_S)
+        found = await asyncio.wait_for(asyncio.to_thread(verdict, session_id, list(events), tool_schemas()),
+                                       TIMEOUT_S)
     except TimeoutError as timeout:
-        process.kill()
-        await process.wait()
         raise ApiError(503, f"the replay check took longer than {TIMEOUT_S:.0f} s", code="replay_check_failed") \
             from timeout
-    if process.returncode not in (0, 1) or not out.strip():
-        reason = err.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        raise ApiError(503, f"the replay check did not run: {reason[0][:500]}", code="replay_check_failed")
-    found = json.loads(out.decode().strip().splitlines()[-1])
+    except Exception as err:  # a bug in the check is the check's failure, never the route's 500
+        reason = f"{type(err).__name__}: {err}".strip().splitlines()[-1]
+        raise ApiError(503, f"the replay check did not run: {reason[:500]}", code="replay_check_failed") from err
     return ReplayCheckPublic(clean=found["clean"], events=found["events"], divergence=found["divergence"])

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from wakeline.checkpoints import CheckpointSettings
-from wakeline.settings import CommonSettings
-from wakeline.witnesses import EvidenceSettings
+from wakeline.evidence.checkpoints import CheckpointSettings
+from wakeline.runtime.settings import CommonSettings
+from wakeline.evidence.witnesses import EvidenceSettings
 
 _CHECKPOINT_DEFAULTS = CheckpointSettings.model_fields
 _EVIDENCE_DEFAULTS = EvidenceSettings.model_fields
@@ -24,7 +24,7 @@ class GatewaySettings(CommonSettings):
     # (`WAKELINE_CHECKPOINT_KEY_FILE`, `WAKELINE_CHECKPOINT_DIR`) and defaults, read here.
     checkpoint_key_file: Path = _CHECKPOINT_DEFAULTS["checkpoint_key_file"].default
     checkpoint_dir: Path = _CHECKPOINT_DEFAULTS["checkpoint_dir"].default
-    # And the signed checkpoints' public key (and pin), as `python -m wakeline.verify` reads
+    # And the signed checkpoints' public key (and pin), as `python -m wakeline.evidence.verify` reads
     # them: /verify then checks the signed rows in Postgres and counts a retention cut only
     # when a genuine statement signed it. It reads neither the topic nor the sink.
     evidence_public_key: str | None = None

@@ -17,8 +17,8 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from wakeline.deltas import ModelDelta
-from wakeline.events import Event
+from wakeline.contract.deltas import ModelDelta
+from wakeline.contract.events import Event
 from wakeline_gateway.listeners import Listeners, Subscription
 from wakeline_gateway.store import EventQuery, Scope, SessionStore
 
@@ -26,7 +26,7 @@ BATCH = 500
 HEARTBEAT = ": heartbeat\n\n"
 CAUGHT_UP = "caught up"  # `Tail.items`: what was stored when the tail started has been sent
 # The events that decide whether a session is over: a user_message after session_ended
-# continues it (as in wakeline.fold), anything else (markers, a woke) leaves it as it was.
+# continues it (as in wakeline.log.fold), anything else (markers, a woke) leaves it as it was.
 TURNING_POINTS = ("session_ended", "deleted", "user_message")
 
 

@@ -2,8 +2,8 @@
 
 Every query runs in a `TenantPool.transaction(tenant)`, so row-level security decides what
 a caller sees; the gateway never writes here. Events are read through an `EventStore`
-(`wakeline.event_store`) and come back as the canonical models, exactly as the brain
-sealed them; a stored row that is not one raises `wakeline.events.CorruptEvent`.
+(`wakeline.storage.event_store`) and come back as the canonical models, exactly as the brain
+sealed them; a stored row that is not one raises `wakeline.contract.events.CorruptEvent`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from datetime import datetime
 
 import asyncpg
 
-from wakeline import keys, verify, witnesses
-from wakeline.checkpoints import Checkpoint
-from wakeline.event_store import EventQuery, EventStore, Scope
-from wakeline.events import Event
-from wakeline.lineage import prefix_events
-from wakeline.pg import TenantPool
-from wakeline.proofs import InclusionProof, proof_from_postgres
+from wakeline.storage import api_keys
+from wakeline.evidence import verify, witnesses
+from wakeline.evidence.checkpoints import Checkpoint
+from wakeline.storage.event_store import EventQuery, EventStore, Scope
+from wakeline.contract.events import Event
+from wakeline.storage.lineage import prefix_events
+from wakeline.storage.pg import TenantPool
+from wakeline.evidence.proofs import InclusionProof, proof_from_postgres
 
 SESSION_COLUMNS = ("session_id, owner, title, model, status, last_seq, created_at, updated_at, "
                    "ended_reason, parent_session_id, fork_seq, deleted_at, deleted_by")
@@ -70,10 +71,10 @@ class SessionStore:
         async with self._pool.system_transaction() as conn:
             await conn.fetchval("SELECT 1")
 
-    async def api_key(self, key_id: str) -> keys.StoredKey | None:
-        return await self._pool.system_statement(keys.lookup, key_id)
+    async def api_key(self, key_id: str) -> api_keys.StoredKey | None:
+        return await self._pool.system_statement(api_keys.lookup, key_id)
 
-    async def key_and_session(self, key_id: str, session_id: str) -> tuple[keys.StoredKey | None, dict | None]:
+    async def key_and_session(self, key_id: str, session_id: str) -> tuple[api_keys.StoredKey | None, dict | None]:
         """The stored key and the session row `session_id` under that key's scope, in one
         round trip (migration 0021): a session route's key check and its first read. The
         row is None when the key is unknown or the session is not there for its scope; the
@@ -81,7 +82,7 @@ class SessionStore:
         row = await self._pool.system_statement(_key_and_session, key_id, session_id)
         if row is None:
             return None, None
-        stored = keys.StoredKey(row["tenant"], row["principal"], row["role"], row["secret_hash"], row["revoked"])
+        stored = api_keys.StoredKey(row["tenant"], row["principal"], row["role"], row["secret_hash"], row["revoked"])
         if row["session_id"] is None:
             return stored, None
         return stored, {column: row[column] for column in SESSION_FIELDS}
@@ -138,7 +139,7 @@ class SessionStore:
 
     async def history(self, scope: Scope, session_id: str, upto: int) -> list[Event]:
         """Events 1..`upto` of the session's history, a fork's inherited prefix included
-        (`wakeline.lineage`); raises `PrefixUnavailable` when some are not in the archive."""
+        (`wakeline.storage.lineage`); raises `PrefixUnavailable` when some are not in the archive."""
         async with self._pool.transaction(*scope) as conn:
             return await prefix_events(conn, session_id, upto)
 
@@ -161,7 +162,7 @@ class SessionStore:
 
     async def verify_session(self, scope: Scope, session_id: str, key: bytes | None,
                              anchored: list[Checkpoint], public: bytes | None = None) -> verify.Report:
-        """Recomputes the chain from the raw rows (wakeline.verify): rows, keys, checkpoints,
+        """Recomputes the chain from the raw rows (wakeline.evidence.verify): rows, keys, checkpoints,
         and with `public` the signed checkpoints Postgres holds (witnesses.gather_postgres)."""
         evidence = await witnesses.gather_postgres(self._pool, scope.tenant, public) if public else None
         async with self._pool.transaction(*scope) as conn:
@@ -171,7 +172,7 @@ class SessionStore:
                                                tenant_problems=scope.viewer is None)
 
     async def proof(self, scope: Scope, session_id: str) -> InclusionProof | None:
-        """The session's head and Merkle path to the newest signed root naming it (wakeline.proofs)."""
+        """The session's head and Merkle path to the newest signed root naming it (wakeline.evidence.proofs)."""
         async with self._pool.transaction(*scope) as conn:
             return await proof_from_postgres(conn, session_id)
 

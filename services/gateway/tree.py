@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from wakeline.events import (
+from wakeline.contract.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, ModelResponded, SessionEnded,
     SessionForked, ToolCallRequested, ToolResultReceived, TurnStarted, UserMessageReceived,
 )

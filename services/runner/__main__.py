@@ -1,6 +1,6 @@
 """`wakeline-runner` (or `python -m wakeline_runner`): the runner service."""
 
-from wakeline.lifecycle import serve
+from wakeline.runtime.lifecycle import serve
 from wakeline_runner.app import run
 from wakeline_runner.settings import RunnerSettings
 

@@ -15,7 +15,7 @@ from functools import partial
 
 from aiokafka import AIOKafkaProducer
 
-from wakeline.kafka_io import make_consumer, make_producer
+from wakeline.transport.kafka_io import make_consumer, make_producer
 from wakeline_runner import cgroups
 from wakeline_runner.executor import Executor
 from wakeline_runner.isolation import probe, rlimits

@@ -20,11 +20,11 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Callable
 
-from wakeline.commands import ToolCallRequest, ToolResultReport
-from wakeline.limits import input_budget
-from wakeline.tools import BashInput, ListFilesInput, ReadFileInput, ToolInput, WriteFileInput
+from wakeline.contract.commands import ToolCallRequest, ToolResultReport
+from wakeline.contract.limits import input_budget
+from wakeline.contract.tools import BashInput, ListFilesInput, ReadFileInput, ToolInput, WriteFileInput
 from wakeline_runner import files
-from wakeline.fitting import fit_report
+from wakeline.contract.fitting import fit_report
 from wakeline_runner.records import SAFE_ID, SessionDirs, crashed, record_result, recorded_result
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings

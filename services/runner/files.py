@@ -10,7 +10,7 @@ import os
 import stat
 from pathlib import Path
 
-from wakeline.tools import MAX_FILE_BYTES, ListFilesInput, ReadFileInput, WriteFileInput
+from wakeline.contract.tools import MAX_FILE_BYTES, ListFilesInput, ReadFileInput, WriteFileInput
 from wakeline_runner.confinement import confine, confined_dir, failure_for, open_at, open_subdir
 from wakeline_runner.tools import FileEntry, ListFilesResult, ReadFileResult, ToolFailure, WriteFileResult
 from wakeline_runner.wrapper import usage as work_dir_usage

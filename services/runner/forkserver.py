@@ -2,7 +2,7 @@
 
 A fresh `python -I -S wrapper.py` per call cost ~70 ms of CPU (the interpreter's start and
 the imports), which capped every runner on this 2-core machine at ~24 calls/s whatever
-the number of runners (docs/benchmarks.md, ninth session). A fork of an interpreter that
+the number of runners (docs/history/benchmarks.md, ninth session). A fork of an interpreter that
 has done that once costs about a millisecond.
 
 The fork server (`python -I -S forkserver.py <socket fd>`, standard library only, like

@@ -19,11 +19,11 @@ from functools import partial
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError
 
-from wakeline import tracing
-from wakeline.codec import MalformedRecord, decode, dead_letter_for
-from wakeline.commands import ToolCallRequest
-from wakeline.offsets import OffsetTracker
-from wakeline.topics import TOOL_CALLS
+from wakeline.runtime import tracing
+from wakeline.contract.codec import MalformedRecord, decode, dead_letter_for
+from wakeline.contract.commands import ToolCallRequest
+from wakeline.transport.offsets import OffsetTracker
+from wakeline.contract.topics import TOOL_CALLS
 from wakeline_runner.executor import Executor
 from wakeline_runner.keyed import KeyedScheduler
 from wakeline_runner.publish import Publisher

@@ -1,4 +1,4 @@
-"""What feeds the runner's metrics (libs/wakeline/metrics.py): an executor wrapper timing each
+"""What feeds the runner's metrics (declared below): an executor wrapper timing each
 tool call by tool and outcome and counting the calls running, and a sampler of the calls
 waiting (queue depth) and the consumer's lag. app.py puts it in place; the loop and the
 executor know nothing of it.
@@ -10,9 +10,18 @@ import asyncio
 import logging
 from typing import Any
 
-from wakeline import logs, metrics, tracing
-from wakeline.commands import ToolCallRequest, ToolResultReport
-from wakeline.tools import TOOLS
+from prometheus_client import Gauge, Histogram
+
+from wakeline.runtime import logs, metrics, tracing
+from wakeline.contract.commands import ToolCallRequest, ToolResultReport
+from wakeline.contract.tools import TOOLS
+
+# This service's metrics (names, labels and buckets: docs/operations.md says what each means).
+TOOL_SECONDS = Histogram("wakeline_tool_call_seconds", "One tool call in the runner, received to result ready",
+                         ["tool", "outcome"], buckets=metrics.SECONDS)
+RUNNER_QUEUE = Gauge("wakeline_runner_queue_depth", "Tool calls accepted by this runner and not yet running "
+                     "(behind the same session's earlier call, or waiting for a slot)")
+RUNNER_RUNNING = Gauge("wakeline_runner_calls_running", "Tool calls running in this runner's sandboxes")
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +45,13 @@ class TimedExecutor:
         return getattr(self._executor, name)
 
     async def execute(self, request: ToolCallRequest) -> ToolResultReport:
-        # This call's task logs under its session and call id, publishing included (wakeline.logs).
+        # This call's task logs under its session and call id, publishing included (wakeline.runtime.logs).
         logs.bind(session_id=request.session_id, tool_call_id=request.tool_call_id, seq=request.causation_seq)
         tool = request.name if request.name in TOOLS else "other"
         # The call's trace, current in this task: the result it publishes next carries it.
         span = tracing.follow(request.tool_call_id, f"runner {tool}", **{"wakeline.session_id": request.session_id})
         self.running += 1
-        metrics.RUNNER_RUNNING.set(self.running)
+        RUNNER_RUNNING.set(self.running)
         outcome = "runner_failed"
         with metrics.Stopwatch() as watch:
             try:
@@ -50,11 +59,11 @@ class TimedExecutor:
                 outcome = outcome_of(report)
             finally:
                 self.running -= 1
-                metrics.RUNNER_RUNNING.set(self.running)
+                RUNNER_RUNNING.set(self.running)
                 if span is not None:
                     span.set_attribute("wakeline.outcome", outcome)
                     span.end()
-        metrics.TOOL_SECONDS.labels(tool, outcome).observe(watch.seconds)
+        TOOL_SECONDS.labels(tool, outcome).observe(watch.seconds)
         log.info("tool call %s: %s in %.3f s", request.name[:200], outcome, watch.seconds)
         return report
 
@@ -62,5 +71,5 @@ class TimedExecutor:
 def start_samplers(loop: Any, executor: TimedExecutor, consumer: Any) -> list[asyncio.Task[None]]:
     """Queue depth (accepted calls not running) and the consumer's lag, every second."""
     async def queue() -> None:
-        metrics.RUNNER_QUEUE.set(max(0, len(loop.scheduler.tasks) - executor.running))
+        RUNNER_QUEUE.set(max(0, len(loop.scheduler.tasks) - executor.running))
     return [metrics.every(1.0, queue), metrics.every(1.0, lambda: metrics.sample_consumer_lag(consumer, "runner"))]

@@ -25,10 +25,10 @@ from aiokafka.errors import (KafkaConnectionError, KafkaError, KafkaTimeoutError
                              OutOfOrderSequenceNumber, ProducerClosed, RecordTooLargeError, UnknownProducerId)
 from pydantic import BaseModel
 
-from wakeline.codec import DeadLetter
-from wakeline.commands import ToolResultReport
-from wakeline.kafka_io import send_keyed
-from wakeline.topics import DEAD_LETTER, TOOL_RESULTS
+from wakeline.contract.codec import DeadLetter
+from wakeline.contract.commands import ToolResultReport
+from wakeline.transport.kafka_io import send_keyed
+from wakeline.contract.topics import DEAD_LETTER, TOOL_RESULTS
 
 log = logging.getLogger(__name__)
 SIZE_ERRORS = (MessageSizeTooLargeError, RecordTooLargeError)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wakeline.commands import ToolResultReport
-from wakeline.ids import SAFE_ID  # noqa: F401 (re-exported: the runner checks ids with it)
+from wakeline.contract.commands import ToolResultReport
+from wakeline.contract.ids import SAFE_ID  # noqa: F401 (re-exported: the runner checks ids with it)
 from wakeline_runner.tools import ToolError
 from wakeline_runner.wrapper import write_json_atomic
 

@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from wakeline.settings import CommonSettings
-from wakeline.topics import RUNNER_GROUP
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import RUNNER_GROUP
 
 
 class RunnerSettings(CommonSettings):

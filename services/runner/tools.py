@@ -1,7 +1,7 @@
 """What the runner's tools return: one result model each, plus `ToolError` and `ToolFailure`.
 
 The inputs (names, models, limits, the schemas the model is offered) live in
-`wakeline.tools`, shared with the brain; `parse_input` validates a call against them.
+`wakeline.contract.tools`, shared with the brain; `parse_input` validates a call against them.
 How the tools run lives in `files.py` and `sandbox.py`; this module only knows shapes.
 """
 
@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
-from wakeline.tools import TOOLS, ToolInput
+from wakeline.contract.tools import TOOLS, ToolInput
 
 ErrorKind = Literal[
     "invalid_input", "unknown_tool", "timeout", "not_found", "path_escape", "too_large",

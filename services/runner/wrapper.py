@@ -17,9 +17,12 @@ call never runs twice) and the result record (written durably before the result 
 published, so a redelivered call replays what was sent). An exit record or output lost
 in a machine crash makes the call read as one that died with its host: reported crashed,
 not re-run. Eight fsyncs per call here, each a journal commit, were most of a call's
-time in the runner's slot (docs/benchmarks.md, tenth session).
+time in the runner's slot (docs/history/benchmarks.md, tenth session).
 
-Standard library only: it runs with `-I -S`, outside the package's environment.
+Standard library only, and one file: the fork server loads it by path under `-I -S`,
+outside the package's environment, where no sibling module can be imported. So it stays
+one module, and the atomic write `records.py` uses and the work-dir measure `files.py`
+uses are defined here rather than there.
 """
 
 from __future__ import annotations

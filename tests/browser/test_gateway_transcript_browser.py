@@ -14,7 +14,8 @@ from pathlib import Path
 
 
 from tests.requirements import require
-from wakeline_gateway.transcript import CSP, Entry, render_html
+from wakeline_gateway.transcript.entries import Entry
+from wakeline_gateway.transcript.html import CSP, render_html
 
 MARK = "data-pwned"
 ATTACKS = [

@@ -13,11 +13,11 @@ from aiokafka import AIOKafkaProducer
 
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole
-from wakeline import commands as c
-from wakeline.codec import encode
-from wakeline.kafka_io import kafka_auth
-from wakeline.settings import CommonSettings
-from wakeline.topics import INBOX, partition_for, record_key
+from wakeline.contract import commands as c
+from wakeline.contract.codec import encode
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import INBOX, partition_for, record_key
 
 SETTINGS = CommonSettings()  # partitions and limits; the broker is read per call (a test may bring its own)
 

@@ -25,8 +25,8 @@ import asyncpg
 from tests.e2e.sessions import warm_up
 from tests.private_broker import environ
 from tests.requirements import missing
-from wakeline.migrate import apply_migrations
-from wakeline.settings import AdminSettings, CommonSettings
+from wakeline.storage.migrate import apply_migrations
+from wakeline.runtime.settings import AdminSettings, CommonSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable

@@ -9,10 +9,11 @@ from typing import Any
 
 import asyncpg
 
-from wakeline.chain import first_broken_seq
-from wakeline.event_store import SELECT_SESSION, event_from_row
-from wakeline.events import Event
-from wakeline.settings import CommonSettings
+from wakeline.log.chain import first_broken_seq
+from wakeline.storage.event_rows import event_from_row
+from wakeline.storage.event_statements import SELECT_SESSION
+from wakeline.contract.events import Event
+from wakeline.runtime.settings import CommonSettings
 
 
 def pg_rows(sql: str, *args: Any, tenant: str = "default") -> list[asyncpg.Record]:

@@ -22,8 +22,8 @@ from tests.e2e.console_browser import expect_ui, open_session, shot, sign_in
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stack import require_database, running_stack
 from tests.e2e.stored_log import assert_log_whole, stored_events
-from wakeline.tools import tool_schemas
-from wakeline_brain.replay_check import first_divergence
+from wakeline.contract.tools import tool_schemas
+from wakeline.agent.replay_check import first_divergence
 from tests.fakes.messages_api import (
     Canned, FakeMessagesAPI, error, message, redacted_thinking_block, text_block, thinking_block, tool_use_block,
 )

@@ -24,11 +24,11 @@ from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stack import require_database, running_stack
 from tests.e2e.stored_log import assert_log_whole
 from tests.private_cluster import PrivateCluster, private_cluster_in_environ
-from wakeline.codec import encode
-from wakeline.events import Event, parse_event
-from wakeline.kafka_io import kafka_auth, make_admin, make_producer
-from wakeline.settings import CommonSettings
-from wakeline.topics import ARCHIVER_GROUP, EVENTS, partition_for, record_key
+from wakeline.contract.codec import encode
+from wakeline.contract.events import Event, parse_event
+from wakeline.transport.kafka_io import kafka_auth, make_admin, make_producer
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import ARCHIVER_GROUP, EVENTS, partition_for, record_key
 
 SESSIONS = 18
 

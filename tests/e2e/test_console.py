@@ -22,9 +22,10 @@ import pytest
 
 from tests.e2e.console_browser import expect_ui, open_session, shot, sign_in
 from tests.e2e.sessions import create_session, wait_ended, wait_for
-from wakeline.event_store import INSERT_ROWS, event_row
-from wakeline.events import parse_event
-from wakeline.settings import CommonSettings
+from wakeline.storage.event_rows import event_row
+from wakeline.storage.event_statements import INSERT_ROWS
+from wakeline.contract.events import parse_event
+from wakeline.runtime.settings import CommonSettings
 
 HOSTILE_PORT = 47613  # named in tests/e2e/policies/hostileconsole.json
 # Every write/delete control of a session view, by data-act.
@@ -544,7 +545,7 @@ from datetime import UTC, datetime  # noqa: E402, F811
 import asyncpg  # noqa: E402, F811
 
 from tests.e2e.stack import sandbox_work  # noqa: E402, F811
-from wakeline.settings import AdminSettings  # noqa: E402, F811
+from wakeline.runtime.settings import AdminSettings  # noqa: E402, F811
 
 USER = "console-user · user · tenant default"
 AUDITOR = "console-auditor · auditor · tenant default"

@@ -13,10 +13,10 @@ from aiokafka import AIOKafkaProducer
 from tests.e2e.inbox_records import SETTINGS, assert_partition_serves, create, ids_on, produce
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole, pg_rows, stored_events
-from wakeline import commands as c
-from wakeline.codec import encode
-from wakeline.kafka_io import kafka_auth
-from wakeline.topics import BRAIN_GROUP, partition_for, record_key
+from wakeline.contract import commands as c
+from wakeline.contract.codec import encode
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.contract.topics import BRAIN_GROUP, partition_for, record_key
 
 def rejections(sid: str) -> list:
     return [e.payload for e in stored_events(sid) if e.type == "input_rejected"]

@@ -13,9 +13,9 @@ from aiokafka.structs import ConsumerRecord
 from tests.e2e.sessions import wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole, pg_rows
 from tests.kcat import kcat_login
-from wakeline.kafka_io import kafka_auth
-from wakeline.settings import CommonSettings
-from wakeline.topics import INBOX, partition_for
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import INBOX, partition_for
 
 
 def kcat_produce(value: str, key: str | None = None, partition: int | None = None) -> None:

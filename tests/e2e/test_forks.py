@@ -19,7 +19,7 @@ import pytest
 
 from tests.e2e.sessions import create_session, wait_ended, wait_for
 from tests.e2e.stored_log import assert_log_whole, stored_events
-from wakeline.chain import compute_hash
+from wakeline.log.chain import compute_hash
 from wakeline_gateway import cli
 from wakeline_client import Wakeline
 
@@ -245,7 +245,7 @@ def test_every_session_this_module_ran_replays_cleanly_against_todays_code(stack
     parent, events = finished
     fork_id = fork(client, parent, seq_of(events, "turn_ended"))
     wait_ended(client, stack, fork_id)
-    judged = subprocess.run([sys.executable, "-m", "wakeline_brain.replay_check", "--all", "--since",
+    judged = subprocess.run([sys.executable, "-m", "wakeline.agent.replay_command", "--all", "--since",
                              module_start.isoformat(), "--tenant", "default"],
                             capture_output=True, text=True, timeout=300)
     assert judged.returncode == 0, judged.stdout + judged.stderr

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.inbox_records import produce
 from tests.e2e.sessions import create_session, wait_ended, wait_for
 from tests.e2e.stack import require_database, running_stack
-from wakeline.topics import INBOX, TOOL_CALLS, TOOL_RESULTS
+from wakeline.contract.topics import INBOX, TOOL_CALLS, TOOL_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 Samples = dict[str, list[tuple[dict[str, str], float]]]

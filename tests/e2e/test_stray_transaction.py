@@ -21,8 +21,8 @@ from aiokafka import TopicPartition
 from tests.e2e.inbox_records import SETTINGS, assert_partition_serves
 from tests.e2e.stack import own_database, require_database, running_stack
 from tests.private_broker import first_value_at, held_partitions, leave_stray_transaction, private_broker_in_environ
-from wakeline.settings import CommonSettings
-from wakeline.topics import ARCHIVER_GROUP, BRAIN_GROUP, EVENTS
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import ARCHIVER_GROUP, BRAIN_GROUP, EVENTS
 
 PARTITION = 4
 

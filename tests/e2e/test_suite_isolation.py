@@ -17,9 +17,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from tests.e2e.sessions import create_session, wait_ended
 from tests.e2e.stored_log import assert_log_whole
-from wakeline.kafka_io import kafka_auth
-from wakeline.settings import CommonSettings
-from wakeline.topics import ALL_TOPICS, DEFAULT_PREFIX, PREFIX, names, partition_for, record_key
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import ALL_TOPICS, DEFAULT_PREFIX, PREFIX, names, partition_for, record_key
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_brain.settings import BrainSettings
 from wakeline_runner.settings import RunnerSettings

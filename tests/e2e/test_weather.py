@@ -21,8 +21,8 @@ from tests.e2e.stack import own_database, require_database, running_stack
 from tests.e2e.stored_log import assert_log_whole
 from tests.e2e.inbox_records import SETTINGS, assert_partition_serves, create, produce
 from tests.private_broker import held_partitions, private_broker_in_environ
-from wakeline.codec import encode
-from wakeline.topics import ARCHIVER_GROUP, partition_for, record_key
+from wakeline.contract.codec import encode
+from wakeline.contract.topics import ARCHIVER_GROUP, partition_for, record_key
 
 
 @pytest.fixture(scope="module")

@@ -34,9 +34,9 @@ import pytest
 
 from tests.e2e.stack import free_port, require_database
 from tests.packaging import SETUPTOOLS, link_distributions, runtime_distributions, tree_packages
-from wakeline.kafka_io import make_admin
-from wakeline.settings import AdminSettings, CommonSettings, credentials_file
-from wakeline.topics import names
+from wakeline.transport.kafka_io import make_admin
+from wakeline.runtime.settings import AdminSettings, CommonSettings, credentials_file
+from wakeline.contract.topics import names
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ("archiver", "runner", "brain", "gateway")
@@ -80,7 +80,8 @@ def check_wheel_contents(wheel: Path) -> None:
         top, *rest = package.split(".")
         directory = ROOT / SETUPTOOLS["package-dir"][top] / Path(*rest)
         wanted += [f"{package.replace('.', '/')}/{p.name}" for p in directory.glob("*.py")]
-    wanted += [f"wakeline/migrations/{p.name}" for p in (ROOT / "libs" / "wakeline" / "migrations").glob("*.sql")]
+    wanted += [f"wakeline/storage/migrations/{p.name}"
+               for p in (ROOT / "libs" / "wakeline" / "storage" / "migrations").glob("*.sql")]
     wanted += [f"wakeline_brain/policies/{p.name}" for p in (ROOT / "services" / "brain" / "policies").glob("*.json")]
     console = [p for p in (ROOT / "services" / "gateway" / "console").iterdir() if p.suffix in (".html", ".js", ".css")]
     assert {p.suffix for p in console} == {".html", ".js", ".css"}
@@ -143,7 +144,7 @@ def test_every_module_of_the_wheel_imports_with_only_the_runtime_dependencies(in
     outside the checkout."""
     wheel, bin_dir, _ = installed
     modules = wheel_modules(wheel) + wheel_modules(client_wheel(wheel.parent), ("wakeline_client",))
-    assert "wakeline_gateway.routes.commands" in modules and "wakeline.tracing" in modules
+    assert "wakeline_gateway.routes.commands" in modules and "wakeline.runtime.tracing" in modules
     assert "wakeline_client._sync.harness" in modules
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     imported = subprocess.run([str(bin_dir / "python"), "-c", IMPORT_EACH], input="\n".join(modules),
@@ -207,7 +208,7 @@ def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_ru
 
     where = subprocess.run(
         [str(bin_dir / "python"), "-c", "import wakeline, wakeline_brain, wakeline_runner, wakeline_archiver, "
-         "wakeline_gateway.routes as r, wakeline.migrate as m, wakeline_client as c; print(wakeline.__file__, "
+         "wakeline_gateway.routes as r, wakeline.storage.migrate as m, wakeline_client as c; print(wakeline.__file__, "
          "wakeline_brain.__file__, wakeline_runner.__file__, wakeline_archiver.__file__, r.__file__, m.MIGRATIONS_DIR, "
          "c.__file__)"],
         capture_output=True, text=True, cwd=home, env=env, timeout=60)
@@ -219,7 +220,7 @@ def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_ru
     try:
         migrated = wakeline("migrate")
         assert migrated.returncode == 0, migrated.stdout + migrated.stderr
-        labels = sorted(p.stem for p in (ROOT / "libs" / "wakeline" / "migrations").glob("*.sql"))
+        labels = sorted(p.stem for p in (ROOT / "libs" / "wakeline" / "storage" / "migrations").glob("*.sql"))
         assert [line.rsplit(" ", 1)[1] for line in migrated.stdout.splitlines()] == labels, migrated.stdout
         for command in ("topics", "acls"):
             done = wakeline(command)
@@ -277,10 +278,10 @@ def test_the_wheel_installed_outside_the_checkout_migrates_creates_topics_and_ru
         asyncio.run(delete_topics(prefix))
 
 
-@pytest.mark.parametrize("package", ["wakeline", "wakeline_brain"])
+@pytest.mark.parametrize("package", ["wakeline.storage", "wakeline_brain"])
 def test_package_data_is_read_through_importlib_resources(package):
     """Not the source tree: the migrations and policies are found wherever the package is."""
     from importlib.resources import files
 
-    data = {"wakeline": "migrations", "wakeline_brain": "policies"}[package]
+    data = {"wakeline.storage": "migrations", "wakeline_brain": "policies"}[package]
     assert any(files(package).joinpath(data).iterdir())

@@ -1,6 +1,6 @@
 """Replay against new code over everything the e2e suite ran: after every other test (the
 e2e conftest moves it last), every session created since this run's first e2e test started is
-run through today's brain decisions and fold (`wakeline_brain.replay_check --all --since`),
+run through today's brain decisions and fold (`wakeline.agent.replay_command --all --since`),
 so a change that would break a session the services really recorded fails here with the
 session and the seq it breaks at. Reads Postgres only; run alone, it first runs sessions of
 its own on a stack (a forked one among them), so it always checks something.
@@ -20,7 +20,7 @@ def test_every_session_the_e2e_suite_ran_replays_cleanly_against_todays_code(e2e
     if made == 0:  # no other e2e test ran in this run
         run_sessions_of_its_own(request.getfixturevalue("client"), request.getfixturevalue("stack"))
         made = pg_rows("SELECT count(*) AS n FROM sessions WHERE created_at >= $1", e2e_start)[0]["n"]
-    judged = subprocess.run([sys.executable, "-m", "wakeline_brain.replay_check", "--all", "--since",
+    judged = subprocess.run([sys.executable, "-m", "wakeline.agent.replay_command", "--all", "--since",
                              e2e_start.isoformat(), "--tenant", "default"],
                             capture_output=True, text=True, timeout=600)
     lines = judged.stdout.splitlines()

@@ -12,12 +12,13 @@ from datetime import UTC, datetime
 from aiokafka.structs import TopicPartition
 
 from tests.fakes.kafka import FakeProducer
-from wakeline.events import Event, parse_event
-from wakeline.offsets import OffsetTracker
-from wakeline.tools import tool_schemas
-from wakeline.topics import EVENTS, INBOX, TOOL_RESULTS
-from wakeline_brain.actor import ActorDeps, SessionActor
-from wakeline_brain.model import Model
+from wakeline.contract.events import Event, parse_event
+from wakeline.transport.offsets import OffsetTracker
+from wakeline.contract.tools import tool_schemas
+from wakeline.contract.topics import EVENTS, INBOX, TOOL_RESULTS
+from wakeline_brain.actor import SessionActor
+from wakeline_brain.actor_deps import ActorDeps
+from wakeline.agent.model import Model
 from wakeline_brain.writer import PartitionWriter
 
 PARTITION = 0

@@ -26,12 +26,12 @@ from aiokafka.structs import TopicPartition
 from conftest_pg import fresh_tenant, require_kafka, require_postgres
 from tests.factories import LIVE, Speakers, sealed
 from tests.private_broker import held_partitions
-from wakeline.chain import Draft
-from wakeline.events import Event
-from wakeline.event_store import session_events
-from wakeline.kafka_io import kafka_auth, make_admin, send_keyed
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
+from wakeline.log.chain import Draft
+from wakeline.contract.events import Event
+from wakeline.storage.event_statements import session_events
+from wakeline.transport.kafka_io import kafka_auth, make_admin, send_keyed
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
 from wakeline_archiver.app import run
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.stream import ArchivedTopics

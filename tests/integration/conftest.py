@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runner_harness import Harness, reachable_kafka
-from wakeline.settings import CommonSettings
+from wakeline.runtime.settings import CommonSettings
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Helpers for tests against the real Postgres (deploy/postgres/pg.sh up + migrate).
 
 A plain module, not a conftest: tests import what they need. Connections use the DSNs
-from wakeline.settings; the superuser one goes over the unix socket reported by
+from wakeline.runtime.settings; the superuser one goes over the unix socket reported by
 `pg.sh status` (peer auth maps root to postgres). Isolation is by fresh session ids and
 tenants per test; nothing is ever truncated (nothing could be).
 """
@@ -23,10 +23,10 @@ from typing import Any
 import asyncpg
 
 from tests.requirements import missing, require
-from wakeline.event_store import COLUMNS, EVENT_COLUMNS, HASH_COLUMNS
-from wakeline.migrate import MIGRATIONS_DIR, apply_migrations
-from wakeline.retention import RetentionSettings
-from wakeline.settings import AdminSettings, CommonSettings
+from wakeline.storage.event_rows import COLUMNS, EVENT_COLUMNS, HASH_COLUMNS
+from wakeline.storage.migrate import MIGRATIONS_DIR, apply_migrations
+from wakeline.ops.retention import RetentionSettings
+from wakeline.runtime.settings import AdminSettings, CommonSettings
 
 PG_SH = Path(__file__).resolve().parents[2] / "deploy" / "postgres" / "pg.sh"
 
@@ -45,7 +45,7 @@ async def require_postgres() -> None:
     except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
         message = (
             f"Postgres unreachable at {_redacted(dsn)}: {type(exc).__name__}: {exc}. "
-            "Start it with `bash deploy/postgres/pg.sh up && python -m wakeline.migrate`."
+            "Start it with `bash deploy/postgres/pg.sh up && python -m wakeline.storage.migrate`."
         )
         missing(message)
     await conn.close()
@@ -154,7 +154,7 @@ async def insert_event(conn: asyncpg.Connection, event: dict[str, Any], *, befor
 
 
 async def set_tenant(conn: asyncpg.Connection, tenant: str) -> None:
-    """Transaction-local tenant, as wakeline.pg.TenantPool does it (call inside a transaction)."""
+    """Transaction-local tenant, as wakeline.storage.pg.TenantPool does it (call inside a transaction)."""
     await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
 
 
@@ -172,7 +172,7 @@ async def require_kafka(settings) -> None:
 
     from aiokafka.errors import KafkaError
 
-    from wakeline.kafka_io import ensure_topics
+    from wakeline.transport.topic_admin import ensure_topics
 
     try:
         await asyncio.wait_for(ensure_topics(settings), timeout=20)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from aiokafka import TopicPartition
 
-from wakeline.kafka_io import make_consumer
-from wakeline.settings import CommonSettings
+from wakeline.transport.kafka_io import make_consumer
+from wakeline.runtime.settings import CommonSettings
 
 
 async def commit_group_at_end(settings: CommonSettings, group_id: str, *topics: str) -> None:

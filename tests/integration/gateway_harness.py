@@ -20,17 +20,17 @@ import httpx
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from conftest_pg import INSERT_EVENT, fresh_tenant, owner_connection, require_kafka, require_postgres  # noqa: F401
-from wakeline import keys
+from wakeline.storage import api_keys
 from tests import factories
 from tests.factories import LIVE, Speakers
-from wakeline.chain import Draft
-from wakeline.commands import CommandBase, parse_command
-from wakeline.event_store import event_row
-from wakeline.events import Event
-from wakeline.kafka_io import make_consumer
-from wakeline.pg import TenantPool
-from wakeline.status import SESSION_COLUMNS, advance
-from wakeline.topics import INBOX, partition_for
+from wakeline.log.chain import Draft
+from wakeline.contract.commands import CommandBase, parse_command
+from wakeline.storage.event_rows import event_row
+from wakeline.contract.events import Event
+from wakeline.transport.kafka_io import make_consumer
+from wakeline.storage.pg import TenantPool
+from wakeline.log.status import SESSION_COLUMNS, advance
+from wakeline.contract.topics import INBOX, partition_for
 from wakeline_gateway.app import create_app
 from wakeline_gateway.settings import GatewaySettings
 
@@ -38,7 +38,7 @@ from wakeline_gateway.settings import GatewaySettings
 SPEAKERS = Speakers(user="user:local", agent="agent:scripted:demo", runner="runner:test-host")
 OWNER = SPEAKERS.user
 draft = SPEAKERS.draft
-# The row the archiver would hold (wakeline.status.advance over the log), written as is.
+# The row the archiver would hold (wakeline.log.status.advance over the log), written as is.
 UPSERT_SESSION = (
     f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) VALUES "
     f"({', '.join(f'${i}' for i in range(1, len(SESSION_COLUMNS) + 1))}) ON CONFLICT (session_id) DO UPDATE SET "
@@ -64,7 +64,7 @@ def gateway_settings(**overrides: Any) -> HarnessSettings:
 async def api_key(tenant: str, principal: str, role: str) -> str:
     """A real key, created the way `wakeline keys create` does (as the schema owner)."""
     async with owner_connection() as conn:
-        key, _ = await keys.create(conn, tenant, principal, role, note="integration test")
+        key, _ = await api_keys.create(conn, tenant, principal, role, note="integration test")
     return key
 
 

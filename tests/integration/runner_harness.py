@@ -24,10 +24,11 @@ from aiokafka import TopicPartition
 from tests.integration.fresh_groups import commit_group_at_end
 from tests.private_broker import held_partitions
 from tests.requirements import missing
-from wakeline.commands import ToolCallRequest, ToolResultReport
-from wakeline.kafka_io import ensure_topics, make_consumer, make_producer, send_keyed
-from wakeline.settings import CommonSettings
-from wakeline.topics import TOOL_CALLS, TOOL_RESULTS, partition_for
+from wakeline.contract.commands import ToolCallRequest, ToolResultReport
+from wakeline.transport.kafka_io import make_consumer, make_producer, send_keyed
+from wakeline.transport.topic_admin import ensure_topics
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import TOOL_CALLS, TOOL_RESULTS, partition_for
 from wakeline_runner import cgroups
 from wakeline_runner.app import run
 from wakeline_runner.settings import RunnerSettings

@@ -12,7 +12,7 @@ import pytest
 
 from conftest_pg import superuser_connection
 from tests.requirements import missing
-from wakeline.events import Event
+from wakeline.contract.events import Event
 
 
 @asynccontextmanager

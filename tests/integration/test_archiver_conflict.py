@@ -17,9 +17,9 @@ from archiver_harness import (
     Session, archived_all, archiver_settings, brain_producer, created, dead_letters_for, draft, eventually, parked_row,
     private_topics, produce, require_stack, running_archiver, stored_events,
 )
-from wakeline.chain import seal
-from wakeline.pg import TenantPool
-from wakeline.topics import partition_for
+from wakeline.log.chain import seal
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.topics import partition_for
 from wakeline_archiver.lag import archiver_lag
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]

@@ -21,9 +21,9 @@ from archiver_harness import (
     Session, archived_offsets, archiver_settings, brain_producer, created, eventually, produce, require_stack,
     seed_offsets_at_end, turn,
 )
-from wakeline.chain import first_broken_seq
-from wakeline.pg import TenantPool
-from wakeline.topics import DEAD_LETTER, EVENTS
+from wakeline.log.chain import first_broken_seq
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.topics import DEAD_LETTER, EVENTS
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 SESSIONS, TURNS = 12, 3  # 1 + 6 * TURNS = 19 events each, 228 in all

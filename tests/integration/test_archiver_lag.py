@@ -8,8 +8,8 @@ from archiver_harness import (
     Session, archiver_settings, brain_producer, created, draft, eventually, private_topics, produce,
     require_stack, running_archiver,
 )
-from wakeline.pg import TenantPool
-from wakeline.topics import partition_for
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.topics import partition_for
 from wakeline_archiver.lag import archiver_lag
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]

@@ -14,11 +14,11 @@ from archiver_harness import (
     Session, archived_offsets, archiver_settings, brain_producer, created, draft, eventually,
     private_topics, produce, require_stack, running_archiver, session_row, stored_events, turn,
 )
-from wakeline.chain import first_broken_seq
-from wakeline.codec import DeadLetter, encode
-from wakeline.fold import fold
-from wakeline.pg import TenantPool
-from wakeline.topics import partition_for
+from wakeline.log.chain import first_broken_seq
+from wakeline.contract.codec import DeadLetter, encode
+from wakeline.log.fold import fold
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.topics import partition_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 

@@ -19,9 +19,9 @@ from archiver_harness import (
     Session, archived_all, archiver_settings, brain_producer, created, dead_letters_for, draft, eventually,
     parked_row, private_topics, produce, require_stack, running_archiver, stored_events, turn,
 )
-from wakeline.chain import event_hash
-from wakeline.pg import TenantPool
-from wakeline.topics import partition_for, record_key
+from wakeline.log.chain import event_hash
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.topics import partition_for, record_key
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 

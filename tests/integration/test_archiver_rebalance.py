@@ -11,8 +11,8 @@ from archiver_harness import (
     InProcessArchiver, Session, archived_offsets, archiver_settings, brain_producer, created, eventually,
     private_topics, produce, require_stack, stored_events, turn,
 )
-from wakeline.chain import first_broken_seq
-from wakeline.pg import TenantPool
+from wakeline.log.chain import first_broken_seq
+from wakeline.storage.pg import TenantPool
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 

@@ -11,9 +11,9 @@ from archiver_harness import (
     Session, archived_offsets, archiver_settings, brain_producer, created, draft, end_offsets, eventually,
     private_topics, produce, require_stack, running_archiver, stored_events,
 )
-from wakeline.chain import seal
-from wakeline.pg import TenantPool
-from wakeline.topics import partition_for
+from wakeline.log.chain import seal
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.topics import partition_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 

@@ -18,7 +18,7 @@ from archiver_harness import (
     private_topics, produce, require_stack, running_archiver, stored_events, turn,
 )
 from tests.private_postgres import PrivatePostgres, private_postgres_in_environ
-from wakeline.pg import TenantPool
+from wakeline.storage.pg import TenantPool
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 SESSIONS = 12

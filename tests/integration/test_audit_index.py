@@ -25,8 +25,8 @@ from conftest_pg import (
     fresh_session_id, fresh_tenant, new_event, owner_connection, require_postgres, row_values, service_connection,
     set_tenant,
 )
-from wakeline.event_store import INSERT_ROWS
-from wakeline_gateway.audit import AuditQuery, events_sql
+from wakeline.storage.event_statements import INSERT_ROWS
+from wakeline_gateway.audit.query import AuditQuery, events_sql
 
 pytestmark = pytest.mark.postgres
 

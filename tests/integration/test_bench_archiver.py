@@ -6,7 +6,7 @@ from __future__ import annotations
 from bench import archiver_throughput
 from bench.audit_load import storage_per_event
 from conftest_pg import require_postgres
-from wakeline.settings import CommonSettings
+from wakeline.runtime.settings import CommonSettings
 
 
 async def test_archiver_bench_reports_rate_floor_ratio_and_lag(kafka: CommonSettings, monkeypatch) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bench import checkpoint_cost
 from conftest_pg import require_postgres
-from wakeline.settings import CommonSettings
+from wakeline.runtime.settings import CommonSettings
 
 PHASES = ("read_heads_ms", "merkle_root_ms", "statement_and_signature_ms", "whole_round_ms",
           "verify_gather_and_cross_check_ms", "inclusion_proof_ms", "lag_query_ms")

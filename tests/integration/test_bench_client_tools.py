@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench import client_tools
 from tests.e2e.stack import Stack, require_database
-from wakeline.settings import CommonSettings
+from wakeline.runtime.settings import CommonSettings
 
 POLICIES = Path(client_tools.__file__).resolve().parent / "policies"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench import floors
-from wakeline.settings import CommonSettings
+from wakeline.runtime.settings import CommonSettings
 
 
 async def test_floor_bench_reports_every_round_trip(kafka: CommonSettings) -> None:

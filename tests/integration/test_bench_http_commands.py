@@ -14,7 +14,7 @@ import pytest
 from bench import http_commands
 from conftest_pg import require_kafka, require_postgres
 from tests.e2e.stack import Stack
-from wakeline.settings import CommonSettings
+from wakeline.runtime.settings import CommonSettings
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 POLICIES = Path(http_commands.__file__).resolve().parent / "policies"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bench import tail_reads
-from wakeline.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS
-from wakeline.settings import CommonSettings
+from wakeline.transport.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS
+from wakeline.runtime.settings import CommonSettings
 
 
 async def test_tail_read_bench_reports_the_look_up_and_the_aborted_read_beside_their_floors(

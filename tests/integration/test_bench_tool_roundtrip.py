@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench import tool_roundtrip
 from tests.e2e.stack import Stack, require_database
-from wakeline.settings import CommonSettings
+from wakeline.runtime.settings import CommonSettings
 
 POLICIES = Path(tool_roundtrip.__file__).resolve().parent / "policies"
 

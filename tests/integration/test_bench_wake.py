@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from bench import fold_speed, wake_time
 from conftest_pg import require_postgres
-from wakeline.codec import encode
-from wakeline.settings import CommonSettings
-from wakeline.snapshots import checked_fold
+from wakeline.contract.codec import encode
+from wakeline.runtime.settings import CommonSettings
+from wakeline.log.snapshots import checked_fold
 
 
 def test_the_bench_log_is_a_valid_log_whose_snapshots_hold_their_prefixes() -> None:

@@ -11,8 +11,8 @@ import pytest
 from aiokafka.admin import NewTopic
 
 from runner_harness import reachable_kafka
-from wakeline.kafka_io import make_admin, make_producer
-from wakeline_brain.wake import OpenTransactions
+from wakeline.transport.kafka_io import make_admin, make_producer
+from wakeline_brain.open_transactions import OpenTransactions
 
 pytestmark = pytest.mark.kafka
 

@@ -15,9 +15,9 @@ from aiokafka.structs import TopicPartition
 
 from runner_harness import reachable_kafka
 from tests.factories import LIVE, draft, sealed
-from wakeline.codec import encode
-from wakeline.kafka_io import make_admin, make_producer
-from wakeline.topics import partition_for
+from wakeline.contract.codec import encode
+from wakeline.transport.kafka_io import make_admin, make_producer
+from wakeline.contract.topics import partition_for
 from wakeline_brain.wake import SessionLoader, tail_consumer
 
 pytestmark = pytest.mark.kafka

@@ -9,13 +9,13 @@ import pytest
 from conftest_pg import fresh_session_id, fresh_tenant, insert_event_as, new_event, require_kafka, \
     require_postgres, service_connection
 from tests.factories import LIVE, draft, sealed
-from wakeline.event_store import insert_events
-from wakeline.events import SnapshotTaken
-from wakeline.fold import fold
-from wakeline.pg import TenantPool
-from wakeline.snapshots import checked_fold, resume, snapshot_payload
-from wakeline.settings import CommonSettings
-from wakeline.topics import partition_for
+from wakeline.storage.event_statements import insert_events
+from wakeline.contract.events import SnapshotTaken
+from wakeline.log.fold import fold
+from wakeline.storage.pg import TenantPool
+from wakeline.log.snapshots import checked_fold, resume, snapshot_payload
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import partition_for
 from wakeline_brain.wake import SessionLoader, SessionParked, tail_consumer
 
 

@@ -29,9 +29,9 @@ from tests.fakes.messages_api import (
     thinking_block,
     tool_use_message,
 )
-from wakeline.events import Usage
+from wakeline.contract.events import Usage
 from wakeline_brain.claude import ClaudeModel
-from wakeline_brain.model import ModelError, ModelReply, ModelRequest, ToolUse
+from wakeline.agent.model import ModelError, ModelReply, ModelRequest, ToolUse
 
 MODEL = "claude-test-model"
 API_KEY = "test-key-not-real"

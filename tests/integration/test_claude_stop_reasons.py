@@ -16,13 +16,13 @@ from actor_harness import INPUTS, Partition, eventually, run_until_idle
 from tests.fakes.messages_api import (
     FakeMessagesAPI, cut_tool_use_block, message, server_tool_use_block, text_block, text_message, tool_use_block,
 )
-from wakeline import commands as c
-from wakeline.chain import first_broken_seq
-from wakeline.events import Event
-from wakeline.tools import tool_schemas
-from wakeline.topics import TOOL_RESULTS
+from wakeline.contract import commands as c
+from wakeline.log.chain import first_broken_seq
+from wakeline.contract.events import Event
+from wakeline.contract.tools import tool_schemas
+from wakeline.contract.topics import TOOL_RESULTS
 from wakeline_brain.claude import ClaudeModel
-from wakeline_brain.replay_check import first_divergence
+from wakeline.agent.replay_check import first_divergence
 
 MODEL = "claude-test-stops"
 

@@ -19,9 +19,9 @@ import asyncpg
 import pytest
 
 from conftest_pg import connected, database_before, new_event, require_postgres, row_values, set_tenant
-from wakeline import closed_months
-from wakeline.closed_months import pack_closed_months
-from wakeline.event_store import EVENT_COLUMNS
+from wakeline.ops import closed_months
+from wakeline.ops.closed_months import pack_closed_months
+from wakeline.storage.event_rows import EVENT_COLUMNS
 
 pytestmark = pytest.mark.postgres
 

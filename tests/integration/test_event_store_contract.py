@@ -1,6 +1,6 @@
 """One contract, two event stores: `PostgresEventStore` (the real table) and `MemoryEventStore`.
 
-`EventStoreContract` states what any `wakeline.event_store.EventStore` does; each backend
+`EventStoreContract` states what any `wakeline.storage.event_store.EventStore` does; each backend
 is a subclass that says how to build one and how to plant a row no writer would store.
 Only the Postgres run says anything about Postgres; the memory run keeps its twin honest
 for the fast tests that use it. Isolation is by fresh tenants and session ids.
@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 
 from conftest_pg import fresh_session_id, fresh_tenant, insert_event_as, new_event, require_postgres, service_connection
-from wakeline.chain import Draft, seal
-from wakeline.event_store import EventQuery, EventStore, Scope
-from wakeline.events import (
+from wakeline.log.chain import Draft, seal
+from wakeline.storage.event_store import EventQuery, EventStore, Scope
+from wakeline.contract.events import (
     GENESIS_HASH, CorruptEvent, Event, ModelTurnPayload, SessionCreatedPayload, SessionConfig,
     ToolCallPayload, ToolResultPayload, UserMessagePayload,
 )
-from wakeline.memory_store import MemoryEventStore
-from wakeline.pg import TenantPool
-from wakeline.postgres_store import PostgresEventStore
-from wakeline.settings import CommonSettings
+from wakeline.storage.memory_store import MemoryEventStore
+from wakeline.storage.pg import TenantPool
+from wakeline.storage.postgres_store import PostgresEventStore
+from wakeline.runtime.settings import CommonSettings
 
 USER, AGENT, RUNNER = "user:alice", "agent:scripted:default", "runner:host-1"
 

@@ -33,18 +33,20 @@ from tampering import guards_off, superuser
 from tests import factories
 from tests.e2e.stack import free_port
 from tests.factories import Stamps, draft
-from wakeline import witnesses
-from wakeline.checkpoints import Head, stored_heads
-from wakeline.event_store import event_row
-from wakeline.events import Event
-from wakeline.kafka_io import make_admin, make_consumer
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
-from wakeline.signed_checkpoints import Envelope, new_statement, sign_statement
-from wakeline.signer import Round, anchoring_lag, due, sign_round, tenants_of
-from wakeline.signing import SeedSigner
-from wakeline.topics import CHECKPOINTS
-from wakeline.verify import Report, verify_all, verify_session
+from wakeline.evidence import witnesses
+from wakeline.evidence.heads import Head, stored_heads
+from wakeline.storage.event_rows import event_row
+from wakeline.contract.events import Event
+from wakeline.transport.kafka_io import make_admin, make_consumer
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
+from wakeline.evidence.signed_checkpoints import Envelope, new_statement, sign_statement
+from wakeline.evidence.anchoring_lag import anchoring_lag, due
+from wakeline.evidence.signer import tenants_of
+from wakeline.evidence.signing_round import Round, sign_round
+from wakeline.evidence.signing import SeedSigner
+from wakeline.contract.topics import CHECKPOINTS
+from wakeline.evidence.verify import Report, verify_all, verify_session
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 
@@ -361,7 +363,7 @@ async def test_a_checkpoint_deleted_from_every_witness_is_named_by_its_successor
     evidence = await stack.evidence()
     assert f"checkpoint {stack.label(2)} is missing from the postgres and the sink (present in the topic)" in [
         p.reason for p in evidence.problems]
-    from wakeline.signed_checkpoints import cross_check
+    from wakeline.evidence.cross_check import cross_check
     pg = await _postgres(stack)
     sink, _ = witnesses.read_sink(stack.sink, stack.tenant)
     alone = cross_check(stack.signer.public_key(), stack.tenant, pg, list(sink), list(sink))
@@ -460,23 +462,25 @@ async def test_an_inclusion_proof_from_the_cli_verifies_offline_with_the_public_
     env = {**os.environ, "WAKELINE_EVIDENCE_PUBLIC_KEY": stack.signer.public_key().hex(),
            "WAKELINE_EVIDENCE_KEY_FINGERPRINT": stack.signer.key_id, "WAKELINE_SIGNER_SINK_DIR": str(stack.sink),
            "WAKELINE_CHECKPOINT_KEY_FILE": str(tmp_path / "no-hmac-key")}
-    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, "--proof", env=env)
+    code, out = await _cli("wakeline.evidence.verify", stack.session_id, "--tenant", stack.tenant, "--proof", env=env)
     assert code == 0, out
     proof = [line for line in out.splitlines() if line.startswith('{"session_id"') and '"path"' in line][-1]
     # Offline: no database, no broker, nothing of the stack but the public key.
     bare = {"PATH": os.environ["PATH"], "WAKELINE_POSTGRES_DSN": "postgresql://nobody@127.0.0.1:1/none",
             "WAKELINE_KAFKA_BOOTSTRAP": "127.0.0.1:1"}
     key = stack.signer.public_key().hex()
-    code, out = await _cli("wakeline.proofs", "check", "-", "--public-key", key, env=bare, stdin=proof.encode())
-    assert code == 0 and out.startswith(f"OK: session {stack.session_id} at seq 6 is in checkpoint #1"), out
-    code, out = await _cli("wakeline.proofs", "check", "-", "--public-key", MALLORY.public_key().hex(), env=bare,
+    code, out = await _cli("wakeline.evidence.proofs", "check", "-", "--public-key", key, env=bare,
                            stdin=proof.encode())
+    assert code == 0 and out.startswith(f"OK: session {stack.session_id} at seq 6 is in checkpoint #1"), out
+    code, out = await _cli("wakeline.evidence.proofs", "check", "-", "--public-key", MALLORY.public_key().hex(),
+                           env=bare, stdin=proof.encode())
     assert code == 1 and "signature does not verify" in out
     tampered = proof.replace(stack.events[-1].hash, "0" * 64)
-    code, out = await _cli("wakeline.proofs", "check", "-", "--public-key", key, env=bare, stdin=tampered.encode())
+    code, out = await _cli("wakeline.evidence.proofs", "check", "-", "--public-key", key, env=bare,
+                           stdin=tampered.encode())
     assert code == 1 and "the head and path lead to root" in out
     # A pinned fingerprint refuses any other public key before anything is read.
-    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant,
+    code, out = await _cli("wakeline.evidence.verify", stack.session_id, "--tenant", stack.tenant,
                            env={**env, "WAKELINE_EVIDENCE_PUBLIC_KEY": MALLORY.public_key().hex()})
     assert code == 2 and "is not the pinned" in out
 
@@ -490,14 +494,14 @@ async def test_verify_refuses_to_run_when_host_root_deletes_or_swaps_the_public_
     env.pop("WAKELINE_EVIDENCE_PUBLIC_KEY", None)
     env.pop("WAKELINE_EVIDENCE_KEY_FINGERPRINT", None)
     pinned = {**env, "WAKELINE_EVIDENCE_KEY_FINGERPRINT": stack.signer.key_id}
-    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=pinned)
+    code, out = await _cli("wakeline.evidence.verify", stack.session_id, "--tenant", stack.tenant, env=pinned)
     assert code == 0, out
     # Swapped for a key of host root's own: a pin refuses it before anything is read ...
     public.write_text(MALLORY.public_key().hex() + "\n")
-    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=pinned)
+    code, out = await _cli("wakeline.evidence.verify", stack.session_id, "--tenant", stack.tenant, env=pinned)
     assert code == 2 and "is not the pinned" in out, out
     # ... and without a pin every genuine statement fails under it, in each witness: never a pass.
-    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=env)
+    code, out = await _cli("wakeline.evidence.verify", stack.session_id, "--tenant", stack.tenant, env=env)
     report = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
     assert code == 1 and report["signed_checkpoint"] is None, out
     assert [p["reason"] for p in report["problems"]] == [
@@ -507,10 +511,10 @@ async def test_verify_refuses_to_run_when_host_root_deletes_or_swaps_the_public_
     # Deleted: an error with the reason, not a verify on the chains alone that passes.
     public.unlink()
     for run_env in (env, pinned):
-        code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant, env=run_env)
+        code, out = await _cli("wakeline.evidence.verify", stack.session_id, "--tenant", stack.tenant, env=run_env)
         assert code == 2 and '"ok"' not in out, out
         assert "no public key" in out or "a key fingerprint is pinned but there is no public key" in out, out
-    code, out = await _cli("wakeline.verify", stack.session_id, "--tenant", stack.tenant,
+    code, out = await _cli("wakeline.evidence.verify", stack.session_id, "--tenant", stack.tenant,
                            "--without-signed-checkpoints", env=env)
     assert code == 0 and "signed checkpoints, their witnesses and signed retention cuts NOT checked" in out, out
 
@@ -567,7 +571,7 @@ async def test_the_signer_run_mode_checkpoints_a_tenant_after_m_events(stack: St
     env = {**os.environ, "WAKELINE_SIGNER_KEY_FILE": str(key), "WAKELINE_SIGNER_SINK_DIR": str(stack.sink),
            "WAKELINE_SIGNER_EVERY_S": "3600", "WAKELINE_SIGNER_EVERY_EVENTS": "3", "WAKELINE_SIGNER_POLL_S": "0.2",
            "WAKELINE_METRICS_PORT": str(port)}
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.signer", "run", "--tenant",
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.evidence.signer", "run", "--tenant",
                                                 stack.tenant, env=env, stdout=asyncio.subprocess.PIPE)
     try:
         # Its metrics endpoint is up before it says it started.

@@ -23,9 +23,9 @@ from conftest_pg import fresh_tenant, owner_connection, service_connection
 from gateway_harness import (
     FakeInbox, Seeder, answer_command, api_key, bearer, draft, gateway_settings, running_gateway, sealed,
 )
-from wakeline.chain import seal
-from wakeline.commands import DeleteSession
-from wakeline.pg import TenantPool
+from wakeline.log.chain import seal
+from wakeline.contract.commands import DeleteSession
+from wakeline.storage.pg import TenantPool
 from wakeline_gateway.deps import get_inbox
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from gateway_harness import Seeder, created, gateway_settings, running_gateway
-from wakeline.pg import TenantPool
+from wakeline.storage.pg import TenantPool
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 HUGE = "99999999999999999999"  # past Postgres bigint (and int64)

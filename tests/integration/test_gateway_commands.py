@@ -18,13 +18,13 @@ from gateway_harness import (
     FakeInbox, InboxWatcher, Seeder, answer_command, api_key, bearer, created, draft, gateway_settings,
     running_gateway,
 )
-from wakeline.commands import (
+from wakeline.contract.commands import (
     ApproveToolCall, CancelSession, CreateSession, DeleteSession, DenyToolCall, PostMessage, WakeSession,
 )
-from wakeline.pg import TenantPool
-from wakeline.topics import INBOX, partition_for
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.topics import INBOX, partition_for
 from wakeline_gateway.deps import get_inbox
-from wakeline.events import REJECTION_CODES
+from wakeline.contract.events import REJECTION_CODES
 from wakeline_gateway.idempotency import key_id_for, key_id_of, session_id_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]

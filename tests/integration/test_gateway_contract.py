@@ -32,7 +32,7 @@ import uvicorn
 
 from gateway_harness import Seeder, api_key, created, draft, gateway_settings
 from conftest_pg import require_kafka, require_postgres
-from wakeline.pg import TenantPool
+from wakeline.storage.pg import TenantPool
 from wakeline_gateway.app import create_app
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]

@@ -17,11 +17,11 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.structs import ConsumerRecord
 
 from gateway_harness import FakeInbox, Seeder, created, draft, gateway_settings, running_gateway, sealed
-from wakeline.codec import encode
-from wakeline.events import Event
-from wakeline.kafka_io import kafka_auth
-from wakeline.pg import TenantPool
-from wakeline.topics import EVENTS, partition_for, record_key
+from wakeline.contract.codec import encode
+from wakeline.contract.events import Event
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.topics import EVENTS, partition_for, record_key
 from wakeline_gateway.deps import get_inbox
 from wakeline_gateway.feed import EventsFeed
 from wakeline_gateway.listeners import Listeners

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from gateway_harness import InboxWatcher, Seeder, created, gateway_settings, running_gateway
-from wakeline.pg import TenantPool
+from wakeline.storage.pg import TenantPool
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 LIMIT = 1_000_000  # CommonSettings.max_record_bytes, the default every service shares

@@ -17,18 +17,18 @@ from gateway_harness import (
 )
 from tampering import guards_off
 from tests import factories
-from wakeline import witnesses
-from wakeline.events import ForkedPayload, SessionConfig
-from wakeline.events import parse_event
-from wakeline.fold import fold
-from wakeline.pg import TenantPool
-from wakeline.proofs import InclusionProof, check_proof
-from wakeline.retention import RetentionSettings, apply_retention
-from wakeline.settings import CommonSettings
-from wakeline.signer import sign_round
-from wakeline.signing import SeedSigner
+from wakeline.evidence import witnesses
+from wakeline.contract.events import ForkedPayload, SessionConfig
+from wakeline.contract.events import parse_event
+from wakeline.log.fold import fold
+from wakeline.storage.pg import TenantPool
+from wakeline.evidence.proofs import InclusionProof, check_proof
+from wakeline.ops.retention import RetentionSettings, apply_retention
+from wakeline.runtime.settings import CommonSettings
+from wakeline.evidence.signing_round import sign_round
+from wakeline.evidence.signing import SeedSigner
 from wakeline_gateway.replay import state_json
-from wakeline_gateway.transcript import ALLOWED_TAGS, CSP
+from wakeline_gateway.transcript.html import ALLOWED_TAGS, CSP
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(1)><a href="javascript:alert(1)">x</a>'

@@ -16,10 +16,10 @@ import httpx
 import pytest
 
 from gateway_harness import FakeInbox, Seeder, api_key, bearer, draft, gateway_settings, running_gateway
-from wakeline.events import Event
-from wakeline.fold import fold
-from wakeline.pg import TenantPool
-from wakeline_brain.inputs import handle_input
+from wakeline.contract.events import Event
+from wakeline.log.fold import fold
+from wakeline.storage.pg import TenantPool
+from wakeline.agent.inputs import handle_input
 from wakeline_gateway.deps import get_inbox
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]

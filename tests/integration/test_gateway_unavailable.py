@@ -15,10 +15,10 @@ import pytest
 
 from gateway_harness import InboxWatcher, Seeder, created, gateway_settings, running_gateway
 from tests.private_broker import private_broker_in_environ
-from wakeline.kafka_io import make_producer
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
-from wakeline.topics import INBOX
+from wakeline.transport.kafka_io import make_producer
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import INBOX
 from wakeline_gateway.inbox import Inbox
 
 pytestmark = [pytest.mark.postgres, pytest.mark.kafka]

@@ -21,10 +21,11 @@ from conftest_pg import (
     require_postgres, service_connection, set_tenant,
 )
 from tests.factories import Stamps, at, draft, sealed
-from wakeline.event_store import EVENT_COLUMNS, SELECT_SESSION, event_from_row, event_row, hash_bytes
-from wakeline.events import Event
-from wakeline.migrate import apply_migrations
-from wakeline.verify import verify_session
+from wakeline.storage.event_rows import EVENT_COLUMNS, event_from_row, event_row, hash_bytes
+from wakeline.storage.event_statements import SELECT_SESSION
+from wakeline.contract.events import Event
+from wakeline.storage.migrate import apply_migrations
+from wakeline.evidence.verify import verify_session
 
 pytestmark = pytest.mark.postgres
 

@@ -20,8 +20,8 @@ from aiokafka.admin import NewTopic
 
 from tests.kcat import kcat_login
 from tests.requirements import require
-from wakeline.kafka_io import make_admin
-from wakeline.settings import CommonSettings
+from wakeline.transport.kafka_io import make_admin
+from wakeline.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.kafka
 
@@ -99,8 +99,8 @@ async def test_topic_created_via_aiokafka_admin_is_listed_by_kcat() -> None:
 
 
 def test_kcat_lists_every_wakeline_topic_with_the_configured_partition_count() -> None:
-    from wakeline.settings import CommonSettings
-    from wakeline.topics import ALL_TOPICS
+    from wakeline.runtime.settings import CommonSettings
+    from wakeline.contract.topics import ALL_TOPICS
 
     topics = assert_topics_listed(list(ALL_TOPICS))
     assert {t: topics[t] for t in ALL_TOPICS} == {t: CommonSettings().partitions for t in ALL_TOPICS}

@@ -19,9 +19,9 @@ from aiokafka.errors import KafkaConnectionError, TopicAuthorizationFailedError,
 from aiokafka.structs import TopicPartition
 
 from tests.private_broker import PrivateBroker, first_value_at, private_broker
-from wakeline.kafka_io import kafka_auth
-from wakeline.settings import CommonSettings
-from wakeline.topics import BRAIN_GROUP, EVENTS, INBOX, TOOL_RESULTS
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import BRAIN_GROUP, EVENTS, INBOX, TOOL_RESULTS
 
 pytestmark = pytest.mark.kafka
 

@@ -1,6 +1,7 @@
 """A broker whose SCRAM users no longer match the credentials file is brought in line by
 `kafka.sh up`, its topics and records kept: the path an old PLAINTEXT data dir takes too
-(checked by hand against one made by the pre-credentials kafka.sh; see architecture.md).
+(checked by hand against one made by the pre-credentials kafka.sh; see docs/architecture.md, "Names,
+credentials and ACLs").
 
 On a broker and a credentials file of its own. The upsert runs deploy/kafka/ScramUsers.java
 from source, so it needs a JDK (deploy/system-deps.sh installs one).
@@ -17,9 +18,9 @@ from aiokafka import TopicPartition
 
 from tests.private_broker import environ, first_value_at, private_broker
 from tests.requirements import require
-from wakeline.kafka_io import make_producer
-from wakeline.settings import CommonSettings
-from wakeline.topics import DEAD_LETTER
+from wakeline.transport.kafka_io import make_producer
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import DEAD_LETTER
 
 pytestmark = pytest.mark.kafka
 

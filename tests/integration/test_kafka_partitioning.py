@@ -13,9 +13,10 @@ from aiokafka.structs import TopicPartition
 
 from tests.private_broker import PrivateBroker, private_broker_in_environ
 from tests.requirements import require
-from wakeline.kafka_io import ensure_topics, kafka_auth, make_admin
-from wakeline.settings import CommonSettings
-from wakeline.topics import ALL_TOPICS, INBOX, partition_for
+from wakeline.transport.kafka_io import kafka_auth, make_admin
+from wakeline.transport.topic_admin import ensure_topics
+from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.topics import ALL_TOPICS, INBOX, partition_for
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_PARTITIONER = """

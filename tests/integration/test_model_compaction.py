@@ -11,15 +11,15 @@ import uuid
 
 from tests.fakes.messages_api import FakeMessagesAPI, text_message, tool_use_message
 from actor_harness import INPUTS, Partition, eventually, run_until_idle
-from wakeline import commands as c
-from wakeline.chain import first_broken_seq
-from wakeline.fold import fold
-from wakeline.tools import tool_schemas
-from wakeline.topics import TOOL_RESULTS
+from wakeline.contract import commands as c
+from wakeline.log.chain import first_broken_seq
+from wakeline.log.fold import fold
+from wakeline.contract.tools import tool_schemas
+from wakeline.contract.topics import TOOL_RESULTS
 from wakeline_brain.claude import ClaudeModel
-from wakeline_brain.context import build_request, estimate_tokens
-from wakeline_brain.replay_check import first_divergence
-from wakeline_brain.summary import SUMMARY_SYSTEM
+from wakeline.agent.context import build_request, estimate_tokens
+from wakeline.agent.replay_check import first_divergence
+from wakeline.agent.summary import SUMMARY_SYSTEM
 from wakeline_gateway.cost import session_cost
 
 MODEL = "claude-test-model"

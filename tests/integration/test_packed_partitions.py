@@ -21,9 +21,10 @@ from conftest_pg import (
     owner_connection, require_postgres, row_values, service_connection, set_tenant,
 )
 from tests.factories import at, draft, sealed
-from wakeline.event_store import EVENT_COLUMNS, SELECT_SESSION, event_from_row, event_row
-from wakeline.migrate import apply_migrations
-from wakeline.verify import verify_session
+from wakeline.storage.event_rows import EVENT_COLUMNS, event_from_row, event_row
+from wakeline.storage.event_statements import SELECT_SESSION
+from wakeline.storage.migrate import apply_migrations
+from wakeline.evidence.verify import verify_session
 
 pytestmark = pytest.mark.postgres
 

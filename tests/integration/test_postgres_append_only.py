@@ -11,7 +11,7 @@ from conftest_pg import (
     INSERT_EVENT, fresh_session_id, fresh_tenant, insert_event_as, new_event, owner_connection,
     require_postgres, row_values, service_connection, set_tenant, superuser_connection,
 )
-from wakeline.event_store import INSERT_ROWS
+from wakeline.storage.event_statements import INSERT_ROWS
 
 pytestmark = pytest.mark.postgres
 

@@ -17,8 +17,8 @@ import pytest
 
 from conftest_pg import PG_SH, connected, require_postgres
 from tests.requirements import require
-from wakeline.retention import RetentionSettings
-from wakeline.settings import AdminSettings, CommonSettings, credentials_file
+from wakeline.ops.retention import RetentionSettings
+from wakeline.runtime.settings import AdminSettings, CommonSettings, credentials_file
 
 pytestmark = pytest.mark.postgres
 

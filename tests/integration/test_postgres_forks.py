@@ -14,11 +14,11 @@ from conftest_pg import fresh_month, fresh_tenant, owner_connection, require_pos
 from tampering import superuser, tampering
 from tests.factories import LIVE, SPEAKERS, at, draft, sealed
 from tests.unit.session_log import created, exchange
-from wakeline import verify
-from wakeline.event_store import insert_events
-from wakeline.events import ForkedPayload, SessionConfig
-from wakeline.lineage import PrefixUnavailable, prefix_events
-from wakeline.retention import RetentionSettings, apply_retention
+from wakeline.evidence import verify
+from wakeline.storage.event_statements import insert_events
+from wakeline.contract.events import ForkedPayload, SessionConfig
+from wakeline.storage.lineage import PrefixUnavailable, prefix_events
+from wakeline.ops.retention import RetentionSettings, apply_retention
 
 pytestmark = pytest.mark.postgres
 DAY = timedelta(days=1)

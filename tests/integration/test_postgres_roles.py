@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest_pg import owner_connection, require_postgres, service_connection
-from wakeline.migrate import MIGRATIONS_DIR, MigrationError, apply_migrations
-from wakeline.settings import AdminSettings
+from wakeline.storage.migrate import MIGRATIONS_DIR, MigrationError, apply_migrations
+from wakeline.runtime.settings import AdminSettings
 
 pytestmark = pytest.mark.postgres
 

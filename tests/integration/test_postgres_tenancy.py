@@ -11,8 +11,8 @@ from conftest_pg import (
     fresh_session_id, fresh_tenant, insert_event, insert_event_as, new_event,
     require_postgres, service_connection, set_tenant,
 )
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.postgres
 

@@ -20,11 +20,11 @@ from conftest_pg import (
     new_event, owner_connection, require_postgres, row_values, service_connection, set_tenant,
 )
 from tests.factories import at, draft, sealed
-from wakeline.events import Event
-from wakeline.pg import TenantPool
-from wakeline.retention import RetentionSettings, apply_retention, parse_window, plan_retention
-from wakeline.retention_cuts import RETAINED_OUT_SQLSTATE
-from wakeline.settings import CommonSettings
+from wakeline.contract.events import Event
+from wakeline.storage.pg import TenantPool
+from wakeline.ops.retention import RetentionSettings, apply_retention, parse_window, plan_retention
+from wakeline.storage.retention_cuts import RETAINED_OUT_SQLSTATE
+from wakeline.runtime.settings import CommonSettings
 from wakeline_archiver.conflict import ConflictingEvent, RetainedOutEvent
 from wakeline_archiver.store import Archive
 

@@ -18,7 +18,7 @@ import pytest
 
 from runner_harness import BWRAP_MODES, GATED, GROUPS, sandbox_settings, processes_with, wait_until
 from tests.requirements import require
-from wakeline.commands import ToolCallRequest
+from wakeline.contract.commands import ToolCallRequest
 from wakeline_runner.executor import Executor
 from wakeline_runner.isolation import probe
 from wakeline_runner.sandbox import Sandbox

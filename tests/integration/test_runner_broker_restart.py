@@ -17,7 +17,7 @@ import pytest
 
 from runner_harness import GATED, Harness, others_keep_completing, reachable_kafka, stdout_of, wait_until
 from tests.private_broker import PrivateBroker, private_broker_in_environ
-from wakeline.settings import CommonSettings
+from wakeline.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.kafka
 

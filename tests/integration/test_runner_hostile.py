@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from runner_harness import Harness, others_keep_completing, processes_with, wait_until
-from wakeline.commands import ToolCallRequest
-from wakeline.kafka_io import send_keyed
-from wakeline.topics import TOOL_CALLS
+from wakeline.contract.commands import ToolCallRequest
+from wakeline.transport.kafka_io import send_keyed
+from wakeline.contract.topics import TOOL_CALLS
 from wakeline_runner.isolation import Isolation
 
 pytestmark = pytest.mark.kafka

@@ -17,10 +17,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from runner_harness import GATED, Harness, others_keep_completing, stdout_of, wait_until
-from wakeline.commands import ToolCallRequest, ToolResultReport
-from wakeline.kafka_io import send_keyed
-from wakeline.limits import input_budget
-from wakeline.topics import TOOL_CALLS, partition_for, record_key
+from wakeline.contract.commands import ToolCallRequest, ToolResultReport
+from wakeline.transport.kafka_io import send_keyed
+from wakeline.contract.limits import input_budget
+from wakeline.contract.topics import TOOL_CALLS, partition_for, record_key
 from wakeline_runner.isolation import probe
 from wakeline_runner.records import CallFiles, write_result
 from wakeline_runner.sandbox import Sandbox

@@ -14,10 +14,10 @@ from functools import partial
 import pytest
 
 from runner_harness import Watch
-from wakeline.codec import DeadLetter
-from wakeline.commands import ToolResultReport
-from wakeline.kafka_io import make_producer
-from wakeline.topics import DEAD_LETTER, TOOL_RESULTS
+from wakeline.contract.codec import DeadLetter
+from wakeline.contract.commands import ToolResultReport
+from wakeline.transport.kafka_io import make_producer
+from wakeline.contract.topics import DEAD_LETTER, TOOL_RESULTS
 from wakeline_runner.publish import Publisher
 
 pytestmark = pytest.mark.kafka

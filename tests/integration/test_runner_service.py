@@ -18,9 +18,9 @@ import pytest
 from aiokafka import TopicPartition
 
 from runner_harness import GATED, Harness, Watch, processes_with, session_on, stdout_of, wait_until
-from wakeline.codec import DeadLetter
-from wakeline.kafka_io import make_consumer
-from wakeline.topics import DEAD_LETTER, TOOL_CALLS, partition_for, record_key
+from wakeline.contract.codec import DeadLetter
+from wakeline.transport.kafka_io import make_consumer
+from wakeline.contract.topics import DEAD_LETTER, TOOL_CALLS, partition_for, record_key
 
 pytestmark = pytest.mark.kafka
 

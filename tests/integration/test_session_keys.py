@@ -18,7 +18,7 @@ from conftest_pg import (
     connected, database_before, fresh_session_id, fresh_tenant, insert_event, insert_event_as, new_event,
     owner_connection, require_postgres, service_connection, set_tenant,
 )
-from wakeline.migrate import apply_migrations
+from wakeline.storage.migrate import apply_migrations
 
 pytestmark = pytest.mark.postgres
 

@@ -1,4 +1,4 @@
-"""checkpoints.stored_heads (session_keys and a probe of event_keys per session, 0020) returns
+"""heads.stored_heads (session_keys and a probe of event_keys per session, 0020) returns
 exactly what the DISTINCT ON over events it replaced returned, against the real Postgres: for
 the tenant set on the connection only, for a session whose log does not start at seq 1 (a
 fork's), and after retention dropped a session's head, or all of a session.
@@ -16,7 +16,7 @@ from conftest_pg import (
     fresh_month, fresh_session_id, fresh_tenant, insert_event_as, maintenance_connection, new_event,
     require_postgres, service_connection, set_tenant,
 )
-from wakeline.checkpoints import STORED_HEADS, STORED_HEADS_BY_SCAN, Head, stored_heads
+from wakeline.evidence.heads import STORED_HEADS, STORED_HEADS_BY_SCAN, Head, stored_heads
 
 pytestmark = pytest.mark.postgres
 

@@ -23,15 +23,16 @@ from conftest_pg import (
 from tests import factories
 from tests.factories import Stamps, draft
 from tampering import superuser, tampering
-from wakeline.chain import Draft
-from wakeline.checkpoints import Checkpoint, Head, load_key, new_checkpoint, read_anchor, write_checkpoint
-from wakeline.event_store import event_row
-from wakeline.events import GENESIS_HASH, Event, SnapshotPayload
-from wakeline.fold import fold
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
-from wakeline.state_json import STATE_FORMAT, state_hash, state_to_json
-from wakeline.verify import Report, verify_all, verify_session
+from wakeline.log.chain import Draft
+from wakeline.evidence.checkpoints import Checkpoint, load_key, new_checkpoint, read_anchor, write_checkpoint
+from wakeline.evidence.heads import Head
+from wakeline.storage.event_rows import event_row
+from wakeline.contract.events import GENESIS_HASH, Event, SnapshotPayload
+from wakeline.log.fold import fold
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
+from wakeline.log.state_json import STATE_FORMAT, state_hash, state_to_json
+from wakeline.evidence.verify import Report, verify_all, verify_session
 
 pytestmark = pytest.mark.postgres
 
@@ -262,7 +263,7 @@ async def test_the_cli_prints_json_and_exits_1_on_a_tampered_session(setup: Setu
                # The HMAC checkpoints alone, said so: without a public key verify refuses
                # unless told (tests/integration/test_evidence.py holds that refusal).
                "WAKELINE_EVIDENCE_PUBLIC_KEY_FILE": str(setup.directory.parent / "no-signer.key.pub")}
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.verify", *args,
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "wakeline.evidence.verify", *args,
                                                     "--tenant", setup.tenant, "--without-signed-checkpoints", env=env,
                                                     stdout=asyncio.subprocess.PIPE)
         out, _ = await asyncio.wait_for(proc.communicate(), 60)

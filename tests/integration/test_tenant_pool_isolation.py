@@ -22,9 +22,9 @@ import pytest
 
 from conftest_pg import fresh_session_id, fresh_tenant, insert_event, new_event, require_postgres
 from gateway_harness import Seeder, created, draft
-from wakeline.checkpoints import KEY_BYTES, write_checkpoint
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
+from wakeline.evidence.checkpoints import KEY_BYTES, write_checkpoint
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.postgres
 

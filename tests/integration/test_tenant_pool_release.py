@@ -17,8 +17,8 @@ import asyncpg
 import pytest
 
 from conftest_pg import require_postgres
-from wakeline.pg import TenantPool
-from wakeline.settings import CommonSettings
+from wakeline.storage.pg import TenantPool
+from wakeline.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.postgres
 

@@ -15,9 +15,10 @@ from aiokafka.admin import NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from conftest_pg import require_kafka
-from wakeline.kafka_io import check_topics, ensure_topics, make_admin
-from wakeline.limits import topic_max_message_bytes
-from wakeline.settings import CommonSettings
+from wakeline.transport.kafka_io import make_admin
+from wakeline.transport.topic_admin import check_topics, ensure_topics
+from wakeline.contract.limits import topic_max_message_bytes
+from wakeline.runtime.settings import CommonSettings
 
 
 def fresh_topic() -> str:
@@ -70,7 +71,7 @@ async def test_an_existing_contradicting_topic_is_reported_and_a_too_small_max_m
     await require_kafka(settings)
     topic = fresh_topic()
     await create_contradicting(settings, topic, **{"retention.ms": "3600000", "max.message.bytes": "200000"})
-    with caplog.at_level(logging.WARNING, logger="wakeline.kafka_io"):
+    with caplog.at_level(logging.WARNING, logger="wakeline.transport.topic_admin"):
         assert await ensure_topics(settings, (topic,)) == []
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any(f"topic {topic}: retention.ms is 3600000, wanted -1" in w for w in warnings), warnings
@@ -99,7 +100,7 @@ async def test_a_replication_factor_below_the_setting_is_reported_not_changed(ca
     topic = fresh_topic()
     await ensure_topics(local, (topic,))
     cluster = CommonSettings(replication_factor=3)
-    with caplog.at_level(logging.WARNING, logger="wakeline.kafka_io"):
+    with caplog.at_level(logging.WARNING, logger="wakeline.transport.topic_admin"):
         await ensure_topics(cluster, (topic,), fix=True)
     assert any(f"topic {topic}: replication.factor is 1, wanted 3" in r.getMessage() for r in caplog.records)
     assert [(m.key, m.found) for m in await check_topics(cluster, (topic,))] == [("replication.factor", "1")]

@@ -30,9 +30,9 @@ from tests.integration.conftest_pg import require_postgres
 from tests.integration.archiver_harness import seed_offsets_at_end
 from tests.integration.fresh_groups import commit_group_at_end
 from tests.integration.gateway_harness import gateway_settings, running_gateway
-from wakeline import tracing
-from wakeline.pg import TenantPool
-from wakeline.topics import ARCHIVER_GROUP, BRAIN_GROUP, DEAD_LETTER, EVENTS, RUNNER_GROUP, TOOL_CALLS
+from wakeline.runtime import tracing
+from wakeline.storage.pg import TenantPool
+from wakeline.contract.topics import ARCHIVER_GROUP, BRAIN_GROUP, DEAD_LETTER, EVENTS, RUNNER_GROUP, TOOL_CALLS
 from wakeline_archiver.app import run as run_archiver
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_brain.app import run as run_brain
@@ -144,8 +144,8 @@ async def test_one_trace_runs_from_the_http_request_through_brain_and_runner_to_
 TRACED_PROCESS = """
 import json, logging
 from opentelemetry import trace
-from wakeline import logs, tracing
-from wakeline.settings import CommonSettings
+from wakeline.runtime import logs, tracing
+from wakeline.runtime.settings import CommonSettings
 
 logs.configure("brain", "json")
 configured = tracing.configure("brain", CommonSettings())

@@ -3,9 +3,9 @@
 import uuid
 from datetime import datetime, timedelta, timezone
 
-from wakeline.chain import seal
-from wakeline.fold import apply
-from wakeline.state import SessionState
+from wakeline.log.chain import seal
+from wakeline.log.fold import apply
+from wakeline.log.state import SessionState
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

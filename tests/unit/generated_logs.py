@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from tests.factories import draft, sealed
-from wakeline.fold import fold
-from wakeline.snapshots import snapshot_payload
+from wakeline.log.fold import fold
+from wakeline.log.snapshots import snapshot_payload
 
 from .session_log import created
 

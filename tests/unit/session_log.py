@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tests.factories import SPEAKERS, draft, sealed
-from wakeline.chain import Draft
-from wakeline.events import Event
+from wakeline.log.chain import Draft
+from wakeline.contract.events import Event
 
 
 def created() -> Draft:

@@ -8,8 +8,8 @@ import pytest
 
 from tests.factories import draft, sealed
 from tests.unit.session_log import created
-from wakeline.chain import event_hash
-from wakeline.codec import MalformedRecord, encode
+from wakeline.log.chain import event_hash
+from wakeline.contract.codec import MalformedRecord, encode
 from wakeline_archiver.records import Claim, SessionKey, claimed_session, decode_event
 
 EVENT_ID = "3f1c9b2e-8a51-4c1e-9d0f-6b2a7e4c5d10"

@@ -6,10 +6,10 @@ import pytest
 
 from tests.factories import draft, sealed
 from tests.unit.session_log import Record, created
-from wakeline.codec import DeadLetter, MalformedRecord, encode
-from wakeline.event_store import EVENT_COLUMNS, event_row
-from wakeline.fold import fold
-from wakeline.status import SessionRow, advance
+from wakeline.contract.codec import DeadLetter, MalformedRecord, encode
+from wakeline.storage.event_rows import EVENT_COLUMNS, event_row
+from wakeline.log.fold import fold
+from wakeline.log.status import SessionRow, advance
 from wakeline_archiver.conflict import BrokenChain, ConflictingEvent, check_skipped, runs_to_look_up, select_new
 from wakeline_archiver.dead_letters import UNPARSEABLE, letter_row
 from wakeline_archiver.records import decode_event

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from tests.factories import draft, sealed
 from tests.unit.session_log import Record, created
-from wakeline.codec import encode
+from wakeline.contract.codec import encode
 from wakeline_archiver.quarantine import Parked
 from wakeline_archiver.records import SessionKey
 from wakeline_archiver.triage import decode_all, sessions_named, triage

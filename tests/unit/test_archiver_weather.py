@@ -14,7 +14,7 @@ from aiokafka.errors import (
 )
 
 from wakeline_archiver.conflict import BrokenChain, ConflictingEvent
-from wakeline.weather import is_weather
+from wakeline.runtime.weather import is_weather
 from wakeline_archiver.weather import ride_out
 
 

@@ -12,12 +12,12 @@ import uuid
 from datetime import UTC, datetime
 
 
-from wakeline import commands as c
-from wakeline.chain import first_broken_seq
-from wakeline.codec import decode
-from wakeline.events import InputRejected, SessionEnded, ToolCallRequested, parse_event
-from wakeline.topics import EVENTS, TOOL_CALLS, TOOL_RESULTS
-from wakeline_brain.model import ModelReply, ToolUse
+from wakeline.contract import commands as c
+from wakeline.log.chain import first_broken_seq
+from wakeline.contract.codec import decode
+from wakeline.contract.events import InputRejected, SessionEnded, ToolCallRequested, parse_event
+from wakeline.contract.topics import EVENTS, TOOL_CALLS, TOOL_RESULTS
+from wakeline.agent.model import ModelReply, ToolUse
 from tests.unit.actor_partition import (  # noqa: F401  (the harness the tests below share)
     INPUTS, PARTITION, FakeModel, Partition, create, eventually, run_until_idle, run_until_idle_with,
 )

@@ -2,7 +2,7 @@
 
 from hypothesis import given, strategies as st
 
-from wakeline.topics import BRAIN_GROUP
+from wakeline.contract.topics import BRAIN_GROUP
 from wakeline_brain.assignor import plan
 
 

@@ -7,14 +7,14 @@ import uuid
 
 import pytest
 
-from wakeline import commands as c
-from wakeline.chain import Draft
-from wakeline.events import SnapshotTaken, ToolResultPayload
-from wakeline.snapshots import resume, snapshot_payload
-from wakeline_brain.inputs import handle_input
-from wakeline_brain.model import ModelReply, ToolUse
-from wakeline_brain.parking import park_drafts
-from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
+from wakeline.contract import commands as c
+from wakeline.log.chain import Draft
+from wakeline.contract.events import SnapshotTaken, ToolResultPayload
+from wakeline.log.snapshots import resume, snapshot_payload
+from wakeline.agent.inputs import handle_input
+from wakeline.agent.model import ModelReply, ToolUse
+from wakeline.agent.parking import park_drafts
+from wakeline.agent.steps import CALL_MODEL, model_drafts, next_step
 
 from tests.unit.folded_log import Log
 

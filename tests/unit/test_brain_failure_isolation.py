@@ -15,15 +15,16 @@ from datetime import datetime, timezone
 import asyncpg
 import pytest
 
-from wakeline import commands as c
-from wakeline.events import parse_event
-from wakeline.fold import FoldError
-from wakeline.topics import EVENTS, TOOL_CALLS
-from wakeline_brain.actor import ActorDeps, SessionActor
-from wakeline_brain.model import ModelReply, ToolUse
-from wakeline_brain.parking import park_drafts
-from wakeline_brain.inputs import handle_input
-from wakeline_brain.steps import model_drafts, next_step
+from wakeline.contract import commands as c
+from wakeline.contract.events import parse_event
+from wakeline.log.fold import FoldError
+from wakeline.contract.topics import EVENTS, TOOL_CALLS
+from wakeline_brain.actor import SessionActor
+from wakeline_brain.actor_deps import ActorDeps
+from wakeline.agent.model import ModelReply, ToolUse
+from wakeline.agent.parking import park_drafts
+from wakeline.agent.inputs import handle_input
+from wakeline.agent.steps import model_drafts, next_step
 from wakeline_brain.wake import WakeIncomplete
 from tests.unit.folded_log import Log  # seals and folds drafts, purely
 

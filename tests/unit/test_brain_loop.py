@@ -4,12 +4,12 @@ import asyncio
 import uuid
 from pathlib import Path
 
-from wakeline import commands as c
-from wakeline.chain import first_broken_seq
-from wakeline_brain.inputs import handle_input
+from wakeline.contract import commands as c
+from wakeline.log.chain import first_broken_seq
+from wakeline.agent.inputs import handle_input
 from wakeline_brain.scripted import ScriptedModel, load_policy
-from wakeline_brain.context import build_request
-from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
+from wakeline.agent.context import build_request
+from wakeline.agent.steps import CALL_MODEL, model_drafts, next_step
 
 from tests.unit.folded_log import Log
 

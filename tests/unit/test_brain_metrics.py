@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from prometheus_client import REGISTRY
 
-from wakeline.events import Usage
+from wakeline.contract.events import Usage
 from wakeline_brain.metrics import TimedModel
-from wakeline_brain.model import ModelReply, ModelRequest
+from wakeline.agent.model import ModelReply, ModelRequest
 
 DIRECTIONS = ("input", "output", "cache_creation", "cache_read")
 

@@ -1,5 +1,5 @@
 """A model call starts from the sealed state, before its transaction commits, and a reply
-within `model_linger_s` rides in that same transaction (actor.SessionActor._advance).
+within `model_linger_s` rides in that same transaction (sequencer.Sequencer.advance).
 Over a real `PartitionWriter` whose producer is a `FakeProducer`: what each transaction
 holds is what a crash could leave."""
 
@@ -12,11 +12,11 @@ import pytest
 from aiokafka.errors import ProducerFenced
 
 from tests.unit.actor_partition import INPUTS, FakeModel, Partition, create, eventually, run_until_idle
-from wakeline import commands as c
-from wakeline.chain import first_broken_seq
-from wakeline.events import parse_event
-from wakeline.topics import EVENTS, TOOL_CALLS, TOOL_RESULTS
-from wakeline_brain.model import ModelReply, ModelRequest, ToolUse
+from wakeline.contract import commands as c
+from wakeline.log.chain import first_broken_seq
+from wakeline.contract.events import parse_event
+from wakeline.contract.topics import EVENTS, TOOL_CALLS, TOOL_RESULTS
+from wakeline.agent.model import ModelReply, ModelRequest, ToolUse
 from wakeline_brain.writer import WriterClosed
 
 

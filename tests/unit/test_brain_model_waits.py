@@ -12,11 +12,11 @@ import dataclasses
 import uuid
 
 from tests.unit.actor_partition import Partition, create, run_until_idle
-from wakeline import commands as c
-from wakeline.deltas import ModelDelta
-from wakeline_brain.context import estimate_tokens
-from wakeline.fold import fold
-from wakeline_brain.model import ModelError, ModelReply, ModelRequest
+from wakeline.contract import commands as c
+from wakeline.contract.deltas import ModelDelta
+from wakeline.agent.context import estimate_tokens
+from wakeline.log.fold import fold
+from wakeline.agent.model import ModelError, ModelReply, ModelRequest
 
 
 class FlakyModel:
@@ -152,11 +152,11 @@ class CountingModel(FlakyModel):
 def long_session(window: int = 2048):
     """A session whose local estimate is past half its window but short of the 3/4 that compacts."""
     from tests.unit.folded_log import Log
-    from wakeline.tools import tool_schemas
-    from wakeline_brain.context import build_request
-    from wakeline_brain.inputs import handle_input
-    from wakeline_brain.steps import model_drafts, next_step
-    from wakeline_brain.model import ToolUse
+    from wakeline.contract.tools import tool_schemas
+    from wakeline.agent.context import build_request
+    from wakeline.agent.inputs import handle_input
+    from wakeline.agent.steps import model_drafts, next_step
+    from wakeline.agent.model import ToolUse
     log = Log()
     log.append(handle_input(log.state, c.CreateSession(
         command_id="create-1", session_id="s1", tenant="t", actor="user:ann", message="go",
@@ -178,19 +178,20 @@ async def test_the_api_token_count_decides_compaction_and_the_estimate_stands_wi
     state, request = long_session()
     assert estimate_tokens(request) >= 2048 // 2  # near enough the threshold for a count
     over = CountingModel(counted=5000)
-    compaction = await part.actor("s1", over)._counted_compaction(over, state, request)
+    compaction = await part.actor("s1", over).compaction_counts.counted_compaction(over, state, request)
     assert compaction is not None and compaction.payload.tokens_before == 5000  # the API's figure
     assert compaction.payload.resets_prompt_cache
 
     under = CountingModel(counted=100)
-    assert await part.actor("s1", under)._counted_compaction(under, state, request) is None
+    assert await part.actor("s1", under).compaction_counts.counted_compaction(under, state, request) is None
     down = CountingModel(counted=None)
-    assert await part.actor("s1", down)._counted_compaction(down, state, request) is None  # the estimate stands
+    down_counts = part.actor("s1", down).compaction_counts
+    assert await down_counts.counted_compaction(down, state, request) is None  # the estimate stands
     assert (over.counts, under.counts, down.counts) == (1, 1, 1)
 
     small_state, small_request = long_session(window=8192)  # far from the window: no count is asked
     idle = CountingModel(counted=10**6)
-    assert await part.actor("s1", idle)._counted_compaction(idle, small_state, small_request) is None
+    assert await part.actor("s1", idle).compaction_counts.counted_compaction(idle, small_state, small_request) is None
     assert idle.counts == 0
 
 
@@ -214,7 +215,7 @@ async def test_a_model_that_does_not_stream_publishes_no_deltas() -> None:
 
 
 async def test_the_summary_call_of_a_compaction_takes_a_model_slot_like_a_turn() -> None:
-    from wakeline_brain.context import TokenCount, plan_compaction
+    from wakeline.agent.context import TokenCount, plan_compaction
     part = Partition()
     state, request = long_session()
     plan = plan_compaction(state, request, TokenCount(5000, "count_tokens"))  # one the model summarizes
@@ -224,7 +225,8 @@ async def test_the_summary_call_of_a_compaction_takes_a_model_slot_like_a_turn()
     summarizing = with_deps(part.actor("s1", model), model_slots=slots)
     turning = with_deps(part.actor("s2", model), model_slots=slots)
 
-    _, turn_done = await asyncio.gather(summarizing._summarize(state, plan), turning._model_answer(state))
+    _, turn_done = await asyncio.gather(summarizing.model_driver.summarize(state, plan),
+                                         turning.model_driver.answer(state))
 
     assert model.calls == 2 and model.most_in_flight == 1  # one slot: one call at a time, the summary's too
     summary_done = summarizing.mailbox.get_nowait()

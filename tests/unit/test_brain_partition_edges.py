@@ -17,8 +17,8 @@ import uuid
 from aiokafka.structs import ConsumerRecord, TopicPartition
 
 from tests.fakes.kafka import FakeProducer
-from wakeline import commands as c, topics
-from wakeline.codec import encode
+from wakeline.contract import commands as c, topics
+from wakeline.contract.codec import encode
 from wakeline_brain.router import Brain
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.writer import PartitionWriter

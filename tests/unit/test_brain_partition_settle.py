@@ -13,11 +13,11 @@ import asyncio
 
 from aiokafka.structs import TopicPartition
 
-from wakeline.offsets import OffsetTracker
-from wakeline.topics import EVENTS, TOOL_CALLS
+from wakeline.transport.offsets import OffsetTracker
+from wakeline.contract.topics import EVENTS, TOOL_CALLS
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
-from wakeline_brain.wake import Held
+from wakeline_brain.open_transactions import Held
 
 
 class FakeProducer:

@@ -12,17 +12,18 @@ from datetime import UTC, datetime
 from aiokafka.structs import TopicPartition
 
 from tests.fakes.kafka import FakeProducer
-from wakeline import commands as c
-from wakeline.chain import first_broken_seq
-from wakeline.codec import decode
-from wakeline.events import Event, SnapshotTaken, parse_event
-from wakeline.fold import fold
-from wakeline.offsets import OffsetTracker
-from wakeline.snapshots import checked_fold, resume
-from wakeline.tools import tool_schemas
-from wakeline.topics import EVENTS, INBOX, TOOL_CALLS, TOOL_RESULTS
-from wakeline_brain.actor import ActorDeps, SessionActor
-from wakeline_brain.model import ModelReply, ModelRequest, ToolUse
+from wakeline.contract import commands as c
+from wakeline.log.chain import first_broken_seq
+from wakeline.contract.codec import decode
+from wakeline.contract.events import Event, SnapshotTaken, parse_event
+from wakeline.log.fold import fold
+from wakeline.transport.offsets import OffsetTracker
+from wakeline.log.snapshots import checked_fold, resume
+from wakeline.contract.tools import tool_schemas
+from wakeline.contract.topics import EVENTS, INBOX, TOOL_CALLS, TOOL_RESULTS
+from wakeline_brain.actor import SessionActor
+from wakeline_brain.actor_deps import ActorDeps
+from wakeline.agent.model import ModelReply, ModelRequest, ToolUse
 from wakeline_brain.writer import PartitionWriter
 
 INPUTS = [TopicPartition(INBOX, 0), TopicPartition(TOOL_RESULTS, 0)]

@@ -11,8 +11,8 @@ from aiokafka.errors import KafkaConnectionError, ProducerFenced
 from aiokafka.structs import TopicPartition
 
 from tests.fakes.kafka import FakeProducer
-from wakeline.offsets import OffsetTracker
-from wakeline.topics import EVENTS, INBOX, TOOL_CALLS, TOOL_RESULTS
+from wakeline.transport.offsets import OffsetTracker
+from wakeline.contract.topics import EVENTS, INBOX, TOOL_CALLS, TOOL_RESULTS
 from wakeline_brain.writer import PartitionWriter, Record, WriterClosed
 
 GROUP = "wakeline-brain"

@@ -11,8 +11,8 @@ import pydantic
 import pytest
 from hypothesis import given, strategies as st
 
-from wakeline.chain import Draft, canonical_json, compute_hash, first_broken_seq
-from wakeline.events import (
+from wakeline.log.chain import Draft, canonical_json, compute_hash, first_broken_seq
+from wakeline.contract.events import (
     ApprovalDeniedPayload, ApprovalGrantedPayload, ApprovalRequestedPayload, Event, SessionConfig, Usage, parse_event,
 )
 
@@ -138,8 +138,8 @@ def test_canonical_json_ignores_key_order(data):
 def test_sealing_replaces_nul_characters_postgres_cannot_store():
     from datetime import datetime, timezone
 
-    from wakeline.chain import Draft, first_broken_seq, seal
-    from wakeline.events import GENESIS_HASH, UserMessagePayload
+    from wakeline.log.chain import Draft, first_broken_seq, seal
+    from wakeline.contract.events import GENESIS_HASH, UserMessagePayload
 
     draft = Draft(payload=UserMessagePayload(text="a\x00b"), actor="user:x", trust="instruction")
     event = seal(draft, session_id="s", tenant="t", seq=1, prev_hash=GENESIS_HASH,

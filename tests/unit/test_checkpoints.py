@@ -9,10 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from wakeline.checkpoints import (
-    Checkpoint, Head, append_anchor, load_key, new_checkpoint, read_anchor, sign, signature_valid,
+from wakeline.evidence.checkpoints import (
+    Checkpoint, append_anchor, load_key, new_checkpoint, read_anchor, sign, signature_valid,
 )
-from wakeline.verify import checkpoint_problems
+from wakeline.evidence.heads import Head
+from wakeline.evidence.verify import checkpoint_problems
 
 KEY = bytes(range(32))
 T0 = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)

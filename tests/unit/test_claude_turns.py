@@ -10,16 +10,16 @@ import pytest
 from pydantic import ValidationError
 
 from tests.unit.folded_log import Log
-from wakeline import commands as c
-from wakeline import events as e
-from wakeline.fold import fold
-from wakeline.state_json import state_from_json, state_to_json
-from wakeline.status import advance
-from wakeline.tools import tool_schemas
-from wakeline_brain.context import build_request, plan_compaction
-from wakeline_brain.inputs import handle_input
-from wakeline_brain.model import ModelReply, ToolUse
-from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
+from wakeline.contract import commands as c
+from wakeline.contract import events as e
+from wakeline.log.fold import fold
+from wakeline.log.state_json import state_from_json, state_to_json
+from wakeline.log.status import advance
+from wakeline.contract.tools import tool_schemas
+from wakeline.agent.context import build_request, plan_compaction
+from wakeline.agent.inputs import handle_input
+from wakeline.agent.model import ModelReply, ToolUse
+from wakeline.agent.steps import CALL_MODEL, model_drafts, next_step
 
 THINKING = {"type": "thinking", "thinking": "The user wants a listing.", "signature": "EqQBCkgIARABGAIiQL..."}
 REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4a"}
@@ -89,7 +89,7 @@ def test_a_turn_recorded_before_blocks_existed_folds_as_text_and_tool_calls() ->
     log = started()
     old = e.ModelTurnPayload(text="Let me look.", stop_reason="tool_use", tool_call_ids=("tc-1",))
     call = e.ToolCallPayload(tool_call_id="tc-1", name="list_files", input={})
-    from wakeline.chain import Draft
+    from wakeline.log.chain import Draft
     log.append([Draft(payload=old, actor="agent:x", trust="instruction"),
                 Draft(payload=call, actor="agent:x", trust="instruction")], "s1")
 
@@ -207,7 +207,7 @@ def test_a_tool_use_with_bad_input_gets_an_error_result_not_a_crash(name, tool_i
 
 def test_model_unavailable_parks_the_session_waiting_model_until_the_model_answers() -> None:
     log = started()
-    from wakeline.chain import Draft
+    from wakeline.log.chain import Draft
     wait = e.ModelUnavailablePayload(error="OverloadedError: 529", attempt=1, retry_in_s=2.0)
     log.append([Draft(payload=wait, actor="system:brain", trust="instruction")], "s1")
     assert (log.state.status, log.state.model_failures) == ("waiting_model", 1)
@@ -238,7 +238,7 @@ def test_usage_reports_the_cache_hit_rate_and_what_caching_saved() -> None:
 def test_a_fork_of_a_thinking_session_rebuilds_the_request_the_api_expects() -> None:
     from tests.fakes.messages_api import _cache_control_problem, _thinking_problem
     from wakeline_brain.claude import ClaudeModel
-    from wakeline_brain.forking import fork_drafts
+    from wakeline.agent.forking import fork_drafts
 
     parent = started(thinking_budget=2048)
     blocks = [THINKING, REDACTED, {"type": "text", "text": "Listing."},
@@ -279,9 +279,9 @@ def test_a_text_block_with_citations_goes_back_as_it_came_and_a_plain_one_as_its
     log.append(model_drafts(log.state, reply([cited, plain], "end_turn"), "agent:claude-test"), "s1")
 
     assert build_request(log.state, tool_schemas()).messages[1]["content"] == [cited, plain]
-    from wakeline.state import TextBlock
+    from wakeline.log.state import TextBlock
     assert log.state.messages[1].blocks[1] == TextBlock("Plainly.")  # nothing kept twice for a plain one
-    from wakeline_brain.context import _gist
+    from wakeline.agent.context import _gist
     assert _gist(log.state.messages[1]) == "assistant: The sky is blue. | Plainly."  # summaries still read it
     from_snapshot = state_from_json(json.loads(json.dumps(state_to_json(log.state))))
     assert build_request(from_snapshot, tool_schemas()).messages[1]["content"] == [cited, plain]

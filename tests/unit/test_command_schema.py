@@ -3,14 +3,14 @@
 import json
 from pathlib import Path
 
-from wakeline.schema import render
+from wakeline.ops.schema import render
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_published_command_schema_matches_the_models():
     assert (ROOT / "docs" / "commands.schema.json").read_text() == render(), \
-        "docs/commands.schema.json is stale: run .venv/bin/python -m wakeline.schema"
+        "docs/commands.schema.json is stale: run .venv/bin/python -m wakeline.ops.schema"
 
 
 def test_schema_lists_every_command_type():

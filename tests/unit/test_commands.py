@@ -7,8 +7,8 @@ from typing import get_args
 import pytest
 from pydantic import ValidationError
 
-from wakeline.codec import MalformedRecord, decode, encode
-from wakeline.commands import (
+from wakeline.contract.codec import MalformedRecord, decode, encode
+from wakeline.contract.commands import (
     Command, CreateSession, ToolCallRequest, ToolResultReport, parse_command,
 )
 

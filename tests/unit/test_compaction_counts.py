@@ -15,14 +15,14 @@ import uuid
 from typing import Callable
 
 from tests.unit.actor_partition import Partition, run_until_idle
-from wakeline import commands as c
-from wakeline import events as e
-from wakeline.tools import tool_schemas
-from wakeline.topics import TOOL_RESULTS
-from wakeline_brain.context import estimate_tokens
-from wakeline_brain.model import ModelError, ModelReply, ModelRequest, ToolUse
-from wakeline_brain.replay_check import first_divergence
-from wakeline_brain.summary import SUMMARY_SYSTEM
+from wakeline.contract import commands as c
+from wakeline.contract import events as e
+from wakeline.contract.tools import tool_schemas
+from wakeline.contract.topics import TOOL_RESULTS
+from wakeline.agent.context import estimate_tokens
+from wakeline.agent.model import ModelError, ModelReply, ModelRequest, ToolUse
+from wakeline.agent.replay_check import first_divergence
+from wakeline.agent.summary import SUMMARY_SYSTEM
 
 MODEL = "claude-fake"
 SUMMARY = "SUMMARY: the user asked for six listings; each printed y."

@@ -11,10 +11,10 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from wakeline.status import Status
+from wakeline.log.status import Status
 from wakeline_gateway.errors import install_error_handlers
 from wakeline_gateway.routes import console
-from wakeline_gateway.shapes import ListedStatus
+from wakeline_gateway.shapes.sessions import ListedStatus
 
 FILES = sorted(p.name for p in resources.files("wakeline_gateway").joinpath("console").iterdir())
 
@@ -59,7 +59,7 @@ def test_the_page_has_no_inline_code_and_the_scripts_never_build_markup_from_tex
 
 
 def test_the_status_filter_offers_exactly_the_statuses_a_listed_session_can_have() -> None:
-    """Derived from `wakeline.status.Status` (every status but `deleted`, which is never
+    """Derived from `wakeline.log.status.Status` (every status but `deleted`, which is never
     listed) and the list API's own `ListedStatus`, so a renamed status cannot leave the page
     offering one the server refuses."""
     page = resources.files("wakeline_gateway").joinpath("console").joinpath("index.html").read_text()

@@ -1,6 +1,6 @@
 """Declared tools, pure parts: the config's bounds and schema checks, what the brain records for
 a declared tool's call (never a runner's), the harness's results, the timeout, and which
-calls a harness is offered (`wakeline.client_calls`)."""
+calls a harness is offered (`wakeline.log.client_calls`)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import pytest
 from pydantic import ValidationError
 
 from tests.factories import draft, sealed
-from wakeline import commands as c
-from wakeline.chain import canonical_json
-from wakeline.client_calls import client_calls
-from wakeline.events import SessionConfig
-from wakeline.fold import fold
-from wakeline.tools import tool_schemas
-from wakeline_brain.context import build_request
-from wakeline_brain.inputs import handle_input, harness_actor
-from wakeline_brain.model import ModelReply, ToolUse
-from wakeline_brain.steps import client_timeout_drafts, model_drafts, next_step
+from wakeline.contract import commands as c
+from wakeline.log.chain import canonical_json
+from wakeline.log.client_calls import client_calls
+from wakeline.contract.events import SessionConfig
+from wakeline.log.fold import fold
+from wakeline.contract.tools import tool_schemas
+from wakeline.agent.context import build_request
+from wakeline.agent.inputs import handle_input, harness_actor
+from wakeline.agent.model import ModelReply, ToolUse
+from wakeline.agent.steps import client_timeout_drafts, model_drafts, next_step
 
 RUN_QUERY = {"name": "run_query", "description": "Run SQL on the ledger.",
              "input_schema": {"type": "object", "properties": {"sql": {"type": "string", "minLength": 1}},

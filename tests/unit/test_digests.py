@@ -6,7 +6,7 @@ import base64
 import pytest
 from hypothesis import given, strategies as st
 
-from wakeline.digests import Digests
+from wakeline.log.digests import Digests
 
 DIGEST = st.integers(min_value=0, max_value=2**64 - 1)
 

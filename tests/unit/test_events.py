@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from wakeline.chain import compute_hash, seal
-from wakeline.codec import encode
-from wakeline.events import (
+from wakeline.log.chain import compute_hash, seal
+from wakeline.contract.codec import encode
+from wakeline.contract.events import (
     EVENT_CLASSES, GENESIS_HASH, MARKER_TYPES, PAYLOAD_CLASSES, Event, is_marker, parse_event,
 )
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from wakeline.events import MARKER_TYPES, Usage, is_marker
-from wakeline.fold import FoldError, apply, fold
-from wakeline.state import Message, TextBlock, ToolResultBlock, ToolUseBlock, command_digest
+from wakeline.contract.events import MARKER_TYPES, Usage, is_marker
+from wakeline.log.fold import FoldError, apply, fold
+from wakeline.log.state import Message, TextBlock, ToolResultBlock, ToolUseBlock, command_digest
 
 from tests.factories import SPEAKERS, draft, new_session_id, reseal, sealed
 

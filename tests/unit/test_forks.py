@@ -7,14 +7,14 @@ import pytest
 
 from tests.factories import SPEAKERS, draft, new_session_id, sealed
 from tests.unit.session_log import conversation
-from wakeline import commands as c
-from wakeline.events import ForkedPayload, SessionConfig
-from wakeline.fold import FoldError, fold
-from wakeline.lineage import first_missing, unfinished_calls, whole_step_before
-from wakeline.status import advance
+from wakeline.contract import commands as c
+from wakeline.contract.events import ForkedPayload, SessionConfig
+from wakeline.log.fold import FoldError, fold
+from wakeline.storage.lineage import first_missing, unfinished_calls, whole_step_before
+from wakeline.log.status import advance
 from wakeline_archiver.conflict import BrokenChain, runs_to_look_up, select_new
-from wakeline_brain.forking import ForkRefused, fork_drafts
-from wakeline_brain.steps import next_step
+from wakeline.agent.forking import ForkRefused, fork_drafts
+from wakeline.agent.steps import next_step
 from wakeline_gateway.cost import session_cost
 from wakeline_gateway.tree import steps
 

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import ValidationError
 
-from wakeline.commands import WakeSession
-from wakeline.events import SessionConfig
+from wakeline.contract.commands import WakeSession
+from wakeline.contract.events import SessionConfig
 from wakeline_gateway.app import create_app
 from wakeline_gateway.auth import Caller
 from wakeline_gateway.deps import authenticate, get_audit, get_inbox, get_store
@@ -23,7 +23,7 @@ from wakeline_gateway.idempotency import key_id_for, session_id_for
 from wakeline_gateway.routes.sessions import decode_cursor, encode_cursor, with_model
 from wakeline_gateway.routes.stream import resume_after
 from wakeline_gateway.settings import GatewaySettings
-from wakeline_gateway.shapes import EventsQuery
+from wakeline_gateway.shapes.reads import EventsQuery
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 ROW = {"session_id": "s-1", "owner": "user:local", "title": None, "model": "scripted:demo", "status": "idle",

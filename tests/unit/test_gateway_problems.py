@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from wakeline.commands import PostMessage, WakeSession
-from wakeline.events import REJECTION_CODES, InputRejectedPayload
+from wakeline.contract.commands import PostMessage, WakeSession
+from wakeline.contract.events import REJECTION_CODES, InputRejectedPayload
 from wakeline_gateway.app import create_app
 from wakeline_gateway.idempotency import key_id_for, key_id_of, keyed
 from wakeline_gateway.problem import ERROR_CODES, MEDIA_TYPE

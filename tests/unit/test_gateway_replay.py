@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from wakeline.events import SnapshotPayload, parse_event
-from wakeline.fold import fold
-from wakeline.snapshots import SnapshotMismatch, snapshot_payload
-from wakeline.state_json import STATE_FORMAT, state_hash
+from wakeline.contract.events import SnapshotPayload, parse_event
+from wakeline.log.fold import fold
+from wakeline.log.snapshots import SnapshotMismatch, snapshot_payload
+from wakeline.log.state_json import STATE_FORMAT, state_hash
 from wakeline_gateway.replay import replay_steps, state_json
 from wakeline_gateway.sse import ends_stream, frame
 

@@ -7,10 +7,12 @@ from html.parser import HTMLParser
 
 import pytest
 
-from wakeline.chain import Draft
-from wakeline.events import SessionCreatedPayload
-from wakeline_gateway import transcript
-from wakeline_gateway.transcript import ALLOWED_TAGS, CSP, entries, render_html, render_json, render_markdown
+from wakeline.log.chain import Draft
+from wakeline.contract.events import SessionCreatedPayload
+from wakeline_gateway.transcript import markdown
+from wakeline_gateway.transcript.entries import entries, render_json
+from wakeline_gateway.transcript.html import ALLOWED_TAGS, CSP, render_html
+from wakeline_gateway.transcript.markdown import render_markdown
 
 from tests.factories import draft, new_session_id, sealed
 
@@ -143,7 +145,7 @@ def test_markdown_fences_tool_output_longer_than_any_backtick_run_in_it() -> Non
 
 
 def test_md_escape_keeps_text_readable() -> None:
-    assert transcript.md_escape("a <b> & [c](d)") == r"a \<b\> \& \[c\](d)"
+    assert markdown.md_escape("a <b> & [c](d)") == r"a \<b\> \& \[c\](d)"
 
 
 def test_a_claude_turn_shows_its_reasoning_collapsed_and_a_parked_turn_says_why() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from wakeline.chain import first_broken_seq
-from wakeline.codec import encode
-from wakeline.events import Usage, parse_event
-from wakeline.fold import fold
-from wakeline.state import TextBlock, ToolResultBlock, ToolUseBlock, command_digest
+from wakeline.log.chain import first_broken_seq
+from wakeline.contract.codec import encode
+from wakeline.contract.events import Usage, parse_event
+from wakeline.log.fold import fold
+from wakeline.log.state import TextBlock, ToolResultBlock, ToolUseBlock, command_digest
 
 LINES = Path(__file__).with_name("golden").joinpath("session_basic.jsonl").read_bytes().splitlines()
 

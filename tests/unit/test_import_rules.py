@@ -6,6 +6,7 @@ so nothing is imported to check it."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,4 +71,96 @@ def test_no_test_module_imports_another():
             if any(name.split(".")[-1].startswith("test_") for name in names):
                 offending.setdefault(str(module.relative_to(ROOT)), []).extend(names)
     assert (ROOT / "tests" / "unit" / "test_fold.py").exists()  # the walk sees the tests
+    assert offending == {}
+
+
+# The packages of `wakeline` by job, bottom to top, and which of the others each may import
+# (docs/architecture.md, "The code by job"). The programs (`ops`) sit on top of everything;
+# nothing below a package imports it.
+LAYERS: dict[str, set[str]] = {
+    "runtime": set(),
+    "contract": {"runtime"},
+    "log": {"contract", "runtime"},
+    "transport": {"contract", "runtime"},
+    "storage": {"log", "contract", "runtime"},
+    "agent": {"storage", "log", "contract", "runtime"},
+    "evidence": {"storage", "transport", "log", "contract", "runtime"},
+    "ops": {"evidence", "storage", "transport", "log", "contract", "runtime"},
+}
+# What a service may use; the gateway also serves the evidence (checkpoints, proofs, verify),
+# and its `cli` modules are the `wakeline` command, which runs the operator programs. The agent's
+# decisions are the brain's, and the gateway's replay check runs them.
+FOR_SERVICES = {"runtime", "contract", "log", "transport", "storage", "agent"}
+EXTRA = {"services/gateway": {"evidence"}, "services/gateway/cli.py": {"evidence", "ops"},
+         "services/gateway/cli_commands.py": {"evidence", "ops"}}
+
+
+def wakeline_layers(module: Path) -> set[str]:
+    """The `wakeline` sub-packages `module` imports (`from wakeline.log.fold import …`,
+    `from wakeline.log import fold`, `import wakeline.log.fold`); "" for the bare package."""
+    found = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"), str(module))):
+        names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else [])
+        for name in names:
+            parts = name.split(".")
+            if parts[0] != "wakeline":
+                continue
+            if len(parts) > 1:
+                found.add(parts[1])
+            else:  # `from wakeline import x`: x must be a package, never a module at the top
+                found |= {alias.name for alias in node.names} if isinstance(node, ast.ImportFrom) else {""}
+    return found
+
+
+def test_wakeline_holds_only_its_packages_by_job():
+    lib = LIBS / "wakeline"
+    assert sorted(p.stem for p in lib.glob("*.py")) == ["__init__"]
+    assert sorted(p.name for p in lib.iterdir() if (p / "__init__.py").exists()) == sorted(LAYERS)
+
+
+def test_each_package_of_wakeline_imports_only_the_layers_below_it():
+    offending = {}
+    for layer, allowed in LAYERS.items():
+        for module in sorted((LIBS / "wakeline" / layer).rglob("*.py")):
+            wrong = wakeline_layers(module) - allowed - {layer}
+            if wrong:
+                offending[str(module.relative_to(ROOT))] = sorted(wrong)
+    assert offending == {}
+
+
+def test_services_import_only_the_contract_log_transport_storage_agent_and_runtime():
+    offending = {}
+    modules = sorted(SERVICES.rglob("*.py"))
+    assert modules
+    for module in modules:
+        where = str(module.relative_to(ROOT))
+        allowed = FOR_SERVICES | EXTRA.get(where, set()) | EXTRA.get("/".join(where.split("/")[:2]), set())
+        wrong = wakeline_layers(module) - allowed
+        if wrong:
+            offending[where] = sorted(wrong)
+    assert offending == {}
+
+
+def services_named_in_strings(module: Path) -> set[str]:
+    """The service packages (`wakeline_<service>`) any string constant in `module` names: how
+    one service would run another's code without importing it (`python -m wakeline_brain.…`)."""
+    services = {p.name for p in SERVICES.iterdir() if (p / "__init__.py").exists()}
+    named = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"), str(module))):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named |= {s for s in services if re.search(rf"\bwakeline_{s}\b", node.value)}
+    return named
+
+
+def test_no_service_names_another_services_code_in_a_string():
+    """A service neither imports nor runs another's code: what two services share is a
+    `wakeline` package (the gateway's replay check runs `wakeline.agent`, not the brain)."""
+    offending = {}
+    for service in sorted(p for p in SERVICES.iterdir() if (p / "__init__.py").exists()):
+        for module in sorted(service.rglob("*.py")):
+            others = services_named_in_strings(module) - {service.name}
+            if others:
+                offending[str(module.relative_to(ROOT))] = sorted(others)
+    assert services_named_in_strings(Path(__file__)) >= {"brain"}  # the walk sees a string naming one
     assert offending == {}

@@ -159,7 +159,7 @@ BROKEN = [
     ("KafkaTopic", "wakeline.tool-calls", _set("spec.partitions", 12), "partitions 12"),
     ("KafkaTopic", "wakeline.inbox", _set(("spec", "config", "min.insync.replicas"), "1"), "topic_settings"),
     ("KafkaTopic", "wakeline.dead-letter", _set("spec.topicName", "wakeline.dead-letters"),
-     "wakeline.dead-letter (wakeline.topics) has no KafkaTopic"),
+     "wakeline.dead-letter (wakeline.contract.topics) has no KafkaTopic"),
     ("KafkaUser", "archiver", lambda b: b["spec"]["authorization"]["acls"].pop(), "lacks Grant(principal='archiver'"),
     ("KafkaUser", "signer", lambda b: b["spec"]["authorization"]["acls"].pop(), "lacks Grant(principal='signer'"),
     ("KafkaTopic", "wakeline.checkpoints", _set("spec.partitions", 6), "partitions 6, wanted 1"),

@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 
 from tests.private_broker import environ
-from wakeline.kafka_acls import GRANTS, Grant, Operation, Resource, grants
-from wakeline.settings import Naming
-from wakeline.topics import NAMES, Names, names
+from wakeline.ops.kafka_acls import GRANTS, Grant, Operation, Resource, grants
+from wakeline.runtime.settings import Naming
+from wakeline.contract.topics import NAMES, Names, names
 
 DEMO, SUITE = names("wakeline"), names("wakeline-test")
 

@@ -9,16 +9,16 @@ import signal
 import pytest
 import uvloop
 
-from wakeline.lifecycle import serve
-from wakeline.settings import CommonSettings
+from wakeline.runtime.lifecycle import serve
+from wakeline.runtime.settings import CommonSettings
 
 
 @pytest.mark.parametrize("choice, loop_type", [("uvloop", uvloop.Loop), ("asyncio", asyncio.BaseEventLoop)])
 def test_a_service_runs_on_the_loop_its_settings_name_and_stops_on_sigterm(
         choice: str, loop_type: type, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("wakeline.lifecycle.logs.configure", lambda *_: None)
-    monkeypatch.setattr("wakeline.lifecycle.serve_metrics", lambda *_: None)
-    monkeypatch.setattr("wakeline.lifecycle.tracing.configure", lambda *_: None)
+    monkeypatch.setattr("wakeline.runtime.lifecycle.logs.configure", lambda *_: None)
+    monkeypatch.setattr("wakeline.runtime.lifecycle.serve_metrics", lambda *_: None)
+    monkeypatch.setattr("wakeline.runtime.lifecycle.tracing.configure", lambda *_: None)
     seen: list[object] = []
 
     async def run(settings: CommonSettings, stop: asyncio.Event) -> None:

@@ -1,4 +1,4 @@
-"""wakeline.logs: JSON and text lines carry the fields bound in their own task only."""
+"""wakeline.runtime.logs: JSON and text lines carry the fields bound in their own task only."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from wakeline import logs
+from wakeline.runtime import logs
 
 
 @pytest.fixture

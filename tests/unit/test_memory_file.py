@@ -14,16 +14,16 @@ import pytest
 from pydantic import ValidationError
 
 from tests.factories import draft, sealed
-from wakeline import events as e
-from wakeline.chain import Draft, canonical_json
-from wakeline.fold import fold
-from wakeline.tools import tool_schemas
-from wakeline_brain.context import build_request, plan_compaction
-from wakeline_brain.memory import compaction_step, memory_content
-from wakeline_brain.model import ModelReply, ToolUse
-from wakeline_brain.replay_check import first_divergence
-from wakeline_brain.steps import CALL_MODEL, model_drafts, next_step
-from wakeline_brain.summary import just_compacted
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft, canonical_json
+from wakeline.log.fold import fold
+from wakeline.contract.tools import tool_schemas
+from wakeline.agent.context import build_request, plan_compaction
+from wakeline.agent.memory import compaction_step, memory_content
+from wakeline.agent.model import ModelReply, ToolUse
+from wakeline.agent.replay_check import first_divergence
+from wakeline.agent.steps import CALL_MODEL, model_drafts, next_step
+from wakeline.agent.summary import just_compacted
 
 TOOLS = tool_schemas()
 MEMORY = "# MEMORY\n- the build needs `make gen` first\n- user wants tabs, not spaces\n" + "note " * 40
@@ -160,7 +160,7 @@ def test_sessions_with_memory_reads_replay_cleanly():
 
 
 def test_replay_check_finds_a_brain_that_no_longer_reads_the_memory_file(monkeypatch):
-    from wakeline_brain import replay_check
+    from wakeline.agent import replay_check
     log = drive()
     monkeypatch.setattr(replay_check, "compaction_step", lambda state, plan: plan)
     found = first_divergence(log, TOOLS)

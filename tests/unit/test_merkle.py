@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from wakeline import merkle
-from wakeline.checkpoints import Head
+from wakeline.evidence import merkle
+from wakeline.evidence.heads import Head
 
 
 def heads(n: int) -> dict[str, Head]:

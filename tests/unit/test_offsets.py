@@ -1,11 +1,11 @@
-"""OffsetTracker (libs/wakeline/offsets.py), shared by the brain and the runner."""
+"""OffsetTracker (libs/wakeline/transport/offsets.py), shared by the brain and the runner."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wakeline.offsets import OffsetTracker
+from wakeline.transport.offsets import OffsetTracker
 
 P0, P1 = ("wakeline.tool-calls", 0), ("wakeline.tool-calls", 1)
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from wakeline import events as e
-from wakeline.chain import Draft
-from wakeline.events import parse_event
-from wakeline.tools import tool_schemas
-from wakeline_brain import replay_check, steps
-from wakeline_brain.replay_check import first_divergence
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.contract.events import parse_event
+from wakeline.contract.tools import tool_schemas
+from wakeline.agent import replay_check, steps
+from wakeline.agent.replay_check import first_divergence
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 RECORDED = sorted(GOLDEN_DIR.glob("recorded_*.jsonl"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from wakeline.retention_cuts import Cut, retained_out
+from wakeline.storage.retention_cuts import Cut, retained_out
 
 MAY, JUNE, JULY = (datetime(1950, m, 1, tzinfo=UTC) for m in (5, 6, 7))
 

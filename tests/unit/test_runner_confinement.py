@@ -10,7 +10,7 @@ import pytest
 
 from wakeline_runner.confinement import confine
 from wakeline_runner.files import list_files, read_file, write_file
-from wakeline.tools import ListFilesInput, ReadFileInput, WriteFileInput
+from wakeline.contract.tools import ListFilesInput, ReadFileInput, WriteFileInput
 from wakeline_runner.tools import ToolFailure
 
 

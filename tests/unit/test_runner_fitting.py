@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 
-from wakeline.commands import ToolResultReport
-from wakeline.limits import input_budget
-from wakeline.fitting import fit_report
+from wakeline.contract.commands import ToolResultReport
+from wakeline.contract.limits import input_budget
+from wakeline.contract.fitting import fit_report
 from wakeline_runner.tools import BashResult, FileEntry, ListFilesResult, ReadFileResult
 
 BUDGET = input_budget(1_000_000)

@@ -16,9 +16,9 @@ from pathlib import Path
 from aiokafka.structs import TopicPartition
 
 from tests.fakes.kafka import FakeConsumer, FakeProducer, consumer_record
-from wakeline.codec import DeadLetter, decode
-from wakeline.commands import ToolCallRequest, ToolResultReport
-from wakeline.topics import DEAD_LETTER, TOOL_CALLS, TOOL_RESULTS, partition_for, record_key
+from wakeline.contract.codec import DeadLetter, decode
+from wakeline.contract.commands import ToolCallRequest, ToolResultReport
+from wakeline.contract.topics import DEAD_LETTER, TOOL_CALLS, TOOL_RESULTS, partition_for, record_key
 from wakeline_runner.executor import Executor
 from wakeline_runner.isolation import Isolation
 from wakeline_runner.loop import ToolCallLoop

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from wakeline.commands import ToolResultReport
+from wakeline.contract.commands import ToolResultReport
 from wakeline_runner.records import CallFiles, read_result, record_result, recorded_result
 from wakeline_runner.tools import ToolError
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from wakeline_runner.sandbox import _exit_of
+from wakeline_runner.call_lock import _exit_of
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfd_open on this platform")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wakeline.tools import MAX_FILE_BYTES, ReadFileInput, tool_schemas
+from wakeline.contract.tools import MAX_FILE_BYTES, ReadFileInput, tool_schemas
 from wakeline_runner.tools import BashResult, ToolError, ToolFailure, parse_input
 
 

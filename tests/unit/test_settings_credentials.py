@@ -10,9 +10,10 @@ import pytest
 from pydantic import SecretStr
 
 from tests.private_broker import environ
-from wakeline.kafka_io import kafka_auth
-from wakeline.retention import RetentionSettings
-from wakeline.settings import AdminSettings, CommonSettings, MissingCredentials, with_password
+from wakeline.transport.kafka_io import kafka_auth
+from wakeline.ops.retention import RetentionSettings
+from wakeline.runtime.dsn import with_password
+from wakeline.runtime.settings import AdminSettings, CommonSettings, MissingCredentials
 from wakeline_brain.settings import BrainSettings
 from wakeline_runner.settings import RunnerSettings
 
@@ -138,3 +139,13 @@ def test_an_address_set_explicitly_wins_over_the_port(no_stack_variables) -> Non
 def test_without_ports_the_defaults_are_the_local_stacks(no_stack_variables) -> None:
     settings = CommonSettings()
     assert settings.kafka_bootstrap == "127.0.0.1:19092" and urlsplit(settings.postgres_dsn).port == 15432
+
+
+def test_a_checkout_finds_its_credentials_file_from_any_directory(no_stack_variables, tmp_path: Path) -> None:
+    """Run from elsewhere (a tool's own directory, /tmp), a checkout still reads its own
+    `.data/credentials.env`: the root is the checkout the module sits in, not the working directory."""
+    from wakeline.runtime.settings import credentials_file
+
+    no_stack_variables.delenv("WAKELINE_CREDENTIALS_FILE", raising=False)
+    no_stack_variables.chdir(tmp_path)
+    assert credentials_file() == Path(__file__).resolve().parents[2] / ".data" / "credentials.env"

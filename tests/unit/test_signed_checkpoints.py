@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from wakeline import merkle
-from wakeline.checkpoints import Head
-from wakeline.proofs import InclusionProof, build_proof, check_proof
-from wakeline.signed_checkpoints import Envelope, SignedCut, cross_check, guard_heads, new_statement, sign_statement
-from wakeline.signing import SeedSigner, file_signer, fingerprint, parse_public_key, pinned, secret_signer
+from wakeline.evidence import merkle
+from wakeline.evidence.heads import Head
+from wakeline.evidence.proofs import InclusionProof, build_proof, check_proof
+from wakeline.evidence.cross_check import cross_check
+from wakeline.evidence.signed_checkpoints import Envelope, SignedCut, guard_heads, new_statement, sign_statement
+from wakeline.evidence.signing import SeedSigner, file_signer, fingerprint, parse_public_key, pinned, secret_signer
 
 SIGNER = SeedSigner(bytes(range(32)))
 MALLORY = SeedSigner(bytes(range(1, 33)))

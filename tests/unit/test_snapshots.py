@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given
 
 from tests.factories import draft, new_session_id, sealed
-from wakeline.chain import canonical_json
-from wakeline.events import SnapshotPayload, SnapshotTaken
-from wakeline.fold import FoldError, apply, fold
-from wakeline.snapshots import SnapshotMismatch, checked_fold, current, resume, snapshot_payload
-from wakeline.state import SessionState
-from wakeline.state_json import STATE_FORMAT, state_from_json, state_hash, state_to_json
+from wakeline.log.chain import canonical_json
+from wakeline.contract.events import SnapshotPayload, SnapshotTaken
+from wakeline.log.fold import FoldError, apply, fold
+from wakeline.log.snapshots import SnapshotMismatch, checked_fold, current, resume, snapshot_payload
+from wakeline.log.state import SessionState
+from wakeline.log.state_json import STATE_FORMAT, state_from_json, state_hash, state_to_json
 
 from .generated_logs import build, sessions
 from .session_log import created, exchange

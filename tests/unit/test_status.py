@@ -1,4 +1,4 @@
-"""`wakeline.status`: the `sessions` row `advance` keeps agrees with `fold` on every log the brain can write."""
+"""`wakeline.log.status`: the `sessions` row `advance` keeps agrees with `fold` on every log the brain can write."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tests.factories import draft, sealed
-from wakeline.events import EndReason
-from wakeline.fold import apply
-from wakeline.state import SessionState
-from wakeline.status import NoSessionRow, SessionRow, advance, project, session_status
+from wakeline.contract.events import EndReason
+from wakeline.log.fold import apply
+from wakeline.log.state import SessionState
+from wakeline.log.status import NoSessionRow, SessionRow, advance, project, session_status
 
 from .session_log import created
 from .generated_logs import CONTENT, MARKERS, content_draft, marker
@@ -54,7 +54,7 @@ def valid_log(steps: list[tuple[str, object]], deletion: tuple[int, str] | None 
         else:
             drafts.append(content_draft(kind, str(arg), len(drafts)))
         if kind == "session_ended":
-            waiting.clear()  # the end stops the wait (wakeline.fold)
+            waiting.clear()  # the end stops the wait (wakeline.log.fold)
         ended = (ended or kind == "session_ended") and kind != "user_message"
         deleted = deleted or kind == "deleted"
     return sealed(drafts, "sess-generated")

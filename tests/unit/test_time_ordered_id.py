@@ -1,6 +1,6 @@
 """Event ids are UUIDv7: valid UUIDs whose order is their minting time's.
 
-The storage point of them (tests cannot see page fill) is in docs/benchmarks.md; here, what
+The storage point of them (tests cannot see page fill) is in docs/history/benchmarks.md; here, what
 the rest of the system relies on: the `uuid` column takes them, they are unique, and an id
 minted later sorts after one minted a millisecond earlier (as text, as `uuid`, as Postgres
 compares them: by bytes).
@@ -14,7 +14,7 @@ import uuid
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wakeline.ids import time_ordered_id
+from wakeline.contract.ids import time_ordered_id
 
 MS = st.integers(min_value=0, max_value=2**48 - 2)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from wakeline.topics import ALL_TOPICS, BRAIN_GROUP, PREFIX, murmur2, names, partition_for, record_key
+from wakeline.contract.topics import ALL_TOPICS, BRAIN_GROUP, PREFIX, murmur2, names, partition_for, record_key
 
 # org.apache.kafka.common.utils.UtilsTest#testMurmur2
 KAFKA_VECTORS = {

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from wakeline.kafka_io import FoundTopic, TopicMismatch, topic_mismatches, topic_settings
-from wakeline.limits import topic_max_message_bytes
-from wakeline.settings import CommonSettings
+from wakeline.transport.topic_admin import FoundTopic, TopicMismatch, topic_mismatches, topic_settings
+from wakeline.contract.limits import topic_max_message_bytes
+from wakeline.runtime.settings import CommonSettings
 
 CLUSTER = CommonSettings(replication_factor=3, min_insync_replicas=2, events_retention_ms=-1)
 
@@ -43,7 +43,7 @@ def test_a_finite_retention_is_reported_against_forever():
 
 
 def test_the_model_deltas_topic_keeps_its_short_retention_and_every_other_topic_the_log_s():
-    from wakeline.topics import ALL_TOPICS, DELTAS
+    from wakeline.contract.topics import ALL_TOPICS, DELTAS
     assert topic_settings(CLUSTER, DELTAS)["retention.ms"] == str(CLUSTER.deltas_retention_ms) == "600000"
     assert {topic_settings(CLUSTER, t)["retention.ms"] for t in ALL_TOPICS if t != DELTAS} == {"-1"}
     limit = str(topic_max_message_bytes(CLUSTER.max_record_bytes))

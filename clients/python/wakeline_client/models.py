@@ -666,7 +666,7 @@ class SessionsPublic(Model):
 
 
 class SnapshotPayload(Model):
-    "The fold of every event before this one, as `wakeline.state_json` renders it, and its\nhash: a wake may start from it instead of the first event. Verify checks it against the\nfold of its prefix (`wakeline.snapshots`)."
+    "The fold of every event before this one, as `wakeline.log.state_json` renders it, and its\nhash: a wake may start from it instead of the first event. Verify checks it against the\nfold of its prefix (`wakeline.log.snapshots`)."
 
     format: str
     state: dict[str, Any]

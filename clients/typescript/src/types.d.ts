@@ -682,9 +682,9 @@ export interface SessionsPublic {
   next_cursor: string | null;
 }
 
-/** The fold of every event before this one, as `wakeline.state_json` renders it, and its
+/** The fold of every event before this one, as `wakeline.log.state_json` renders it, and its
  * hash: a wake may start from it instead of the first event. Verify checks it against the
- * fold of its prefix (`wakeline.snapshots`). */
+ * fold of its prefix (`wakeline.log.snapshots`). */
 export interface SnapshotPayload {
   format: string;
   state: {
@@ -1092,7 +1092,7 @@ export interface Operations {
    *
    * Every session of the tenant: hash chains, event_keys, HMAC checkpoints and, with the
    * signer's public key, the Ed25519-signed checkpoints as Postgres holds them (not the topic
-   * or the file sink: that cross-check is `python -m wakeline.verify --all`'s). */
+   * or the file sink: that cross-check is `python -m wakeline.evidence.verify --all`'s). */
   "GET /v1/audit/verify": {
     operationId: "verify_tenant_v1_audit_verify_get";
     path: Record<string, never>;
@@ -1389,7 +1389,7 @@ export interface Operations {
   };
   /** Replay Session
    *
-   * The state `wakeline.fold` derives after each event, in seq order; with `check=true`,
+   * The state `wakeline.log.fold` derives after each event, in seq order; with `check=true`,
    * also whether today's code would still do what the recorded session did. */
   "GET /v1/sessions/{session_id}/replay": {
     operationId: "replay_session_v1_sessions__session_id__replay_get";
@@ -1532,7 +1532,7 @@ export interface Operations {
    * the HMAC checkpoints and, when the gateway has the signer's public key, the Ed25519-signed
    * checkpoints **as Postgres holds them** (`witnesses_checked: ["postgres"]`; a retention cut
    * then counts only when a genuine statement signed it). It does not read the topic or the
-   * file sink: the cross-check of the three witnesses is `python -m wakeline.verify`'s.
+   * file sink: the cross-check of the three witnesses is `python -m wakeline.evidence.verify`'s.
    * `first_bad_seq` and `reason` name the first problem. */
   "GET /v1/sessions/{session_id}/verify": {
     operationId: "verify_session_v1_sessions__session_id__verify_get";

@@ -14,15 +14,16 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 
-from wakeline import verify
-from wakeline.checkpoints import load_key, read_anchor
-from wakeline_gateway.audit import AuditQuery, BadCursor, csv_header, csv_row, decode_cursor, encode_cursor
+from wakeline.evidence import verify
+from wakeline.evidence.checkpoints import load_key, read_anchor
+from wakeline_gateway.audit.export import csv_header, csv_row
+from wakeline_gateway.audit.query import AuditQuery, BadCursor, decode_cursor, encode_cursor
 from wakeline_gateway.deps import AccessLogReader, AuditDep, Auditor, SettingsDep, StoreDep, record_audit_read
 from wakeline_gateway.bounds import PG_BIGINT_MAX, Moment
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.routes.reads import signer_public_key
-from wakeline_gateway.shapes import (
+from wakeline_gateway.shapes.audit import (
     AccessLogPublic, AuditEventsPublic, AuditEventsQuery, AuditExportQuery, AuditSessionPublic,
     AuditSessionsPublic, Principal, TenantCostPublic, TenantCostRowPublic,
 )
@@ -115,7 +116,7 @@ async def verify_tenant(request: Request, caller: Auditor, audit: AuditDep, stor
                         settings: SettingsDep) -> verify.TenantReport:
     """Every session of the tenant: hash chains, event_keys, HMAC checkpoints and, with the
     signer's public key, the Ed25519-signed checkpoints as Postgres holds them (not the topic
-    or the file sink: that cross-check is `python -m wakeline.verify --all`'s)."""
+    or the file sink: that cross-check is `python -m wakeline.evidence.verify --all`'s)."""
     public = signer_public_key(settings)
     await record_audit_read(request, caller, audit, {})
     key = load_key(settings.checkpoint_key_file, create=False)

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from wakeline.commands import (
+from wakeline.contract.commands import (
     ApproveToolCall, CancelSession, DenyToolCall, HandBack, PostMessage, TakeOver, WakeSession,
 )
 from wakeline_gateway.auth import Caller
@@ -18,7 +18,8 @@ from wakeline_gateway.bounds import ToolCallIdPath
 from wakeline_gateway.deps import DispatcherDep, IdempotencyKey, WritableSessionDep, Writer
 from wakeline_gateway.idempotency import new_command_id
 from wakeline_gateway.problem import responses
-from wakeline_gateway.shapes import CommandPublic, DenialCreate, MessageCreate, SessionPublic
+from wakeline_gateway.shapes.commands import CommandPublic, DenialCreate, MessageCreate
+from wakeline_gateway.shapes.sessions import SessionPublic
 
 # Every command can be refused by the brain (its code decides 404/409/413/422), be too large,
 # or find Kafka down; 202 is "sent, no outcome recorded within the wait".

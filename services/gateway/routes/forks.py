@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from wakeline.commands import CreateSession, ForkOrigin
-from wakeline.lineage import PrefixUnavailable, unfinished_calls, whole_step_before
+from wakeline.contract.commands import CreateSession, ForkOrigin
+from wakeline.storage.lineage import PrefixUnavailable, unfinished_calls, whole_step_before
 from wakeline_gateway.deps import Creator, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep, StoreDep
 from wakeline_gateway.dispatch import describe
 from wakeline_gateway.errors import ApiError
@@ -15,7 +15,8 @@ from wakeline_gateway.idempotency import new_command_id, session_id_for
 from wakeline_gateway.problem import responses
 from wakeline_gateway.routes.reads import own_events
 from wakeline_gateway.routes.sessions import PENDING, opened
-from wakeline_gateway.shapes import CommandPublic, ForkCreate, SessionPublic
+from wakeline_gateway.shapes.commands import CommandPublic
+from wakeline_gateway.shapes.sessions import ForkCreate, SessionPublic
 from wakeline_gateway.cost import CostPublic, session_cost
 from wakeline_gateway.tree import TreeNodePublic, steps
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from wakeline_gateway.auth import PERMISSIONS
 from wakeline_gateway.deps import Authenticated
 from wakeline_gateway.problem import responses
-from wakeline_gateway.shapes import MePublic
+from wakeline_gateway.shapes.me import MePublic
 
 router = APIRouter(prefix="/v1", tags=["auth"], responses=responses(401, 403, 422, 500, 503))
 

@@ -9,25 +9,28 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 
-from wakeline import verify, witnesses
-from wakeline.checkpoints import load_key, read_anchor
-from wakeline.event_store import EventQuery, Scope
-from wakeline.events import Event
-from wakeline.fold import FoldError
-from wakeline.lineage import PrefixUnavailable
-from wakeline_gateway import transcript
+from wakeline.evidence import verify, witnesses
+from wakeline.evidence.checkpoints import load_key, read_anchor
+from wakeline.storage.event_store import EventQuery, Scope
+from wakeline.contract.events import Event
+from wakeline.log.fold import FoldError
+from wakeline.storage.lineage import PrefixUnavailable
 from wakeline_gateway.deps import Reader, SessionDep, SettingsDep, StoreDep
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.problem import responses
 from wakeline_gateway.replay import replay_steps
 from wakeline_gateway.replay_judge import judge
-from wakeline_gateway.shapes import EventsPublic, EventsQuery, ProofPublic, ReplayPublic, SessionPublic
+from wakeline_gateway.shapes.reads import EventsPublic, EventsQuery, ProofPublic, ReplayPublic
+from wakeline_gateway.shapes.sessions import SessionPublic
 from wakeline_gateway.store import SessionStore
+from wakeline_gateway.transcript.entries import entries, render_json
+from wakeline_gateway.transcript.html import CSP, render_html
+from wakeline_gateway.transcript.markdown import render_markdown
 
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["reads"],
                    responses=responses(401, 403, 404, 422, 500, 503))
 TranscriptFormat = Annotated[Literal["json", "markdown", "html"], Query(alias="format")]
-HTML_HEADERS = {"Content-Security-Policy": transcript.CSP, "X-Content-Type-Options": "nosniff",
+HTML_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                 "Referrer-Policy": "no-referrer"}
 
 
@@ -62,13 +65,13 @@ async def read_events(session: SessionDep, caller: Reader, store: StoreDep,
 async def read_transcript(session: SessionDep, caller: Reader, store: StoreDep,
                           fmt: TranscriptFormat = "json") -> Response:
     history = await whole_history(store, caller.scope, session)
-    items = transcript.entries(history, own_session=session.session_id if session.parent_session_id else None)
+    items = entries(history, own_session=session.session_id if session.parent_session_id else None)
     meta = session.model_dump(mode="json")
     if fmt == "html":
-        return HTMLResponse(transcript.render_html(meta, items), headers=HTML_HEADERS)
+        return HTMLResponse(render_html(meta, items), headers=HTML_HEADERS)
     if fmt == "markdown":
-        return Response(transcript.render_markdown(meta, items), media_type="text/markdown; charset=utf-8")
-    return JSONResponse(transcript.render_json(meta, items))
+        return Response(render_markdown(meta, items), media_type="text/markdown; charset=utf-8")
+    return JSONResponse(render_json(meta, items))
 
 
 @router.get("/export", response_class=StreamingResponse,
@@ -101,7 +104,7 @@ async def replay_session(session: SessionDep, caller: Reader, store: StoreDep,
                                                                   "brain and report the first seq where it would "
                                                                   "decide otherwise (`check`).")] = False,
                          ) -> ReplayPublic:
-    """The state `wakeline.fold` derives after each event, in seq order; with `check=true`,
+    """The state `wakeline.log.fold` derives after each event, in seq order; with `check=true`,
     also whether today's code would still do what the recorded session did."""
     history = await whole_history(store, caller.scope, session)
     try:
@@ -118,7 +121,7 @@ async def verify_session(session: SessionDep, caller: Reader, store: StoreDep, s
     the HMAC checkpoints and, when the gateway has the signer's public key, the Ed25519-signed
     checkpoints **as Postgres holds them** (`witnesses_checked: ["postgres"]`; a retention cut
     then counts only when a genuine statement signed it). It does not read the topic or the
-    file sink: the cross-check of the three witnesses is `python -m wakeline.verify`'s.
+    file sink: the cross-check of the three witnesses is `python -m wakeline.evidence.verify`'s.
     `first_bad_seq` and `reason` name the first problem."""
     key = load_key(settings.checkpoint_key_file, create=False)
     anchored = read_anchor(settings.checkpoint_dir, caller.tenant)

@@ -11,9 +11,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from wakeline.commands import CreateSession, DeleteSession
-from wakeline.events import Event, SessionConfig, SessionCreated, SessionForked
-from wakeline.status import advance
+from wakeline.contract.commands import CreateSession, DeleteSession
+from wakeline.contract.events import Event, SessionConfig, SessionCreated, SessionForked
+from wakeline.log.status import advance
 from wakeline_gateway.deps import (
     Creator, DeletableSessionDep, Deleter, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep,
     StoreDep,
@@ -24,8 +24,9 @@ from wakeline_gateway.dispatch import describe
 from wakeline_gateway.harness import pending_client_calls
 from wakeline_gateway.idempotency import new_command_id, session_id_for
 from wakeline_gateway.problem import responses
-from wakeline_gateway.shapes import (
-    CommandPublic, SessionCreate, SessionListedPublic, SessionPublic, SessionsPublic, SessionsQuery,
+from wakeline_gateway.shapes.commands import CommandPublic
+from wakeline_gateway.shapes.sessions import (
+    SessionCreate, SessionListedPublic, SessionPublic, SessionsPublic, SessionsQuery,
 )
 from wakeline_gateway.store import SessionMatch
 

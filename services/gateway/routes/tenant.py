@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from wakeline_gateway.deps import AuditDep, RetentionReader, RetentionSetter
 from wakeline_gateway.problem import responses
-from wakeline_gateway.shapes import RetentionPublic, RetentionSet
+from wakeline_gateway.shapes.tenant import RetentionPublic, RetentionSet
 
 router = APIRouter(prefix="/v1/tenant", tags=["tenant"], responses=responses(401, 403, 422, 500, 503))
 

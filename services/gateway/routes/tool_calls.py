@@ -15,9 +15,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
-from wakeline.commands import SubmitToolResult, ToolResultReport
-from wakeline.fitting import fit_report
-from wakeline.limits import input_budget
+from wakeline.contract.commands import SubmitToolResult, ToolResultReport
+from wakeline.contract.fitting import fit_report
+from wakeline.contract.limits import input_budget
 from wakeline_gateway.bounds import ToolCallIdPath
 from wakeline_gateway.deps import (
     DispatcherDep, FeedDep, IdempotencyKey, LeasesDep, PoolWorker, SettingsDep, StoreDep, WritableSessionDep,
@@ -28,7 +28,7 @@ from wakeline_gateway.harness import recorded_answer, session_frames
 from wakeline_gateway.idempotency import new_command_id
 from wakeline_gateway.pool import pool_frames
 from wakeline_gateway.problem import responses
-from wakeline_gateway.shapes import CommandPublic, ToolResultCreate
+from wakeline_gateway.shapes.commands import CommandPublic, ToolResultCreate
 from wakeline_gateway.sse import Tail
 from wakeline_gateway.store import Scope, SessionStore
 

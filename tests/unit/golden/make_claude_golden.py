@@ -22,9 +22,9 @@ from tests.fakes.messages_api import (
     Canned, FakeMessagesAPI, message, text_block, thinking_block, tool_use_block,
 )
 from tests.unit.actor_partition import Partition, run_until_idle
-from wakeline import commands as c
-from wakeline.codec import encode
-from wakeline.topics import TOOL_RESULTS
+from wakeline.contract import commands as c
+from wakeline.contract.codec import encode
+from wakeline.contract.topics import TOOL_RESULTS
 from wakeline_brain.claude import ClaudeModel
 
 SESSION_ID = "sess-golden-claude"

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tests.factories import Stamps, draft, sealed
-from wakeline.codec import encode
+from wakeline.contract.codec import encode
 
 SESSION_ID = "sess-golden-basic"
 TENANT = "tenant-golden"

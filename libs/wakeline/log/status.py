@@ -1,0 +1,142 @@
+"""A session's status and its `sessions` row: the one definition, shared by the fold, the
+archiver's projection and the test seeders.
+
+Deleted beats ended beats running (in a turn) beats idle; a session nothing has created
+yet is `new`. `advance` moves a `SessionRow` over one event, deriving its status through
+`session_status` as `wakeline.log.fold` does. Pure: no SQL here (that is the archiver's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from datetime import datetime
+from typing import Literal
+
+from wakeline.contract.events import Event, SessionCreated, SessionForked
+
+Status = Literal["new", "idle", "running", "waiting_model", "waiting_client", "ended", "deleted"]
+
+
+def session_status(*, deleted: bool, ended: bool, in_turn: bool, created: bool = True,
+                   waiting_model: bool = False, waiting_client: bool = False) -> Status:
+    if deleted:
+        return "deleted"
+    if ended:
+        return "ended"
+    if in_turn:
+        # Parked by an unavailable model (`model_unavailable`): the turn goes on once it answers.
+        if waiting_model:
+            return "waiting_model"
+        # A declared tool's call waits for the session's own harness (its result comes over HTTP).
+        return "waiting_client" if waiting_client else "running"
+    return "idle" if created else "new"
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    """One row of the `sessions` projection (0001), column for column."""
+
+    tenant: str
+    session_id: str
+    owner: str
+    title: str | None
+    model: str | None
+    status: Status
+    last_seq: int
+    last_hash: str
+    created_at: datetime
+    updated_at: datetime
+    ended_reason: str | None = None
+    parent_session_id: str | None = None
+    fork_seq: int | None = None
+    deleted_at: datetime | None = None
+    deleted_by: str | None = None
+    # Declared tools' calls waiting for the harness (0025): a call with `answered_by` client
+    # counts one up, its result one down, the session's end resets it (as the fold drops them).
+    pending_client: int = 0
+
+
+SESSION_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(SessionRow))
+
+
+class NoSessionRow(ValueError):
+    """An event other than `session_created` with no row to move forward."""
+
+
+def advance(prev: SessionRow | None, event: Event) -> SessionRow:
+    """The row after `event`. `prev` is the row before it (None only for `session_created`)."""
+    if prev is None and event.type not in _OPENING:
+        raise NoSessionRow(f"{event.type} at seq {event.seq} of {event.session_id} before session_created")
+    moved = _moved(prev, (event,))
+    assert moved is not None
+    return moved
+
+
+def project(prev: SessionRow | None, events: Iterable[Event]) -> SessionRow | None:
+    """The row after one session's `events` (in seq order), as `advance` one at a time would
+    leave it, for the archiver's projection of a batch: forward only (an event at or below the
+    row's seq is passed over, so a redelivery regresses nothing), and an event with no row
+    yet is passed over (only `session_created` or `forked` opens one). None if no row."""
+    return _moved(prev, events, forward_only=True)
+
+
+_OPENING = frozenset({"session_created", "forked"})
+_IN_TURN = frozenset({"running", "waiting_model", "waiting_client"})
+
+
+def _moved(prev: SessionRow | None, events: Iterable[Event], forward_only: bool = False) -> SessionRow | None:
+    # One definition for both: the row's fields move in a plain dict and the row is built
+    # once at the end. The archiver projects every event it stores; a frozen row per event,
+    # and class patterns (isinstance through pydantic's ABCMeta) per event, were a tenth of
+    # its event loop (issue 10). The row keeps no in-turn flag: it reads back from the
+    # status as `running`. That is exact for every log the brain writes, which starts no
+    # turn in an ended or deleted session.
+    row = None if prev is None else dict(vars(prev))
+    for event in events:
+        kind = event.type
+        if forward_only and row is not None and event.seq <= row["last_seq"]:
+            continue  # a redelivery, its session_created included, never regresses the row
+        if kind in _OPENING:
+            row = dict(vars(_opened(event)))  # type: ignore[arg-type]
+            continue
+        if row is None:
+            continue  # only advance's caller can get here with no row, and it checked
+        status = row["status"]
+        in_turn, waiting = status in _IN_TURN, status == "waiting_model"
+        if kind == "turn_started":
+            in_turn, waiting = True, False
+        elif kind == "turn_ended":
+            in_turn, waiting = False, False
+        elif kind == "model_unavailable":
+            waiting = True
+        elif kind == "model_turn":
+            waiting = False
+        elif kind == "tool_call" and event.payload.answered_by == "client":  # type: ignore[union-attr]
+            row["pending_client"] += 1
+        elif kind == "tool_result" and event.payload.answered_by == "client":  # type: ignore[union-attr]
+            row["pending_client"] = max(0, row["pending_client"] - 1)
+        elif kind == "session_ended":
+            in_turn, waiting, row["ended_reason"] = False, False, event.payload.reason  # type: ignore[union-attr]
+            row["pending_client"] = 0
+        elif kind == "user_message":
+            row["ended_reason"] = None  # a message to a finished session continues it
+        elif kind == "title_generated":
+            row["title"] = event.payload.title  # type: ignore[union-attr]
+        elif kind == "deleted":
+            in_turn, waiting = False, False
+            if row["deleted_by"] is None:  # the first deletion is the one recorded
+                row["deleted_by"], row["deleted_at"] = event.payload.by, event.ts  # type: ignore[union-attr]
+        row["status"] = session_status(deleted=row["deleted_by"] is not None, ended=row["ended_reason"] is not None,
+                                       in_turn=in_turn, waiting_model=waiting,
+                                       waiting_client=row["pending_client"] > 0)
+        row["last_seq"], row["last_hash"], row["updated_at"] = event.seq, event.hash, event.ts
+    return None if row is None else SessionRow(**row)
+
+
+def _opened(event: SessionCreated | SessionForked) -> SessionRow:
+    p = event.payload
+    return SessionRow(tenant=event.tenant, session_id=event.session_id, owner=p.owner, title=p.title,
+                      model=p.config.model, status="idle", last_seq=event.seq, last_hash=event.hash,
+                      created_at=event.ts, updated_at=event.ts, parent_session_id=p.parent_session_id,
+                      fork_seq=p.fork_seq)
