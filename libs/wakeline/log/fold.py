@@ -27,7 +27,7 @@ from wakeline.log.state import (
     MemoryRead, Message, QueuedMessage, SessionState, TextBlock, ToolResultBlock, ToolUseBlock, command_digest,
     evolve,
 )
-from wakeline.log.status import session_status
+from wakeline.log.status import STATUS_MOVES, StatusMove, session_status
 
 
 BRAIN = "system:brain"
@@ -78,6 +78,9 @@ class _Building:
         if f["session_id"] and e.session_id != f["session_id"] and not isinstance(e, SessionForked):
             raise FoldError(f"event of {e.session_id} folded into {f['session_id']}")
         self._applied(e)
+        move = STATUS_MOVES.get(e.type)
+        if move is not None:
+            self._status_moved(e, move)
         if e.causation_id and not _runner_result(e):
             self.seen.add(command_digest(e.causation_id))
         f["last_seq"], f["last_hash"] = e.seq, e.hash
@@ -128,8 +131,7 @@ class _Building:
                     self.queued = list(self.start.queued)
                 if self.queued:
                     self.queued = [q for q in self.queued if q.command_id != e.causation_id]
-                # A message to a finished session continues it: the turn budget carries over.
-                f["ended_reason"] = None
+                # A message to a finished session continues it (STATUS_MOVES): the turn budget carries over.
             case MessageQueued(payload=p):
                 if self.queued is None:
                     self.queued = list(self.start.queued)
@@ -138,7 +140,7 @@ class _Building:
                 f["usage"] = f["usage"] + p.usage
                 self._messages().append(Message("assistant", turn_blocks(p), e.seq))
                 # `pause_turn`: the API stopped a long turn to be resumed by sending it back.
-                f.update(awaiting_model=p.stop_reason == "pause_turn", model_failures=0, stop_reason=p.stop_reason,
+                f.update(awaiting_model=p.stop_reason == "pause_turn", stop_reason=p.stop_reason,
                          memory_read=None, fresh_compaction=False)
             case ModelUnavailable(payload=p):
                 f["model_failures"] = p.attempt
@@ -163,16 +165,15 @@ class _Building:
                 f.update(memory_read=None, fresh_compaction=True)
             case TurnStarted():
                 # a read of the memory file is for its own turn's compaction, never a later one's
-                f.update(turns=f["turns"] + 1, in_turn=True, awaiting_model=True, model_failures=0, memory_read=None)
+                f.update(turns=f["turns"] + 1, awaiting_model=True, memory_read=None)
             case TurnEnded():
-                f.update(in_turn=False, awaiting_model=False, model_failures=0, memory_read=None)
+                f.update(awaiting_model=False, memory_read=None)
             case ApprovalRequested(payload=p):
                 self._approval().add(p.tool_call_id)
             case ApprovalGranted(payload=p) | ApprovalDenied(payload=p):
                 self._approval().discard(p.tool_call_id)
-            case SessionEnded(payload=p):
-                f.update(ended_reason=p.reason, in_turn=False, awaiting_model=False, model_failures=0,
-                         memory_read=None)
+            case SessionEnded():
+                f.update(awaiting_model=False, memory_read=None)
                 # The end stops the wait for the harness (a cancel, say): its calls are no longer
                 # offered, and a result posted for one now is refused. Runner calls stay as they were.
                 if any(c.answered_by == "client" for c in self._pending()):
@@ -187,12 +188,27 @@ class _Building:
                 if self.files is None:
                     self.files = list(self.start.files)
                 self.files.append(p.path)
-            case SessionDeleted(payload=p):
-                f.update(deleted_by=p.by, in_turn=False, awaiting_model=False, model_failures=0)
+            case SessionDeleted():
+                f["awaiting_model"] = False
             case Woke() | InputRejected() | SnapshotTaken():
                 pass  # bookkeeping: in the log, nothing to the conversation
             case _:
                 raise FoldError(f"no fold for event type {e.type!r}")  # unreachable while Event is closed
+
+    def _status_moved(self, e: Event, move: StatusMove) -> None:
+        """The status flags as `STATUS_MOVES` says, the table `advance` reads too. Waiting for
+        the model is `model_failures > 0`: an unavailable model sets the attempt (above)."""
+        f = self.f
+        if move.in_turn is not None:
+            f["in_turn"] = move.in_turn
+        if move.waiting_model is False:
+            f["model_failures"] = 0
+        if move.ends:
+            f["ended_reason"] = e.payload.reason  # type: ignore[union-attr]
+        if move.continues:
+            f["ended_reason"] = None
+        if move.deletes:
+            f["deleted_by"] = e.payload.by  # type: ignore[union-attr]
 
     def _forked(self, e: SessionForked, p: ForkedPayload) -> None:
         """The conversation is the prefix's; what was in flight there (a turn, queued

@@ -2,15 +2,18 @@
 archiver's projection and the test seeders.
 
 Deleted beats ended beats running (in a turn) beats idle; a session nothing has created
-yet is `new`. `advance` moves a `SessionRow` over one event, deriving its status through
-`session_status` as `wakeline.log.fold` does. Pure: no SQL here (that is the archiver's).
+yet is `new`. What each event does to the flags a status is made of is one table,
+`STATUS_MOVES`, read by the fold (`wakeline.log.fold`) and by `advance`, the archiver's fast
+path over a `SessionRow`; both derive the status through `session_status`. Pure: no SQL
+here (that is the archiver's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
+from types import MappingProxyType
 from typing import Literal
 
 from wakeline.contract.events import Event, SessionCreated, SessionForked
@@ -31,6 +34,32 @@ def session_status(*, deleted: bool, ended: bool, in_turn: bool, created: bool =
         # A declared tool's call waits for the session's own harness (its result comes over HTTP).
         return "waiting_client" if waiting_client else "running"
     return "idle" if created else "new"
+
+
+@dataclass(frozen=True)
+class StatusMove:
+    """What one event type does to the flags a status is made of; None leaves a flag as it was."""
+
+    in_turn: bool | None = None
+    waiting_model: bool | None = None
+    ends: bool = False       # `session_ended`: the session ends, with the event's reason
+    continues: bool = False  # `user_message`: a message to a finished session continues it
+    deletes: bool = False    # `deleted`: the session is deleted
+
+
+# Every event type that moves a status, and how. The declared tools' calls waiting for a
+# harness move it too (`waiting_client`); which calls those are depends on the payload
+# (`answered_by`), so the fold and `advance` each count them, the end dropping them all.
+STATUS_MOVES: Mapping[str, StatusMove] = MappingProxyType({
+    "turn_started": StatusMove(in_turn=True, waiting_model=False),
+    "turn_ended": StatusMove(in_turn=False, waiting_model=False),
+    # Parked by an unavailable model: the turn goes on once it answers.
+    "model_unavailable": StatusMove(waiting_model=True),
+    "model_turn": StatusMove(waiting_model=False),
+    "session_ended": StatusMove(in_turn=False, waiting_model=False, ends=True),
+    "user_message": StatusMove(continues=True),
+    "deleted": StatusMove(in_turn=False, waiting_model=False, deletes=True),
+})
 
 
 @dataclass(frozen=True)
@@ -104,29 +133,22 @@ def _moved(prev: SessionRow | None, events: Iterable[Event], forward_only: bool 
             continue  # only advance's caller can get here with no row, and it checked
         status = row["status"]
         in_turn, waiting = status in _IN_TURN, status == "waiting_model"
-        if kind == "turn_started":
-            in_turn, waiting = True, False
-        elif kind == "turn_ended":
-            in_turn, waiting = False, False
-        elif kind == "model_unavailable":
-            waiting = True
-        elif kind == "model_turn":
-            waiting = False
-        elif kind == "tool_call" and event.payload.answered_by == "client":  # type: ignore[union-attr]
+        move = STATUS_MOVES.get(kind)
+        if move is not None:
+            in_turn = in_turn if move.in_turn is None else move.in_turn
+            waiting = waiting if move.waiting_model is None else move.waiting_model
+            if move.ends:
+                row["ended_reason"], row["pending_client"] = event.payload.reason, 0  # type: ignore[union-attr]
+            if move.continues:
+                row["ended_reason"] = None
+            if move.deletes and row["deleted_by"] is None:
+                row["deleted_by"], row["deleted_at"] = event.payload.by, event.ts  # type: ignore[union-attr]
+        if kind == "tool_call" and event.payload.answered_by == "client":  # type: ignore[union-attr]
             row["pending_client"] += 1
         elif kind == "tool_result" and event.payload.answered_by == "client":  # type: ignore[union-attr]
             row["pending_client"] = max(0, row["pending_client"] - 1)
-        elif kind == "session_ended":
-            in_turn, waiting, row["ended_reason"] = False, False, event.payload.reason  # type: ignore[union-attr]
-            row["pending_client"] = 0
-        elif kind == "user_message":
-            row["ended_reason"] = None  # a message to a finished session continues it
         elif kind == "title_generated":
             row["title"] = event.payload.title  # type: ignore[union-attr]
-        elif kind == "deleted":
-            in_turn, waiting = False, False
-            if row["deleted_by"] is None:  # the first deletion is the one recorded
-                row["deleted_by"], row["deleted_at"] = event.payload.by, event.ts  # type: ignore[union-attr]
         row["status"] = session_status(deleted=row["deleted_by"] is not None, ended=row["ended_reason"] is not None,
                                        in_turn=in_turn, waiting_model=waiting,
                                        waiting_client=row["pending_client"] > 0)
