@@ -2,7 +2,7 @@
 tail of nothing but an aborted transaction costs (issue 10's stalls; the tests in
 tests/integration/test_brain_tail_reads.py hold the behaviour, this the figures).
 
-On a private topic, with the brain's `tail_consumer` and `SessionLoader._read_keys`, side
+On a private topic, with the brain's `tail_consumer` and `TailReader._read_keys`, side
 by side in each round:
 
 - `tail_lookup_ms`: the `end_offsets` look-up right after a tail read (the next wake's
@@ -31,7 +31,7 @@ from tests.factories import LIVE, draft, sealed
 from wakeline.contract.codec import encode
 from wakeline.transport.kafka_io import RANGE_FETCH_WAIT_MS, RANGE_POLL_MS, make_admin, make_producer
 from wakeline.runtime.settings import CommonSettings
-from wakeline_brain.wake import SessionLoader, tail_consumer
+from wakeline_brain.tail_reads import TailReader, tail_consumer
 
 COMMITTED, ABORTED = 0, 1  # the private topic's partitions: a committed tail, an aborted one
 
@@ -71,7 +71,7 @@ async def run(repeats: int = 30) -> list[dict]:
     try:
         sid = f"bench-tail-{uuid.uuid4().hex[:12]}"
         aborted_from = await _seed(producer, tail, topic, sid)
-        loader = SessionLoader(None, tail, topic=topic)  # type: ignore[arg-type] - tail reads need no database
+        loader = TailReader(tail, topic=topic)
         tp, keys = TopicPartition(topic, COMMITTED), {sid.encode()}
         times: dict[str, list[float]] = {"lookup": [], "lookup_floor": [], "aborted": [], "committed": []}
         for _ in range(repeats):  # alternated: each figure and its floor once per round

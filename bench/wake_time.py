@@ -35,11 +35,13 @@ from wakeline.storage.event_statements import SELECT_NEWEST_SNAPSHOT, SELECT_SES
 from wakeline.contract.events import Event
 from wakeline.log.fold import fold
 from wakeline.storage.pg import TenantPool
+from wakeline.storage.postgres_store import PostgresEventStore
 from wakeline.runtime.settings import CommonSettings
 from wakeline.log.snapshots import resume, snapshot_payload
 from wakeline.log.state import SessionState
 from wakeline.contract.topics import EVENTS, partition_for
-from wakeline_brain.wake import SessionLoader, tail_consumer
+from wakeline_brain.tail_reads import TailReader, tail_consumer
+from wakeline_brain.wake import SessionLoader
 
 TENANT = "default"
 GENESIS = "0" * 64
@@ -147,7 +149,7 @@ async def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 
     group = f"bench-wake-{uuid.uuid4().hex[:8]}"
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
         tail = tail_consumer(settings)
-        loader = SessionLoader(pool, tail, group)
+        loader = SessionLoader(PostgresEventStore(pool), TailReader(tail), group)
         await tail.start()
         try:
             # Seeded one at a time and dropped: the made-up logs are not the brain's heap,

@@ -19,7 +19,9 @@ from aiokafka import AIOKafkaProducer
 
 from wakeline.contract.codec import DeadLetter, encode
 from wakeline.transport.kafka_io import make_producer
+from wakeline.storage.event_store import EventStore
 from wakeline.storage.pg import TenantPool
+from wakeline.storage.postgres_store import PostgresEventStore
 from wakeline_archiver.stream import ArchivedTopics, Handler, build_app
 from wakeline_archiver.archiver import EventArchiver, SendDeadLetter
 from wakeline_archiver.dead_letters import DeadLetterArchiver, letter_rows
@@ -28,7 +30,6 @@ from wakeline_archiver.lag import LagProbe
 from wakeline_archiver.metrics import record_lag, sized, start_counting
 from wakeline_archiver.quarantine import Quarantine
 from wakeline_archiver.settings import ArchiverSettings
-from wakeline_archiver.store import Archive
 from wakeline_archiver.traces import traced
 from wakeline_archiver.triage import decode_all
 from wakeline_archiver.weather import ride_out
@@ -51,14 +52,14 @@ async def run(settings: ArchiverSettings, stop: asyncio.Event, topics: ArchivedT
         await producer.start()
         stack.push_async_callback(producer.stop)
         probe = await stack.enter_async_context(LagProbe(settings, topics.events))
-        archive = Archive(pool, settings.archiver_group)
-        events = EventArchiver(archive, Quarantine(pool, settings.archiver_group),
+        store, group = PostgresEventStore(pool), settings.archiver_group
+        events = EventArchiver(store, group, Quarantine(store, group),
                                _dead_letter_sender(producer, topics.dead_letter))
         letters = DeadLetterArchiver(pool, settings.archiver_group)
         store_events = sized(traced(events.archive_decoded))  # metrics and traces around the insert
         app, batches = build_app(settings, topics=topics, events=Handler(decode_all, store_events),
                         dead_letters=Handler(letter_rows, letters.archive_rows), gate=gate,
-                        stored_positions=partial(_stored_positions, archive, topics, gate))
+                        stored_positions=partial(_stored_positions, store, group, topics, gate))
         reporter = asyncio.create_task(_report_lag(settings, probe, pool, events, gate))
         counting = start_counting(events)
         try:
@@ -88,12 +89,13 @@ def _tune_collector() -> None:
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
-async def _stored_positions(archive: Archive, topics: ArchivedTopics, gate: BatchGate) -> dict[tuple[str, int], int]:
+async def _stored_positions(store: EventStore, group: str, topics: ArchivedTopics,
+                            gate: BatchGate) -> dict[tuple[str, int], int]:
     # Read at every assignment: a rebalance during a database restart waits it out.
     positions: dict[tuple[str, int], int] = {}
 
     async def read() -> None:
-        positions.update(await archive.stored_positions((topics.events, topics.dead_letter)))
+        positions.update(await store.archived_offsets(group, (topics.events, topics.dead_letter)))
     if not await ride_out(read, "reading the archive's offsets", gate.closed):
         raise RuntimeError("stopped while waiting for the archive's offsets")
     return positions

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 
 from wakeline.contract.codec import DeadLetter, dead_letter_for
+from wakeline.storage.event_store import EventStore
 from wakeline_archiver.isolation import Outcome, SessionFailure, store_isolating
 from wakeline_archiver.quarantine import Parked, Quarantine
 from wakeline_archiver.records import RawRecord
-from wakeline_archiver.rows import next_offsets
-from wakeline_archiver.store import Archive
+from wakeline_archiver.offsets import next_offsets
 from wakeline_archiver.triage import (
     HELD, Decoded, SetAside, Triage, decode_all, held_reason, sessions_named, triage,
 )
@@ -31,8 +32,8 @@ SendDeadLetter = Callable[[DeadLetter, bytes | None, int], Awaitable[None]]
 
 
 class EventArchiver:
-    def __init__(self, archive: Archive, quarantine: Quarantine, send_dead_letter: SendDeadLetter):
-        self._archive = archive
+    def __init__(self, store: EventStore, group: str, quarantine: Quarantine, send_dead_letter: SendDeadLetter):
+        self._archive = partial(store.archive, group)  # a batch and its offsets, in one transaction
         self._quarantine = quarantine
         self._send_dead_letter = send_dead_letter
         self.archived = 0
@@ -49,7 +50,7 @@ class EventArchiver:
         sorted_ = triage(decoded, await self._quarantine.find(sessions_named(decoded)))
         offsets = next_offsets((r.topic, r.partition, r.offset) for r in records)
         clean = not sorted_.set_aside
-        outcome = await store_isolating(sorted_.to_store, self._archive.store_events, offsets if clean else {})
+        outcome = await store_isolating(sorted_.to_store, self._archive, offsets if clean else {})
         self.archived += outcome.stored
         self.redelivered += len(sorted_.to_store) - outcome.stored - sum(len(f.pairs) for f in outcome.failures)
         if not (clean and outcome.together):

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from wakeline.contract.codec import DeadLetter, MalformedRecord, decode
+from wakeline.storage.archive_writes import save_offsets
 from wakeline.storage.pg import TenantPool
 from wakeline_archiver.records import RawRecord, without_nul
-from wakeline_archiver.rows import next_offsets
-from wakeline_archiver.store import save_offsets
+from wakeline_archiver.offsets import next_offsets
 
 UNPARSEABLE = "unparseable dead letter"
 MAX_NAME = 249  # Kafka's longest topic name

@@ -1,4 +1,4 @@
-"""Parked sessions: the `archiver_quarantine` table (migration 0010) and the `Parked` value.
+"""Parked sessions: the `Parked` value, kept through the store (`archiver_quarantine`, migration 0010).
 
 A session is parked from the first seq the archive could not store; from then on its
 events are dead-lettered, never stored above the gap, and the rows say why to a
@@ -12,20 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from wakeline.storage.pg import TenantPool
+from wakeline.storage.event_store import EventStore, ParkedSession
 from wakeline_archiver.records import SessionKey, without_nul
-from wakeline_archiver.store import save_offsets
 
 MAX_REASON = 2_000
-PARKED = """
-SELECT q.tenant, q.session_id, q.from_seq, q.reason, q.topic, q.partition, q."offset"
-FROM archiver_quarantine AS q JOIN unnest($1::text[], $2::text[]) AS b(tenant, session_id) USING (tenant, session_id)
-"""
-PARK = """
-INSERT INTO archiver_quarantine (tenant, session_id, from_seq, reason, topic, partition, "offset", consumer_group)
-SELECT *, $8::text FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::bigint[])
-ON CONFLICT (tenant, session_id) DO NOTHING
-"""
 
 
 @dataclass(frozen=True)
@@ -47,25 +37,17 @@ def bounded_reason(reason: str) -> str:
 
 
 class Quarantine:
-    def __init__(self, pool: TenantPool, group: str):
-        self._pool = pool
+    def __init__(self, store: EventStore, group: str):
+        self._store = store
         self._group = group
 
     async def find(self, sessions: Iterable[SessionKey]) -> dict[SessionKey, Parked]:
-        keys = sorted(set(sessions))
-        if not keys:
-            return {}
-        async with self._pool.system_transaction() as conn:
-            rows = await conn.fetch(PARKED, [k.tenant for k in keys], [k.session_id for k in keys])
-        return {SessionKey(r["tenant"], r["session_id"]): Parked(
-            SessionKey(r["tenant"], r["session_id"]), r["from_seq"], r["reason"], r["topic"], r["partition"],
-            r["offset"]) for r in rows}
+        rows = await self._store.parked((k.tenant, k.session_id) for k in sessions)
+        return {SessionKey(r.tenant, r.session_id): Parked(
+            SessionKey(r.tenant, r.session_id), r.from_seq, r.reason, r.topic, r.partition, r.offset) for r in rows}
 
     async def park(self, parked: Sequence[Parked], offsets: dict[tuple[str, int], int]) -> None:
         """Records newly parked sessions and moves the offsets past the batch, in one transaction."""
-        async with self._pool.system_transaction() as conn:
-            if parked:
-                columns = zip(*((p.session.tenant, p.session.session_id, p.from_seq, bounded_reason(p.reason),
-                                 p.topic, p.partition, p.offset) for p in parked))
-                await conn.execute(PARK, *columns, self._group)
-            await save_offsets(conn, self._group, offsets)
+        rows = [ParkedSession(p.session.tenant, p.session.session_id, p.from_seq, bounded_reason(p.reason),
+                              p.topic, p.partition, p.offset) for p in parked]
+        await self._store.park(self._group, rows, offsets)

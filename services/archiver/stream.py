@@ -29,7 +29,7 @@ from aiokafka.helpers import create_ssl_context
 from wakeline.contract.topics import DEAD_LETTER, EVENTS
 from wakeline_archiver.gate import BatchGate
 from wakeline_archiver.records import RawRecord
-from wakeline_archiver.rows import next_offsets
+from wakeline_archiver.offsets import next_offsets
 from wakeline_archiver.settings import ArchiverSettings
 from wakeline_archiver.transport import ArchiverTransport, StoredPositions
 

@@ -13,6 +13,7 @@ from aiokafka.producer import sender as aiokafka_sender
 from wakeline.transport.kafka_io import kafka_auth, make_consumer
 from wakeline.contract.limits import producer_max_request_size
 from wakeline.storage.pg import TenantPool
+from wakeline.storage.postgres_store import PostgresEventStore
 from wakeline.contract.tools import tool_schemas
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
 from wakeline_brain.metrics import TimedProducer, start_samplers
@@ -22,7 +23,8 @@ from wakeline_brain.partitions import INPUT_TOPICS
 from wakeline_brain.router import Brain
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.open_transactions import OpenTransactions
-from wakeline_brain.wake import SessionLoader, tail_consumer
+from wakeline_brain.tail_reads import TailReader, tail_consumer
+from wakeline_brain.wake import SessionLoader
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +63,7 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         await deltas.start()
         open_txns = OpenTransactions(settings)
         await open_txns.start()
-        loader = SessionLoader(pool, tail, settings.archiver_group)
+        loader = SessionLoader(PostgresEventStore(pool), TailReader(tail), settings.archiver_group)
         brain = Brain(settings, loader.load, models.model_for, tool_schemas(),
                       new_producer=partial(partition_producer, settings), open_before=open_txns,
                       load_prefix=loader.prefix,

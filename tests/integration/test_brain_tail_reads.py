@@ -18,7 +18,7 @@ from tests.factories import LIVE, draft, sealed
 from wakeline.contract.codec import encode
 from wakeline.transport.kafka_io import make_admin, make_producer
 from wakeline.contract.topics import partition_for
-from wakeline_brain.wake import SessionLoader, tail_consumer
+from wakeline_brain.tail_reads import TailReader, tail_consumer
 
 pytestmark = pytest.mark.kafka
 PARTITIONS = 2
@@ -56,6 +56,16 @@ async def private_topic(**tail_options: int) -> AsyncIterator[tuple[str, AIOKafk
         await admin.close()
 
 
+async def committed_through(tail: AIOKafkaConsumer, tp: TopicPartition, end: int) -> None:
+    """Waits for the read-committed end to reach `end`. A commit returns once the coordinator
+    has logged it; the markers reach the partitions a moment later, and until then a tail
+    read ends before the transaction (the brain's own wakes are safe: a new owner's
+    `init_transactions` waits for its predecessor's markers)."""
+    async with asyncio.timeout(10):
+        while (await tail.end_offsets([tp]))[tp] < end:
+            await asyncio.sleep(0.01)
+
+
 async def test_twenty_concurrent_wakes_of_a_partition_take_two_reads_and_get_only_their_own_events() -> None:
     async with private_topic() as (topic, producer, tail):
         sids = sessions_on(0, 20)
@@ -68,8 +78,9 @@ async def test_twenty_concurrent_wakes_of_a_partition_take_two_reads_and_get_onl
                 for event in events:
                     await producer.send(topic, encode(event), key=sid.encode(), partition=0)
             await producer.send(topic, encode(logs[sids[0]][0]), key=other.encode(), partition=1)
+        await committed_through(tail, TopicPartition(topic, 0), 2 * len(sids) + 1)
 
-        loader = SessionLoader(None, tail, topic=topic)  # type: ignore[arg-type] - tail reads need no database
+        loader = TailReader(tail, topic=topic)
         reads: list[tuple[int, int]] = []
         read_keys = loader._read_keys
 
@@ -78,7 +89,7 @@ async def test_twenty_concurrent_wakes_of_a_partition_take_two_reads_and_get_onl
             return await read_keys(partition, start, keys)
         loader._read_keys = counted  # type: ignore[method-assign]
 
-        found = await asyncio.wait_for(asyncio.gather(*(loader._read_tail(sid, 0, 0) for sid in sids)), 60)
+        found = await asyncio.wait_for(asyncio.gather(*(loader.read(sid, 0, 0) for sid in sids)), 60)
     # The first wake reads alone; everything that queued behind it is served by one read.
     assert reads == [(0, 1), (0, 19)]
     for sid, events in zip(sids, found):
@@ -100,8 +111,9 @@ async def test_a_tail_read_leaves_no_long_poll_in_front_of_the_next_wakes_offset
         for event in events:  # two transactions: the tail ends on a commit marker
             async with producer.transaction():
                 await producer.send(topic, encode(event), key=sid.encode(), partition=0)
-        loader = SessionLoader(None, tail, topic=topic)  # type: ignore[arg-type] - tail reads need no database
         tp = TopicPartition(topic, 0)
+        await committed_through(tail, tp, 4)  # two records, two markers
+        loader = TailReader(tail, topic=topic)
         for read in range(3):
             found = await asyncio.wait_for(loader._read_keys(0, 0, {sid.encode()}), 60)
             assert [e.seq for e in found[sid.encode()]] == [1, 2]
@@ -125,11 +137,12 @@ async def test_a_tail_that_ends_in_an_aborted_transaction_is_read_to_its_end_wit
                                    draft("user_message", f"m-{sid}", text="hello")], sid, stamps=LIVE)
         async with producer.transaction():
             await producer.send(topic, encode(created), key=sid.encode(), partition=0)
+        await committed_through(tail, TopicPartition(topic, 0), 2)
         committed_end = (await tail.end_offsets([TopicPartition(topic, 0)]))[TopicPartition(topic, 0)]
         await producer.begin_transaction()
         await producer.send(topic, encode(message), key=sid.encode(), partition=0)
         await producer.abort_transaction()
-        loader = SessionLoader(None, tail, topic=topic)  # type: ignore[arg-type] - tail reads need no database
+        loader = TailReader(tail, topic=topic)
         for start in (0, committed_end, committed_end):
             found = await asyncio.wait_for(loader._read_keys(0, start, {sid.encode()}), 60)
             # the aborted message is never handed back; the committed event only when read from 0

@@ -13,10 +13,12 @@ from wakeline.storage.event_statements import insert_events
 from wakeline.contract.events import SnapshotTaken
 from wakeline.log.fold import fold
 from wakeline.storage.pg import TenantPool
+from wakeline.storage.postgres_store import PostgresEventStore
 from wakeline.log.snapshots import checked_fold, resume, snapshot_payload
 from wakeline.runtime.settings import CommonSettings
 from wakeline.contract.topics import partition_for
-from wakeline_brain.wake import SessionLoader, SessionParked, tail_consumer
+from wakeline_brain.tail_reads import TailReader, tail_consumer
+from wakeline_brain.wake import SessionLoader, SessionParked
 
 
 async def test_a_session_woken_by_another_tenants_input_loads_its_owners_log():
@@ -29,7 +31,7 @@ async def test_a_session_woken_by_another_tenants_input_loads_its_owners_log():
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
         # A private archiver group: no stored offset, so the whole events partition is the tail.
         tail = tail_consumer(settings)
-        loader = SessionLoader(pool, tail, f"test-wake-{uuid.uuid4().hex[:8]}")
+        loader = SessionLoader(PostgresEventStore(pool), TailReader(tail), f"test-wake-{uuid.uuid4().hex[:8]}")
         await tail.start()
         try:
             partition = partition_for(sid, settings.partitions)
@@ -57,7 +59,7 @@ async def test_a_new_sessions_wake_asks_only_where_the_archive_stands_not_for_it
 
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=1, init=logged) as pool:
         tail = tail_consumer(settings)
-        loader = SessionLoader(pool, tail, f"test-wake-{uuid.uuid4().hex[:8]}")
+        loader = SessionLoader(PostgresEventStore(pool), TailReader(tail), f"test-wake-{uuid.uuid4().hex[:8]}")
         await tail.start()
         try:
             asked.clear()
@@ -100,7 +102,7 @@ async def test_a_session_the_archiver_parked_is_not_woken_from_a_short_history()
             tenant, sid, group)
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
         tail = tail_consumer(settings)
-        loader = SessionLoader(pool, tail, group)
+        loader = SessionLoader(PostgresEventStore(pool), TailReader(tail), group)
         await tail.start()
         try:
             with pytest.raises(SessionParked, match="parked it from seq 2: conflicting event"):
@@ -137,7 +139,7 @@ async def woken(settings: CommonSettings, tenant: str, log: list) -> list:
         await insert_events(conn, log)
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=2) as pool:
         tail = tail_consumer(settings)
-        loader = SessionLoader(pool, tail, f"test-wake-{uuid.uuid4().hex[:8]}")
+        loader = SessionLoader(PostgresEventStore(pool), TailReader(tail), f"test-wake-{uuid.uuid4().hex[:8]}")
         await tail.start()
         try:
             return await loader.load(sid, tenant, partition_for(sid, settings.partitions))

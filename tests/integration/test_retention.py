@@ -25,8 +25,8 @@ from wakeline.storage.pg import TenantPool
 from wakeline.ops.retention import RetentionSettings, apply_retention, parse_window, plan_retention
 from wakeline.storage.retention_cuts import RETAINED_OUT_SQLSTATE
 from wakeline.runtime.settings import CommonSettings
-from wakeline_archiver.conflict import ConflictingEvent, RetainedOutEvent
-from wakeline_archiver.store import Archive
+from wakeline.storage.archive_rules import ConflictingEvent, RetainedOutEvent
+from wakeline.storage.postgres_store import PostgresEventStore
 
 pytestmark = pytest.mark.postgres
 
@@ -268,10 +268,11 @@ class DroppedMonth:
         self.pool, self.name, self.start, self.end = pool, name, start, end
         self.tenant, self.session_id = fresh_tenant(), fresh_session_id()
         self.events = chain(self.tenant, self.session_id, [start + DAY + i * timedelta(minutes=1) for i in range(3)])
-        self.archive = Archive(pool, f"test-retention-{uuid.uuid4().hex[:12]}")
+        self.group = f"test-retention-{uuid.uuid4().hex[:12]}"
+        self.archive = PostgresEventStore(pool)  # as an archiver holds it: months cached
 
     async def create(self) -> DroppedMonth:
-        assert await self.archive.store_events(self.events, {}) == 3
+        assert await self.archive.archive(self.group, self.events, {}) == 3
         async with maintenance_connection() as conn:
             await conn.fetchrow(DROP, self.name, self.end + DAY, DAY)
         assert not await partition_exists(self.name)
@@ -302,25 +303,25 @@ async def test_replaying_a_dropped_month_is_a_no_op_and_the_chain_continues_afte
         dropped: DroppedMonth, restarted: bool) -> None:
     # A restarted archiver has no months cached: it asks for the partition and is refused.
     group = f"test-retention-{uuid.uuid4().hex[:12]}"
-    archive = Archive(dropped.pool, group) if restarted else dropped.archive
+    archive = PostgresEventStore(dropped.pool) if restarted else dropped.archive
     [after] = chain(dropped.tenant, dropped.session_id, [datetime.now(UTC)], after=dropped.events[-1])
 
-    stored = await archive.store_events([*dropped.events, after], {("wakeline.events", 0): 42})
+    stored = await archive.archive(group, [*dropped.events, after], {("wakeline.events", 0): 42})
 
     assert stored == 1  # only the event after the cut, linked to the tombstone's hash
     assert not await partition_exists(dropped.name)
     assert await dropped.key_hashes() == {e.seq: e.hash for e in [*dropped.events, after]}
     if restarted:
         assert await stored_offset(group, "wakeline.events") == 42
-    assert await archive.store_events(dropped.events, {}) == 0  # and again, from the cache
+    assert await archive.archive(group, dropped.events, {}) == 0  # and again, from the cache
 
 
 async def test_another_hash_for_a_key_in_a_dropped_month_is_still_a_conflict(dropped: DroppedMonth) -> None:
     first = dropped.events[0]
     [impostor] = chain(dropped.tenant, dropped.session_id, [first.ts], text="a different history")
-    for archive in (dropped.archive, Archive(dropped.pool, "test-retention-conflict")):
+    for archive in (dropped.archive, PostgresEventStore(dropped.pool)):
         with pytest.raises(ConflictingEvent) as raised:
-            await archive.store_events([impostor], {})
+            await archive.archive("test-retention-conflict", [impostor], {})
         assert (raised.value.session_id, raised.value.seq) == (dropped.session_id, 1)
         assert (raised.value.stored_hash, raised.value.incoming_hash) == (first.hash, impostor.hash)
     assert not await partition_exists(dropped.name)
@@ -331,10 +332,10 @@ async def test_a_new_event_in_a_dropped_month_stops_the_archiver_without_resurre
         dropped: DroppedMonth) -> None:
     [late] = chain(dropped.tenant, dropped.session_id, [dropped.start + 20 * DAY], after=dropped.events[-1])
     with pytest.raises(RetainedOutEvent, match="dropped by retention") as raised:
-        await Archive(dropped.pool, "test-retention-late").store_events([late], {})
+        await PostgresEventStore(dropped.pool).archive("test-retention-late", [late], {})
     assert (raised.value.session_id, raised.value.seq) == (dropped.session_id, 4)
     # The archiver that still believes the month exists finds no partition to insert into.
     with pytest.raises(asyncpg.CheckViolationError, match="no partition"):
-        await dropped.archive.store_events([late], {})
+        await dropped.archive.archive(dropped.group, [late], {})
     assert not await partition_exists(dropped.name)
     assert 4 not in await dropped.key_hashes()

@@ -10,10 +10,12 @@ from wakeline.contract.codec import DeadLetter, MalformedRecord, encode
 from wakeline.storage.event_rows import EVENT_COLUMNS, event_row
 from wakeline.log.fold import fold
 from wakeline.log.status import SessionRow, advance
-from wakeline_archiver.conflict import BrokenChain, ConflictingEvent, check_skipped, runs_to_look_up, select_new
+from wakeline.storage.archive_rules import (
+    BrokenChain, ConflictingEvent, check_skipped, project_sessions, runs_to_look_up, select_new,
+)
 from wakeline_archiver.dead_letters import UNPARSEABLE, letter_row
 from wakeline_archiver.records import decode_event
-from wakeline_archiver.rows import next_offsets, project_sessions
+from wakeline_archiver.offsets import next_offsets
 
 
 def log():

@@ -13,7 +13,7 @@ from aiokafka.errors import (
     NotLeaderForPartitionError,
 )
 
-from wakeline_archiver.conflict import BrokenChain, ConflictingEvent
+from wakeline.storage.archive_rules import BrokenChain, ConflictingEvent
 from wakeline.runtime.weather import is_weather
 from wakeline_archiver.weather import ride_out
 

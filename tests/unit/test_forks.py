@@ -12,7 +12,7 @@ from wakeline.contract.events import ForkedPayload, SessionConfig
 from wakeline.log.fold import FoldError, fold
 from wakeline.storage.lineage import first_missing, unfinished_calls, whole_step_before
 from wakeline.log.status import advance
-from wakeline_archiver.conflict import BrokenChain, runs_to_look_up, select_new
+from wakeline.storage.archive_rules import BrokenChain, runs_to_look_up, select_new
 from wakeline.agent.forking import ForkRefused, fork_drafts
 from wakeline.agent.steps import next_step
 from wakeline_gateway.cost import session_cost

@@ -2,14 +2,15 @@
 
 A fork's own log starts at `fork_seq + 1` with a `forked` event; the events before it are
 its parent's 1..fork_seq, read from the parent (which may itself be a fork: the read
-recurses), never copied. `prefix_events` is that read, in the tenant set on `conn`;
+recurses), never copied. `prefix_events` is that read, in the tenant set on `conn`
+(`inherited` the same recursion over any reader, which the in-memory store uses);
 `unfinished_calls` is the pure rule for where a fork may not start. The gateway, the
 brain's wake and verify share both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import asyncpg
 
@@ -27,10 +28,17 @@ class PrefixUnavailable(LookupError):
 
 async def prefix_events(conn: asyncpg.Connection, parent_id: str, upto: int) -> list[Event]:
     """The events 1..`upto` of `parent_id`'s history, its own inherited prefix included."""
+    async def own_upto(session_id: str, limit: int) -> list[Event]:
+        return [event_from_row(r) for r in await conn.fetch(SELECT_PREFIX, session_id, limit)]
+    return await inherited(own_upto, parent_id, upto)
+
+
+async def inherited(own_upto: Callable[[str, int], Awaitable[list[Event]]], parent_id: str, upto: int) -> list[Event]:
+    """`prefix_events` over `own_upto(session_id, limit)`: a session's own stored events up to `limit`."""
     chunks: list[list[Event]] = []
     session_id, limit = parent_id, upto
     for _ in range(MAX_DEPTH):
-        own = [event_from_row(r) for r in await conn.fetch(SELECT_PREFIX, session_id, limit)]
+        own = await own_upto(session_id, limit)
         chunks.append(own)
         first = own[0] if own else None
         if not isinstance(first, SessionForked):

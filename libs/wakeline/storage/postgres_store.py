@@ -2,23 +2,30 @@
 
 Every statement runs in a `TenantPool.transaction(tenant[, viewer])`, so row-level
 security decides what a caller sees and may write. The statements are in
-`wakeline.storage.event_statements`; the archiver runs the same ones inside its batch transaction.
+`wakeline.storage.event_statements`, the archiver's batch `archive_writes`, the wake's first
+question `archive_position`.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
-from datetime import UTC
+from collections.abc import Iterable, Sequence
 
 import asyncpg
 
-from wakeline.storage.event_store import Appended, EventQuery, Key, Scope, sort_out
+from wakeline.contract.events import Event
+from wakeline.storage import archive_writes
+from wakeline.storage.archive_position import wake_start
+from wakeline.storage.archive_rules import Month, utc_month
 from wakeline.storage.event_rows import event_from_row
 from wakeline.storage.event_statements import (
-    SELECT_FIRST_CAUSED_BY, SELECT_FIRST_CAUSED_UNDER, SELECT_LAST_SEQ, insert_events, select_events, stored_hashes,
+    SELECT_FIRST_CAUSED_BY, SELECT_FIRST_CAUSED_UNDER, SELECT_LAST_SEQ, events_from_snapshot, insert_events,
+    select_events, session_events, stored_hashes,
 )
-from wakeline.contract.events import Event
+from wakeline.storage.event_store import (
+    Appended, ArchiveAt, EventQuery, Key, Offsets, ParkedSession, Scope, WakeRead, sort_out,
+)
+from wakeline.storage.lineage import prefix_events
 from wakeline.storage.pg import TenantPool
 from wakeline.storage.retention_cuts import RETAINED_OUT_SQLSTATE
 
@@ -26,6 +33,8 @@ from wakeline.storage.retention_cuts import RETAINED_OUT_SQLSTATE
 class PostgresEventStore:
     def __init__(self, pool: TenantPool):
         self._pool = pool
+        self._months: set[Month] = set()   # partitions of `events` known to exist
+        self._dropped: set[Month] = set()  # by retention: never created again
 
     async def append(self, events: Sequence[Event]) -> Appended:
         """Stores what is not stored yet; the same event again is `present`, another
@@ -70,21 +79,66 @@ class PostgresEventStore:
             last: int = await conn.fetchval(SELECT_LAST_SEQ, session_id)
         return last
 
+    async def wake_read(self, session_id: str, tenant: str, at: ArchiveAt, whole: bool = False) -> WakeRead:
+        # Offset first, rows second, in one transaction: the rows then hold at least
+        # everything before the offset, and a tail read from it overlaps rather than leaves a gap.
+        async with self._pool.system_transaction() as conn:
+            start = await wake_start(conn, session_id, tenant, at.topic, at.partition, at.group)
+            if start.owner is None or start.parked:
+                # No key in event_keys under any tenant, so no row in events either (each row's
+                # key is inserted by the same statement, and keys outlive retention): a new
+                # session's wake skips the two reads, 3 round trips instead of 5.
+                return WakeRead(start.owner, [], start.next_offset, start.parked)
+            events = await (session_events if whole else events_from_snapshot)(conn, session_id)
+        return WakeRead(start.owner, events, start.next_offset, None)
+
+    async def prefix(self, tenant: str, parent_id: str, upto: int) -> list[Event]:
+        async with self._pool.transaction(tenant) as conn:
+            return await prefix_events(conn, parent_id, upto)
+
+    async def archive(self, group: str, events: Sequence[Event], offsets: Offsets) -> int:
+        """The batch and its offsets in one transaction; how many events were new."""
+        await self._ensure_partitions(events)
+        async with self._pool.system_transaction() as conn:
+            return await archive_writes.store_batch(conn, group, events, offsets, self._dropped)
+
+    async def park(self, group: str, parked: Sequence[ParkedSession], offsets: Offsets) -> None:
+        async with self._pool.system_transaction() as conn:
+            await archive_writes.park(conn, group, parked, offsets)
+
+    async def parked(self, sessions: Iterable[tuple[str, str]]) -> list[ParkedSession]:
+        keys = sorted(set(sessions))
+        if not keys:
+            return []
+        async with self._pool.system_transaction() as conn:
+            return await archive_writes.find_parked(conn, keys)
+
+    async def archived_offsets(self, group: str, topics: Iterable[str]) -> Offsets:
+        async with self._pool.system_transaction() as conn:
+            return await archive_writes.stored_positions(conn, group, topics)
+
     async def _first(self, scope: Scope, sql: str, *args: str) -> Event | None:
         async with self._pool.transaction(*scope) as conn:
             row = await conn.fetchrow(sql, *args)
         return event_from_row(row) if row is not None else None
 
-    async def _ensure_partitions(self, events: Sequence[Event]) -> None:
-        # DDL in short transactions of its own, never inside the one that inserts. A month
-        # retention dropped stays dropped: a new event there then fails to insert, loudly.
-        for ts in {e.ts.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0) for e in events}:
+    async def _ensure_partitions(self, events: Iterable[Event]) -> None:
+        # DDL in short transactions of its own, never inside the one that inserts or holding
+        # locks for a batch's length. A month retention dropped stays dropped: `append` then
+        # fails to insert there, loudly; `archive` refuses its new events (`refuse_retained_out`).
+        for event in events:
+            month = utc_month(event.ts)
+            if month in self._months or month in self._dropped:
+                continue
             try:
                 async with self._pool.system_transaction() as conn:
-                    await conn.execute("SELECT ensure_events_partition($1)", ts)
+                    await conn.execute("SELECT ensure_events_partition($1)", event.ts)
             except asyncpg.PostgresError as exc:
                 if exc.sqlstate != RETAINED_OUT_SQLSTATE:
                     raise
+                self._dropped.add(month)
+            else:
+                self._months.add(month)
 
 
 def _keys(events: Sequence[Event]) -> list[Key]:

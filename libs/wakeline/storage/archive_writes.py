@@ -1,30 +1,28 @@
-"""Postgres side of the archiver: one transaction per batch of events.
+"""The archiver's writes in Postgres: a batch of events, the sessions rows it moves, its offsets.
 
-The transaction holds, per tenant in the batch (RLS needs `wakeline.tenant` set before
-touching its rows), the new events, the `sessions` rows they move forward, and, last,
-the batch's Kafka offsets in `archiver_offsets`. Either all of it commits or none, so
-the stored offset always says exactly how far the archive goes. Monthly partitions of
-`events` are created beforehand in their own short transactions: DDL must not hold
-locks for the length of a batch. A month retention dropped is not created again (the
-database refuses, 0007); events replayed into it can only be redeliveries.
+`PostgresEventStore.archive` runs `store_batch` in one transaction holding, per tenant in
+the batch (RLS needs `wakeline.tenant` set before touching its rows), the new events, the
+`sessions` rows they move forward, and, last, the batch's Kafka offsets in
+`archiver_offsets`. Either all of it commits or none, so the stored offset always says
+exactly how far the archive goes. What the archive accepts is `archive_rules`' (the
+in-memory store applies the same rules). Parking a session (`archiver_quarantine`, 0010)
+commits with the offsets of the batch that parked it.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 import asyncpg
 
-from wakeline.storage.event_statements import insert_new_events, stored_hashes, stored_hashes_between
 from wakeline.contract.events import Event, SessionCreated, SessionForked
-from wakeline.storage.pg import TenantPool
-from wakeline.storage.retention_cuts import RETAINED_OUT_SQLSTATE
 from wakeline.log.status import SESSION_COLUMNS, SessionRow
-from wakeline_archiver.conflict import (
-    Month, check_skipped, refuse_retained_out, runs_to_look_up, select_new, utc_month,
+from wakeline.storage.archive_rules import (
+    Month, check_skipped, project_sessions, refuse_retained_out, runs_to_look_up, select_new,
 )
-from wakeline_archiver.rows import project_sessions
+from wakeline.storage.event_statements import insert_new_events, stored_hashes, stored_hashes_between
+from wakeline.storage.event_store import Offsets, ParkedSession
 
 SET_TENANT = "SELECT set_config('wakeline.tenant', $1, true)"
 # The rows the batch moves forward, locked in one order: an archiver overlapping this one
@@ -53,52 +51,32 @@ STORED_POSITIONS = """
 SELECT topic, partition, next_offset FROM archiver_offsets
 WHERE consumer_group = $1 AND topic = ANY($2::text[])
 """
+PARKED = """
+SELECT q.tenant, q.session_id, q.from_seq, q.reason, q.topic, q.partition, q."offset"
+FROM archiver_quarantine AS q JOIN unnest($1::text[], $2::text[]) AS b(tenant, session_id) USING (tenant, session_id)
+"""
+PARK = """
+INSERT INTO archiver_quarantine (tenant, session_id, from_seq, reason, topic, partition, "offset", consumer_group)
+SELECT *, $8::text FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::int[], $7::bigint[])
+ON CONFLICT (tenant, session_id) DO NOTHING
+"""
 
 
-class Archive:
-    def __init__(self, pool: TenantPool, group: str):
-        self._pool = pool
-        self._group = group
-        self._months: set[Month] = set()
-        self._dropped: set[Month] = set()  # by retention: never created again
-
-    async def store_events(self, events: Sequence[Event], offsets: dict[tuple[str, int], int]) -> int:
-        """Stores the batch and its offsets in one transaction; returns how many events were new."""
-        await self._ensure_partitions(events)
-        stored = 0
-        # One lock order for every archiver: two that overlap during a rebalance then
-        # wait for each other instead of deadlocking. A session's events stay in seq order.
-        ordered = sorted(events, key=lambda e: (e.tenant, e.session_id, e.seq))
-        async with self._pool.system_transaction() as conn:
-            for tenant, group in itertools.groupby(ordered, lambda e: e.tenant):
-                await conn.execute(SET_TENANT, tenant)
-                stored += await _store_tenant_events(conn, list(group), self._dropped)
-            await save_offsets(conn, self._group, offsets)
-        return stored
-
-    async def stored_positions(self, topics: Iterable[str]) -> dict[tuple[str, int], int]:
-        """(topic, partition) -> the next offset to archive, for every partition stored."""
-        async with self._pool.system_transaction() as conn:
-            rows = await conn.fetch(STORED_POSITIONS, self._group, list(topics))
-        return {(r["topic"], r["partition"]): r["next_offset"] for r in rows}
-
-    async def _ensure_partitions(self, events: Iterable[Event]) -> None:
-        for event in events:
-            month = utc_month(event.ts)
-            if month in self._months or month in self._dropped:
-                continue
-            try:
-                async with self._pool.system_transaction() as conn:
-                    await conn.execute("SELECT ensure_events_partition($1)", event.ts)
-            except asyncpg.PostgresError as exc:
-                if exc.sqlstate != RETAINED_OUT_SQLSTATE:
-                    raise
-                self._dropped.add(month)
-            else:
-                self._months.add(month)
+async def store_batch(conn: asyncpg.Connection, group: str, events: Sequence[Event], offsets: Offsets,
+                      dropped: Collection[Month]) -> int:
+    """The batch and its offsets on `conn` (in one transaction); how many events were new."""
+    stored = 0
+    # One lock order for every archiver: two that overlap during a rebalance then
+    # wait for each other instead of deadlocking. A session's events stay in seq order.
+    ordered = sorted(events, key=lambda e: (e.tenant, e.session_id, e.seq))
+    for tenant, group_of_tenant in itertools.groupby(ordered, lambda e: e.tenant):
+        await conn.execute(SET_TENANT, tenant)
+        stored += await _store_tenant_events(conn, list(group_of_tenant), dropped)
+    await save_offsets(conn, group, offsets)
+    return stored
 
 
-async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dropped: set[Month]) -> int:
+async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dropped: Collection[Month]) -> int:
     """One tenant's share of the batch, in (session_id, seq) order."""
     fresh = select_new(events, await stored_hashes_between(conn, runs_to_look_up(events)))
     refuse_retained_out(fresh, dropped)
@@ -116,10 +94,8 @@ async def _store_tenant_events(conn: asyncpg.Connection, events: list[Event], dr
 
 
 async def _project_sessions(conn: asyncpg.Connection, events: list[Event]) -> None:
-    """Folds the inserted events over their sessions' current rows (`wakeline.log.status.advance`)
+    """Folds the inserted events over their sessions' current rows (`archive_rules.project_sessions`)
     and writes the rows that moved: two statements for the tenant's whole share."""
-    if not events:
-        return
     # A session_created (or a fork's forked) inserted now means nothing of its session was
     # archived before: no row to read.
     opened = {e.session_id for e in events if isinstance(e, (SessionCreated, SessionForked))}
@@ -130,8 +106,25 @@ async def _project_sessions(conn: asyncpg.Connection, events: list[Event]) -> No
         await conn.execute(UPSERT_SESSIONS, *([getattr(r, c) for r in rows] for c in SESSION_COLUMNS))
 
 
-async def save_offsets(conn: asyncpg.Connection, group: str, offsets: dict[tuple[str, int], int]) -> None:
+async def save_offsets(conn: asyncpg.Connection, group: str, offsets: Offsets) -> None:
     """Upserts the next offset per (topic, partition); never moves one backwards."""
     if offsets:
         keys = sorted(offsets)
         await conn.execute(SAVE_OFFSETS, group, [t for t, _ in keys], [p for _, p in keys], [offsets[k] for k in keys])
+
+
+async def stored_positions(conn: asyncpg.Connection, group: str, topics: Iterable[str]) -> Offsets:
+    rows = await conn.fetch(STORED_POSITIONS, group, list(topics))
+    return {(r["topic"], r["partition"]): r["next_offset"] for r in rows}
+
+
+async def find_parked(conn: asyncpg.Connection, sessions: Sequence[tuple[str, str]]) -> list[ParkedSession]:
+    rows = await conn.fetch(PARKED, [tenant for tenant, _ in sessions], [sid for _, sid in sessions])
+    return [ParkedSession(r["tenant"], r["session_id"], r["from_seq"], r["reason"], r["topic"], r["partition"],
+                          r["offset"]) for r in rows]
+
+
+async def park(conn: asyncpg.Connection, group: str, parked: Sequence[ParkedSession], offsets: Offsets) -> None:
+    if parked:
+        await conn.execute(PARK, *zip(*parked), group)
+    await save_offsets(conn, group, offsets)

@@ -1,4 +1,7 @@
-"""Redelivery, conflict and chain breaks: deciding which events of a batch are new. Pure.
+"""What the archive accepts: redelivery, conflict, chain breaks, and the sessions rows it moves. Pure.
+
+Every `EventStore.archive` applies these rules before it writes (`archive_writes.py` for
+Postgres, `memory_store.py` for the in-memory twin), so both refuse the same batches.
 
 A `(session_id, seq)` already stored with the same hash is a redelivery and a no-op. The
 same key with a different hash means two histories claim one position in the log
@@ -6,7 +9,7 @@ same key with a different hash means two histories claim one position in the log
 hash, seq n to the stored (or same-batch) hash of seq n-1, and a fork's `forked` event
 (at its parent's seq + 1) to the parent's archived hash at that seq; anything else is a
 gap or an unrecorded branch (`BrokenChain`). Nothing may be stored on top of either: the archiver parks the
-session from that event (`archiver.py`), loudly, and keeps archiving every other one.
+session from that event (`wakeline_archiver.archiver`), loudly, and keeps archiving every other one.
 
 A month that retention dropped keeps its events only as event_keys tombstones: an old
 event replayed into it is a redelivery like any other (same hash: a no-op; another hash:
@@ -20,6 +23,7 @@ from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 
 from wakeline.contract.events import GENESIS_HASH, Event, SessionForked
+from wakeline.log.status import SessionRow, project
 
 Key = tuple[str, int]
 Month = tuple[int, int]  # (year, month) in UTC, as events is partitioned
@@ -121,3 +125,20 @@ def refuse_retained_out(fresh: Iterable[Event], dropped: Collection[Month]) -> N
     for event in fresh:
         if utc_month(event.ts) in dropped:
             raise RetainedOutEvent(event.session_id, event.seq, event.ts)
+
+
+def project_sessions(current: Mapping[str, SessionRow], events: Iterable[Event]) -> list[SessionRow]:
+    """The `sessions` rows `events` (in seq order per session) move forward, from the
+    `current` rows by session id; sessions they leave as they were are not returned.
+    Forward only: a redelivered or older event never regresses a row, and only a
+    `session_created` (or `forked`) opens one (`status.project`)."""
+    by_session: dict[str, list[Event]] = {}
+    for event in events:
+        by_session.setdefault(event.session_id, []).append(event)
+    rows = []
+    for session_id, its_events in by_session.items():
+        before = current.get(session_id)
+        row = project(before, its_events)
+        if row is not None and row != before:
+            rows.append(row)
+    return rows
