@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from aiokafka.structs import TopicPartition
 
+from tests.fakes.archive import ArchiveOf
 from tests.fakes.kafka import FakeProducer
 from wakeline.contract import commands as c
 from wakeline.contract.events import Event, parse_event
@@ -44,20 +45,20 @@ class Partition:
         self.producer, self.tracker = FakeProducer(), OffsetTracker()
         self.writer = PartitionWriter(PARTITION, self.producer, "wakeline-brain", self.tracker, INPUTS)
         self.letters: list[tuple[object, str]] = []
+        # Wakes go through the brain's SessionLoader: a memory archive (empty unless a test
+        # archives) and the committed records as the tail.
+        self.archive = ArchiveOf(self.producer, PARTITION)
         self._offsets = itertools.count()
 
     def actor(self, session_id: str, model: FakeModel, now=lambda: datetime.now(UTC)) -> SessionActor:
         async def dead_letter(item: object, reason: str) -> None:
             self.letters.append((item, reason))
 
-        async def history(sid: str, tenant: str, partition: int, whole: bool = False) -> list[Event]:
-            return self.events(sid)  # what was committed before: a later run wakes from it
-
         def release(tokens: list[tuple[TopicPartition, int]]) -> None:
             for tp, offset in tokens:
                 self.tracker.finish(tp, offset)
 
-        deps = ActorDeps(host="test", idle_evict_s=0.2, load=history, model_for=lambda name: model,
+        deps = ActorDeps(host="test", idle_evict_s=0.2, load=self.archive.loader().load, model_for=lambda name: model,
                          tools=tool_schemas(), release=release, dead_letter=dead_letter, now=now,
                          new_id=lambda: str(uuid.uuid4()))
         return SessionActor(session_id=session_id, tenant="t", partition=PARTITION, writer=self.writer, deps=deps)

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from aiokafka.structs import TopicPartition
 
+from tests.fakes.archive import ArchiveOf
 from tests.fakes.kafka import FakeProducer
 from wakeline.contract import commands as c
 from wakeline.log.chain import first_broken_seq
@@ -42,6 +43,7 @@ class Brain:
     def __init__(self, **deps: int) -> None:
         self.producer, self.tracker = FakeProducer(), OffsetTracker()
         self.writer = PartitionWriter(0, self.producer, "wakeline-brain", self.tracker, INPUTS)
+        self.archive = ArchiveOf(self.producer)  # wakes read it through the brain's SessionLoader
         self.deps, self.offset = deps, 0
 
     def events(self, sid: str) -> list[Event]:
@@ -49,15 +51,11 @@ class Brain:
                 if s.topic == EVENTS and s.key == sid.encode()]
 
     def actor(self, sid: str) -> SessionActor:
-        async def from_snapshot(sid: str, tenant: str, partition: int, whole: bool = False) -> list[Event]:
-            events = self.events(sid)  # as wake.SessionLoader reads: the newest snapshot on
-            at = 0 if whole else max((i for i, e in enumerate(events) if isinstance(e, SnapshotTaken)), default=0)
-            return events[at:]
-
         async def dead_letter(item: object, reason: str) -> None:
             raise AssertionError(reason)
 
-        deps = ActorDeps(host="test", idle_evict_s=0.1, load=from_snapshot, model_for=lambda name: ToolLoop(),
+        deps = ActorDeps(host="test", idle_evict_s=0.1, load=self.archive.loader().load,
+                         model_for=lambda name: ToolLoop(),
                          tools=tool_schemas(), release=lambda tokens: None, dead_letter=dead_letter,
                          now=lambda: datetime.now(UTC), new_id=lambda: str(uuid.uuid4()), **self.deps)
         return SessionActor(session_id=sid, tenant="t", partition=0, writer=self.writer, deps=deps)
@@ -77,6 +75,8 @@ class Brain:
         actor.mailbox.put_nowait((item, (INPUTS[0], self.offset)))
         self.offset += 1
         await asyncio.wait_for(actor.run("test"), timeout=10)  # returns on idle eviction
+        # The archiver a few records behind: the next wake reads the archive, then the tail.
+        await self.archive.archive(max(0, len(self.archive.records()) - 3))
 
 
 async def test_a_snapshot_every_n_events_in_the_transaction_of_the_events_before_it():
@@ -108,6 +108,8 @@ async def test_eviction_leaves_a_snapshot_the_next_wake_starts_from_with_every_i
         assert isinstance(before[-1], SnapshotTaken)  # left by the last eviction
         woken = resume((await brain.actor("s2").deps.load("s2", "t", 0)))
         assert woken == fold(before) and woken.has_seen("create-s2")
+        # from the archive's snapshot, and the three records it lacks from the tail
+        assert brain.archive.store.sessions["s2"].last_seq == before[-4].seq
         # A redelivered create is a no-op for a session woken from its snapshot.
         await brain.run("s2", c.CreateSession(command_id="create-s2", session_id="s2", tenant="t",
                                               actor="user:ann", message="go", config={"model": "fake"}))

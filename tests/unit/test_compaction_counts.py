@@ -14,6 +14,7 @@ import json
 import uuid
 from typing import Callable
 
+from tests.fakes.archive import GROUP
 from tests.unit.actor_partition import Partition, run_until_idle
 from wakeline.contract import commands as c
 from wakeline.contract import events as e
@@ -196,13 +197,13 @@ async def test_a_brain_woken_right_after_a_compaction_calls_the_model_rather_tha
 
     part, woken = Partition(), CountingClaude(count)
     woken.calls = [None] * 6  # type: ignore[list-item]  # its six tool rounds were answered before the kill
-    part.events = lambda sid: cut  # type: ignore[method-assign]  # the history a new owner loads
     await part.writer.start()
+    await part.archive.store.archive(GROUP, cut, {})  # the history a new owner loads
     try:
         await run_until_idle(part.actor(compaction.session_id, woken))
     finally:
         await part.writer.close()
-    after = Partition.events(part, compaction.session_id)
+    after = part.events(compaction.session_id)
     assert [ev.type for ev in after][:2] == ["woke", "model_turn"], [ev.type for ev in after]
     assert compactions(after) == [] and woken.summaries == [] and woken.counts == []
     assert summarized(woken.calls[-1]) and estimate_tokens(woken.calls[-1]) >= window // 2
