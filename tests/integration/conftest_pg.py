@@ -25,6 +25,8 @@ import asyncpg
 from tests.requirements import missing, require
 from wakeline.storage.event_rows import COLUMNS, EVENT_COLUMNS, HASH_COLUMNS
 from wakeline.storage.migrate import MIGRATIONS_DIR, apply_migrations
+from wakeline.storage.pg import TenantPool
+from wakeline.storage.postgres_store import PostgresEventStore
 from wakeline.ops.retention import RetentionSettings
 from wakeline.runtime.settings import AdminSettings, CommonSettings
 
@@ -200,3 +202,11 @@ async def database_before(version: int, workdir: Path) -> AsyncIterator[str]:
     finally:
         async with superuser_connection() as conn:
             await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@asynccontextmanager
+async def postgres_event_store() -> AsyncIterator[PostgresEventStore]:
+    """The real `EventStore` on a small pool of the service role, for the contract suites."""
+    await require_postgres()
+    async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=2) as pool:
+        yield PostgresEventStore(pool)

@@ -13,19 +13,16 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from conftest_pg import fresh_session_id, fresh_tenant, require_postgres, service_connection, set_tenant
+from conftest_pg import fresh_session_id, fresh_tenant, postgres_event_store, service_connection, set_tenant
 from tests.factories import LIVE, draft, sealed
 from wakeline.contract.events import Event, SessionConfig
 from wakeline.log.fold import fold
 from wakeline.log.snapshots import snapshot_payload
 from wakeline.log.status import SessionRow
-from wakeline.runtime.settings import CommonSettings
 from wakeline.storage.archive_rules import BrokenChain, ConflictingEvent
 from wakeline.storage.event_store import ArchiveAt, EventStore, ParkedSession
 from wakeline.storage.lineage import PrefixUnavailable
 from wakeline.storage.memory_store import MemoryEventStore
-from wakeline.storage.pg import TenantPool
-from wakeline.storage.postgres_store import PostgresEventStore
 
 TOPIC = "test-archive-contract"
 
@@ -153,9 +150,8 @@ class TestPostgresArchive(ArchiveContract):
 
     @pytest.fixture
     async def store(self) -> AsyncIterator[EventStore]:
-        await require_postgres()
-        async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=2) as pool:
-            yield PostgresEventStore(pool)
+        async with postgres_event_store() as store:
+            yield store
 
     async def session_row(self, store: EventStore, tenant: str, session_id: str) -> SessionRow | None:
         async with service_connection() as conn, conn.transaction():

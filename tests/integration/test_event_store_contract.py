@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
-from conftest_pg import fresh_session_id, fresh_tenant, insert_event_as, new_event, require_postgres, service_connection
+from conftest_pg import (
+    fresh_session_id, fresh_tenant, insert_event_as, new_event, postgres_event_store, service_connection,
+)
 from wakeline.log.chain import Draft, seal
 from wakeline.storage.event_store import EventQuery, EventStore, Scope
 from wakeline.contract.events import (
@@ -23,9 +25,6 @@ from wakeline.contract.events import (
     ToolCallPayload, ToolResultPayload, UserMessagePayload,
 )
 from wakeline.storage.memory_store import MemoryEventStore
-from wakeline.storage.pg import TenantPool
-from wakeline.storage.postgres_store import PostgresEventStore
-from wakeline.runtime.settings import CommonSettings
 
 USER, AGENT, RUNNER = "user:alice", "agent:scripted:default", "runner:host-1"
 
@@ -169,9 +168,8 @@ class TestPostgresEventStore(EventStoreContract):
 
     @pytest.fixture
     async def store(self) -> AsyncIterator[EventStore]:
-        await require_postgres()
-        async with TenantPool(CommonSettings().postgres_dsn, min_size=1, max_size=2) as pool:
-            yield PostgresEventStore(pool)
+        async with postgres_event_store() as store:
+            yield store
 
     async def plant_invalid(self, store: EventStore, tenant: str, session_id: str, seq: int) -> None:
         # The service role may insert any row of its tenant; only readers judge it.

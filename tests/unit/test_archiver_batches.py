@@ -4,9 +4,8 @@ dead-lettered, and where the offsets go. `EventArchiver` as the service runs it,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tests.factories import LIVE, draft, sealed
+from tests.unit.session_log import Record
 from wakeline.contract.codec import DeadLetter, encode
 from wakeline.contract.events import Event
 from wakeline.contract.topics import EVENTS
@@ -17,15 +16,6 @@ from wakeline_archiver.quarantine import Quarantine
 from wakeline_archiver.triage import HELD
 
 GROUP = "test-archiver"
-
-
-@dataclass(frozen=True)
-class Record:
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
 
 
 class Archiver:
