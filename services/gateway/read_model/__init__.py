@@ -1,0 +1,14 @@
+"""The gateway's reads of the `events` and `sessions` tables beyond the `EventStore` interface
+in `wakeline.storage`: each module one read model, and no other gateway module spells out SQL
+on those tables.
+
+- `sessions.py`: `SessionStore`, what the session routes read (the projection rows, a page
+  of them with their model costs, forks, a session's events through the `EventStore`, the
+  key and session of a path in one statement, verify and proofs).
+
+Why one place: a change to either table (a column, an index, a partition bound) is checked
+against every statement that reads it here and in `wakeline.storage`, not hunted for across
+the routes; `tests/unit/test_import_rules.py` fails when such SQL turns up elsewhere.
+Everything here reads in the caller's tenant transaction, so row-level security decides
+what is seen; nothing here writes.
+"""
