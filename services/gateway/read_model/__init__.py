@@ -5,6 +5,9 @@ on those tables.
 - `sessions.py`: `SessionStore`, what the session routes read (the projection rows, a page
   of them with their model costs, forks, a session's events through the `EventStore`, the
   key and session of a path in one statement, verify and proofs).
+- `audit.py`: `AuditReads`, the audit queries across a tenant's sessions (events, the
+  sessions they touch, model cost) and the SQL they run; `audit/store.py`'s `AuditStore`
+  adds the access log and the retention window to them.
 
 Why one place: a change to either table (a column, an index, a partition bound) is checked
 against every statement that reads it here and in `wakeline.storage`, not hunted for across
