@@ -17,7 +17,8 @@ from typing import Any
 
 from bench.audit_load import TENANT
 from wakeline.storage.pg import TenantPool
-from wakeline_gateway.audit.query import AuditQuery, events_sql
+from wakeline_gateway.audit.query import AuditQuery
+from wakeline_gateway.read_model.audit import events_sql
 
 
 async def explain_custom(pool: TenantPool, query: AuditQuery) -> list[str]:

@@ -24,8 +24,9 @@ from bench.audit_sessions import AGENT
 from bench.harness import summary
 from wakeline.storage.pg import TenantPool
 from wakeline.runtime.settings import CommonSettings
-from wakeline_gateway.audit.query import AuditQuery, events_sql
+from wakeline_gateway.audit.query import AuditQuery
 from wakeline_gateway.audit.store import AuditStore
+from wakeline_gateway.read_model.audit import events_sql
 
 WARMUP, RUNS = 20, 200
 EMPTY = "empty_transaction"

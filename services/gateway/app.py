@@ -26,11 +26,11 @@ from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.metrics import HttpMetrics
 from wakeline_gateway.pool import Leases
 from wakeline_gateway.audit.store import AuditStore
+from wakeline_gateway.read_model.sessions import SessionStore
 from wakeline_gateway.routes import (
     audit, commands, console, forks, health, me, reads, sessions, stream, tenant, tool_calls,
 )
 from wakeline_gateway.settings import GatewaySettings
-from wakeline_gateway.store import SessionStore
 
 
 @asynccontextmanager

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from wakeline.storage import api_keys
+from wakeline.storage.event_store import Scope
 from wakeline_gateway.errors import ApiError
-from wakeline_gateway.store import Scope
 
 # action -> roles allowed. Ownership of the session is checked on top (deps.py).
 PERMISSIONS: dict[str, frozenset[str]] = {

@@ -22,9 +22,9 @@ from wakeline_gateway.feed import FeedState
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.pool import Leases
 from wakeline_gateway.inbox import Inbox
+from wakeline_gateway.read_model.sessions import SessionStore
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.shapes.sessions import SessionPublic
-from wakeline_gateway.store import SessionStore
 
 
 # The dependencies below are `async def` though they never wait: FastAPI runs a plain

@@ -32,7 +32,7 @@ from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.rejections import rejection_code, rejection_status
 from wakeline_gateway.shapes.commands import CommandPublic
-from wakeline_gateway.store import SessionStore
+from wakeline_gateway.read_model.sessions import SessionStore
 
 PENDING_NOTE = ("the command is on " + INBOX + " but no outcome was recorded within {:g} s; "
                 "GET /v1/sessions/{}/events shows it when the brain has sequenced it")

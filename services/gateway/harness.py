@@ -17,8 +17,9 @@ from collections.abc import AsyncIterator
 from wakeline.log.client_calls import MOVING_TYPES, ClientCalls, OfferedCall
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.events import Event, SessionEnded, ToolCallRequested, ToolResultReceived
+from wakeline.storage.event_store import EventQuery, Scope
+from wakeline_gateway.read_model.sessions import SessionStore
 from wakeline_gateway.sse import CAUGHT_UP, HEARTBEAT, Tail
-from wakeline_gateway.store import EventQuery, Scope, SessionStore
 
 PAGE = 1000
 

@@ -9,7 +9,8 @@ once; the result is recorded once (the brain answers a second result `not_pendin
 the results route compares it with what was recorded).
 
 What is pending comes from the archive: a session counted `pending_client > 0` (its
-projection row) and, in it, a client call with no result and no approval still awaited.
+projection row) and, in it, a client call with no result and no approval still awaited
+(`read_model/pool_calls.py`, the gateway's read model; here only the leases' own SQL).
 The search runs every `poll_s`, and at once after a lease is given back.
 """
 
@@ -24,38 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wakeline.storage.pg import TenantPool
+from wakeline_gateway.read_model.pool_calls import offerable
 
-# Calls waiting for a harness, oldest session first, that no live lease holds. Runs under
-# the tenant's row-level security; the partial index 0025 made finds the waiting sessions.
-# Every read of `events` is bounded below by time (a call comes after its session's
-# creation, a result or approval after its call; an hour's slack for brains whose clocks
-# disagree), so only the months since are read: unbounded, each probe went through every
-# monthly partition, 15 ms of execution for 100 waiting sessions (EXPLAIN ANALYZE). The tool
-# is matched in the payload, not by `tool_name`, and the call's tenant is the session's (and
-# row-level security's), not said again: either drew the planner to a (tenant, ...) index,
-# every call of the tenant for each session, rather than the session's own by its key.
-OFFERABLE = """
-SELECT c.session_id, c.seq, c.payload->>'tool_call_id' AS tool_call_id, c.tool_name AS name,
-       c.payload->'input' AS input
-  FROM sessions s
-  JOIN events c ON c.session_id = s.session_id AND c.type = 'tool_call' AND c.ts >= s.created_at - interval '1 hour'
- WHERE s.tenant = $1 AND s.pending_client > 0 AND s.status = 'waiting_client'
-   AND c.payload->>'answered_by' = 'client' AND c.payload->>'name' = ANY($2::text[])
-   AND NOT EXISTS (SELECT 1 FROM events r WHERE r.session_id = c.session_id AND r.type = 'tool_result'
-                     AND r.ts >= c.ts - interval '1 hour' AND r.seq > c.seq
-                     AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id')
-   AND NOT EXISTS (SELECT 1 FROM events a WHERE a.session_id = c.session_id AND a.type = 'approval_requested'
-                     AND a.ts >= c.ts - interval '1 hour' AND a.seq > c.seq
-                     AND a.payload->>'tool_call_id' = c.payload->>'tool_call_id'
-                     AND NOT EXISTS (SELECT 1 FROM events g WHERE g.session_id = c.session_id
-                                       AND g.type = 'approval_granted' AND g.ts >= a.ts - interval '1 hour'
-                                       AND g.seq > a.seq
-                                       AND g.payload->>'tool_call_id' = a.payload->>'tool_call_id'))
-   AND NOT EXISTS (SELECT 1 FROM tool_call_leases l WHERE l.tenant = $1 AND l.session_id = c.session_id
-                     AND l.tool_call_id = c.payload->>'tool_call_id' AND l.expires_at > now())
- ORDER BY s.updated_at, c.session_id, c.seq
- LIMIT $3
-"""
 SPREAD = 4  # candidates looked at per call a worker has room for
 # Taken only where no live lease is: a lease that ran out is taken over, one held is not.
 TAKE = """
@@ -115,7 +86,7 @@ class Leases:
             # A window wider than the room, taken in an order of this worker's own: workers that
             # search at once then mostly try different calls, rather than all the same oldest
             # few, where one wins and the others wait on its uncommitted lease to lose.
-            rows = await conn.fetch(OFFERABLE, tenant, list(tools), room * SPREAD)
+            rows = await offerable(conn, tenant, tools, room * SPREAD)
             for row in random.sample(list(rows), len(rows)):
                 if len(offers) == room:
                     break

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.events import Event
+from wakeline.storage.event_store import EventQuery, Scope
 from wakeline_gateway.listeners import Listeners, Subscription
-from wakeline_gateway.store import EventQuery, Scope, SessionStore
+from wakeline_gateway.read_model.sessions import SessionStore
 
 BATCH = 500
 HEARTBEAT = ": heartbeat\n\n"

@@ -26,7 +26,8 @@ from conftest_pg import (
     set_tenant,
 )
 from wakeline.storage.event_statements import INSERT_ROWS
-from wakeline_gateway.audit.query import AuditQuery, events_sql
+from wakeline_gateway.audit.query import AuditQuery
+from wakeline_gateway.read_model.audit import events_sql
 
 pytestmark = pytest.mark.postgres
 

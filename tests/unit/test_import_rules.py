@@ -164,3 +164,43 @@ def test_no_service_names_another_services_code_in_a_string():
                 offending[str(module.relative_to(ROOT))] = sorted(others)
     assert services_named_in_strings(Path(__file__)) >= {"brain"}  # the walk sees a string naming one
     assert offending == {}
+
+
+# SQL on the two tables of the log: a clause that names one as what it reads, joins or writes.
+SQL_ON_THE_LOG = re.compile(r"\b(FROM|JOIN|INTO|UPDATE)\s+(events|sessions)\b", re.IGNORECASE)
+# Where it may be spelled out (issue 33, one data path): the storage layer, the gateway's read
+# model, and the library's own programs and evidence, which read the rows themselves.
+SQL_HOMES = ("libs/wakeline/storage/", "services/gateway/read_model/", "libs/wakeline/evidence/",
+             "libs/wakeline/ops/", "libs/wakeline/agent/replay_command.py")
+# Being moved into `wakeline.storage` in parallel; each leaves this set when its move lands.
+MOVING = {"services/archiver/store.py", "services/brain/wake.py"}
+
+
+def sql_on_the_log(module: Path) -> list[str]:
+    """The string constants in `module` that read or write `events` or `sessions` (f-strings'
+    literal parts included: `ast.walk` reaches a JoinedStr's constants). Docstrings are left
+    out: they are prose ("the fold from events to …"), never run."""
+    tree = ast.parse(module.read_text(encoding="utf-8"), str(module))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return [node.value for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            and SQL_ON_THE_LOG.search(node.value)]
+
+
+def test_sql_on_events_and_sessions_lives_in_the_storage_layer_and_the_gateway_read_model():
+    """Every statement on `events` or `sessions` is in one of a few places, so a change to
+    either table is checked against all of them: in the gateway, `read_model/`; elsewhere
+    `wakeline.storage` (and the evidence, the operator programs and the replay program)."""
+    found = {}
+    for root in (SERVICES, LIBS / "wakeline"):
+        for module in sorted(root.rglob("*.py")):
+            if sql_on_the_log(module):
+                found[str(module.relative_to(ROOT))] = sql_on_the_log(module)
+    # the walk sees the SQL where it does live, so a walk that found nothing would fail here
+    assert any(m.startswith("libs/wakeline/storage/") for m in found)
+    assert any(m.startswith("services/gateway/read_model/") for m in found)
+    offending = {m: [SQL_ON_THE_LOG.search(s).group(0) for s in sql] for m, sql in found.items()
+                 if not m.startswith(SQL_HOMES) and m not in MOVING}
+    assert offending == {}

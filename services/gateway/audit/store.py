@@ -1,79 +1,20 @@
-"""`AuditStore`: audit queries run in the tenant's transaction, an export a page at a time,
-the tenant's model cost, the access log of audit reads, and the tenant's retention window.
-What a query asks and its SQL are `query.py`'s."""
+"""`AuditStore`: the audit read model (`read_model/audit.py`: the audit queries, an export a
+page at a time, the tenant's model cost) and, here, the access log of audit reads and the
+tenant's retention window. Those tables are not `events` or `sessions`, so their SQL stays
+beside the audit routes rather than in the read model; what a query asks is `query.py`'s."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-import asyncpg
-
-from wakeline.storage.event_rows import event_from_row
-from wakeline.contract.events import Event
-from wakeline.storage.pg import TenantPool
-from wakeline_gateway.audit.query import AuditQuery, events_sql, sessions_sql
-
-EXPORT_PAGE = 1000
+from wakeline_gateway.read_model.audit import AuditReads
 
 
-# Model calls of the tenant in [since, until), summed per (session owner, model, UTC day)
-# and per token count the calls recorded (every integer field of `usage`: cache tokens too).
-# A model call is a model turn or a summary the model wrote for a compaction (its actor is
-# agent:<model> and it records its usage), as a session's own cost (`cost.session_cost`) counts.
-COST_SQL = """
-SELECT s.owner AS actor, substr(e.actor, 7) AS model, (e.ts AT TIME ZONE 'UTC')::date AS day,
-       u.key AS token, sum(u.value::bigint) AS tokens, count(*) AS calls
-FROM events e JOIN sessions s ON s.session_id = e.session_id,
-     jsonb_each_text(coalesce(e.payload->'usage', '{}'::jsonb)) AS u
-WHERE (e.type = 'model_turn' OR (e.type = 'compaction' AND e.payload ? 'summary_model'))
-  AND e.actor LIKE 'agent:%' AND e.ts >= $1 AND e.ts < $2
-  AND u.value ~ '^[0-9]+$'
-GROUP BY 1, 2, 3, 4 ORDER BY 3, 1, 2, 4
-"""
-
-
-class AuditStore:
-    def __init__(self, pool: TenantPool):
-        self._pool = pool
-
-    async def events(self, tenant: str, query: AuditQuery) -> list[Event]:
-        sql, args = events_sql(tenant, query)
-        async with self._pool.transaction(tenant) as conn:
-            rows = await conn.fetch(sql, *args)
-        return [event_from_row(row) for row in rows]
-
-    async def every_event(self, tenant: str, query: AuditQuery) -> AsyncIterator[Event]:
-        """Every match, a keyset page per transaction (a long export holds no snapshot)."""
-        page_query = AuditQuery(**{**query.__dict__, "limit": EXPORT_PAGE})
-        while True:
-            page = await self.events(tenant, page_query)
-            for event in page:
-                yield event
-            if len(page) < EXPORT_PAGE:
-                return
-            last = page[-1]
-            page_query = AuditQuery(**{**page_query.__dict__, "after": (last.ts, last.session_id, last.seq)})
-
-    async def sessions(self, tenant: str, query: AuditQuery) -> list[asyncpg.Record]:
-        """The sessions the query's events touch, each with when and how much."""
-        sql, args = sessions_sql(tenant, query)
-        async with self._pool.transaction(tenant) as conn:
-            return await conn.fetch(sql, *args)
-
-    async def cost(self, tenant: str, since: datetime, until: datetime) -> list[dict[str, Any]]:
-        """Tokens and model calls per (owner, model, day) over [since, until)."""
-        async with self._pool.transaction(tenant) as conn:
-            rows = await conn.fetch(COST_SQL, since, until)
-        groups: dict[tuple[str, str, Any], dict[str, Any]] = {}
-        for r in rows:
-            group = groups.setdefault((r["actor"], r["model"], r["day"]), {
-                "actor": r["actor"], "model": r["model"], "day": r["day"], "calls": 0, "tokens": {}})
-            group["tokens"][r["token"]] = r["tokens"]
-            group["calls"] = max(group["calls"], r["calls"])
-        return list(groups.values())
+class AuditStore(AuditReads):
+    """The audit reads (`AuditReads`) and what the audit routes keep besides: the access log
+    and the tenant's retention window."""
 
     async def record_access(self, tenant: str, principal: str, role: str, key_id: str,
                             method: str, path: str, asked: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from wakeline_gateway.replay import replay_steps
 from wakeline_gateway.replay_judge import judge
 from wakeline_gateway.shapes.reads import EventsPublic, EventsQuery, ProofPublic, ReplayPublic
 from wakeline_gateway.shapes.sessions import SessionPublic
-from wakeline_gateway.store import SessionStore
+from wakeline_gateway.read_model.sessions import SessionStore
 from wakeline_gateway.transcript.entries import entries, render_json
 from wakeline_gateway.transcript.html import CSP, render_html
 from wakeline_gateway.transcript.markdown import render_markdown

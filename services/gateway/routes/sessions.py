@@ -28,7 +28,7 @@ from wakeline_gateway.shapes.commands import CommandPublic
 from wakeline_gateway.shapes.sessions import (
     SessionCreate, SessionListedPublic, SessionPublic, SessionsPublic, SessionsQuery,
 )
-from wakeline_gateway.store import SessionMatch
+from wakeline_gateway.read_model.sessions import SessionMatch
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=responses(401, 403, 422, 500, 503))
 DELETE_NOTE = ("The session is marked deleted (by whom, when) and disappears from every API read "

@@ -18,6 +18,7 @@ from fastapi.responses import StreamingResponse
 from wakeline.contract.commands import SubmitToolResult, ToolResultReport
 from wakeline.contract.fitting import fit_report
 from wakeline.contract.limits import input_budget
+from wakeline.storage.event_store import Scope
 from wakeline_gateway.bounds import ToolCallIdPath
 from wakeline_gateway.deps import (
     DispatcherDep, FeedDep, IdempotencyKey, LeasesDep, PoolWorker, SettingsDep, StoreDep, WritableSessionDep,
@@ -29,8 +30,8 @@ from wakeline_gateway.idempotency import new_command_id
 from wakeline_gateway.pool import pool_frames
 from wakeline_gateway.problem import responses
 from wakeline_gateway.shapes.commands import CommandPublic, ToolResultCreate
+from wakeline_gateway.read_model.sessions import SessionStore
 from wakeline_gateway.sse import Tail
-from wakeline_gateway.store import Scope, SessionStore
 
 router = APIRouter(tags=["tool calls"], responses=responses(401, 403, 422, 500, 503))
 SSE = {"content": {"text/event-stream": {}}}

@@ -1,5 +1,5 @@
 """Audit queries across a tenant's sessions and their pages, the access log of who ran them,
-and the tenant's model cost (`/v1/audit/cost`). What the queries run is `audit/query.py`."""
+and the tenant's model cost (`/v1/audit/cost`). What the queries run is `read_model/audit.py`."""
 
 from __future__ import annotations
 

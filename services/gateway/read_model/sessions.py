@@ -1,7 +1,9 @@
-"""The gateway's reads from Postgres: the sessions projection and the events of one session.
+"""The session routes' read model: the sessions projection and the events of one session.
 
-Every query runs in a `TenantPool.transaction(tenant)`, so row-level security decides what
-a caller sees; the gateway never writes here. Events are read through an `EventStore`
+`SessionStore` is what every session route reads through (`deps.get_store`); its SQL on the
+`sessions` and `events` tables is here, in the gateway's read model, so that no route spells
+any out. Every query runs in a `TenantPool.transaction(tenant)`, so row-level security decides
+what a caller sees; the gateway never writes here. Events are read through an `EventStore`
 (`wakeline.storage.event_store`) and come back as the canonical models, exactly as the brain
 sealed them; a stored row that is not one raises `wakeline.contract.events.CorruptEvent`.
 """
