@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Protocol
 from wakeline.agent.model import Model
 from wakeline.contract import events as e
 from wakeline.contract.deltas import ModelDelta
+from wakeline.runtime.fair_slots import FairSlots
 from wakeline_brain.writer import PartitionWriter
 
 _NO_LIMIT = nullcontext()
@@ -40,8 +41,9 @@ class ActorDeps:
     # (parent, tenant, upto) -> the parent's history a fork inherits; None: this brain forks nothing.
     load_prefix: Callable[[str, str, int], Awaitable[list[e.Event]]] | None = None
     # At most this many model calls at once across the brain's sessions (None: no bound):
-    # a burst of sessions queues here instead of piling onto an overloaded API.
-    model_slots: asyncio.Semaphore | None = None
+    # a burst of sessions queues here instead of piling onto an overloaded API, each tenant
+    # in its turn, so one tenant's burst does not hold up another's next call (issue 34).
+    model_slots: FairSlots | None = None
     # A turn whose model call failed with a passing cause (overload, rate limit) waits
     # `model_retry_s * 2**(attempt-1)`, at most `model_retry_max_s`, then calls again.
     model_retry_s: float = 2.0
@@ -52,9 +54,9 @@ class ActorDeps:
     # before it: a reply within it rides in the same transaction (BrainSettings.model_linger_ms).
     model_linger_s: float = 0.0
 
-    def model_slot(self) -> AbstractAsyncContextManager[Any]:
-        """One of the brain's `model_slots` for a request to the model's API, or no bound."""
-        return self.model_slots or _NO_LIMIT
+    def model_slot(self, tenant: str) -> AbstractAsyncContextManager[Any]:
+        """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no bound."""
+        return self.model_slots.slot(tenant) if self.model_slots is not None else _NO_LIMIT
 
 
 class ActorView(Protocol):

@@ -109,7 +109,8 @@ class CompactionCounts:
             return compaction
         after = apply(state, sealed_event(self._actor, compaction, state))  # sealed only to be folded: never written
         try:
-            async with self._actor.deps.model_slot():  # a request to the model's API, as the summary's
+            # a request to the model's API, as the summary's
+            async with self._actor.deps.model_slot(self._actor.tenant):
                 tokens = await count(build_request(after, self._actor.deps.tools))
         except Exception as err:
             log.warning("session %s: count_tokens after the compaction failed; its estimate stands: %s",

@@ -84,7 +84,7 @@ class ModelDriver:
         try:
             model = self._actor.deps.model_for(state.config.model)
             request = build_request(state, self._actor.deps.tools)
-            async with self._actor.deps.model_slot():
+            async with self._actor.deps.model_slot(self._actor.tenant):
                 done.compaction = await self._counts.counted_compaction(model, state, request)
                 if done.compaction is None:
                     done.reply = await self._complete(model, request, state.turns)
@@ -134,7 +134,7 @@ class ModelDriver:
         of compactions must not pile onto an overloaded API past the bound."""
         try:
             model = self._actor.deps.model_for(state.config.model)
-            async with self._actor.deps.model_slot():
+            async with self._actor.deps.model_slot(self._actor.tenant):
                 reply = await model.complete(summary_request(state, plan))
             compaction = model_compaction(plan, reply, state.config.model)
         except Exception:

@@ -26,6 +26,7 @@ from wakeline.contract.ids import time_ordered_id
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.events import RejectionCode
 from wakeline.transport.offsets import OffsetTracker
+from wakeline.runtime.fair_slots import FairSlots
 from wakeline_brain.actor import SessionActor
 from wakeline_brain.actor_deps import ActorDeps
 from wakeline_brain.mail import MalformedInput
@@ -55,7 +56,7 @@ class Brain:
             now=lambda: datetime.now(timezone.utc), new_id=time_ordered_id,
             max_record_bytes=settings.max_record_bytes, snapshot_every=settings.snapshot_every,
             snapshot_on_evict_after=settings.snapshot_on_evict_after, load_prefix=load_prefix,
-            model_slots=asyncio.Semaphore(settings.model_concurrency), model_retry_s=settings.model_retry_s,
+            model_slots=FairSlots(settings.model_concurrency), model_retry_s=settings.model_retry_s,
             model_retry_max_s=settings.model_retry_max_s, publish_delta=publish_delta,
             model_linger_s=settings.model_linger_ms / 1000)
 

@@ -1,7 +1,9 @@
 """KeyedScheduler: different keys run concurrently (bounded), one key runs in order.
 
 Calls of one session must not overtake each other (a later call may depend on an
-earlier one's files); calls of different sessions must not wait for each other.
+earlier one's files); calls of different sessions must not wait for each other. When
+every slot is busy, the next free one goes to the tenants in turn (`FairSlots`): one
+tenant's backlog of calls does not hold up another tenant's next call (issue 34).
 """
 
 from __future__ import annotations
@@ -9,27 +11,29 @@ from __future__ import annotations
 import asyncio
 from typing import Awaitable, Callable, TypeVar
 
+from wakeline.runtime.fair_slots import FairSlots
+
 T = TypeVar("T")
 
 
 class KeyedScheduler:
     def __init__(self, limit: int):
-        self._slots = asyncio.Semaphore(limit)
+        self._slots = FairSlots(limit)
         self._tails: dict[str, asyncio.Task] = {}
         self.tasks: set[asyncio.Task] = set()
 
-    def submit(self, key: str, work: Callable[[], Awaitable[T]]) -> asyncio.Task:
-        """Schedules `work` after every earlier submission with the same key."""
-        task = asyncio.create_task(self._run_after(self._tails.get(key), work))
+    def submit(self, key: str, work: Callable[[], Awaitable[T]], tenant: str = "") -> asyncio.Task:
+        """Schedules `work` after every earlier submission with the same key, in `tenant`'s turn."""
+        task = asyncio.create_task(self._run_after(self._tails.get(key), work, tenant))
         self._tails[key] = task
         self.tasks.add(task)
         task.add_done_callback(lambda done: self._forget(key, done))
         return task
 
-    async def _run_after(self, previous: asyncio.Task | None, work: Callable[[], Awaitable[T]]) -> T:
+    async def _run_after(self, previous: asyncio.Task | None, work: Callable[[], Awaitable[T]], tenant: str) -> T:
         if previous is not None:
             await asyncio.wait([previous])  # wait for it, whether it succeeded or not
-        async with self._slots:  # a slot only while running, not while queued behind a key
+        async with self._slots.slot(tenant):  # a slot only while running, not while queued behind a key
             return await work()
 
     def _forget(self, key: str, task: asyncio.Task) -> None:

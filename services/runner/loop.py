@@ -74,13 +74,13 @@ class ToolCallLoop:
             request = decode(record.value, ToolCallRequest.model_validate_json)
         except Exception as bad:  # noqa: BLE001 - malformed, or a decoder bug: this record's problem only
             reason = bad.reason if isinstance(bad, MalformedRecord) else f"cannot be decoded: {bad!r}"
-            work, key = partial(self._dead_letter, record, reason), DEAD_LETTERS
+            work, key, tenant = partial(self._dead_letter, record, reason), DEAD_LETTERS, DEAD_LETTERS
         else:
             tracing.remember(request.tool_call_id, record.headers)  # continued where the call runs
-            work, key = partial(self._execute_and_publish, request), request.session_id
+            work, key, tenant = partial(self._execute_and_publish, request), request.session_id, request.tenant
         # A task either way: a dead letter waits for the broker as a result does, and is
         # committed past only once sent (or given up on), without holding up the loop.
-        task = self.scheduler.submit(key, work)
+        task = self.scheduler.submit(key, work, tenant)
         task.add_done_callback(partial(self._finished, partition, record.offset))
 
     async def _dead_letter(self, record, reason: str) -> None:

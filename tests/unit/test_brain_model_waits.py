@@ -14,6 +14,7 @@ import uuid
 from tests.unit.actor_partition import Partition, create, run_until_idle
 from wakeline.contract import commands as c
 from wakeline.contract.deltas import ModelDelta
+from wakeline.runtime.fair_slots import FairSlots
 from wakeline.agent.context import estimate_tokens
 from wakeline.log.fold import fold
 from wakeline.agent.model import ModelError, ModelReply, ModelRequest
@@ -110,7 +111,7 @@ async def test_a_wake_calls_the_model_at_once_instead_of_after_the_backoff() -> 
 async def test_model_calls_are_bounded_across_sessions_and_deltas_stay_out_of_the_log() -> None:
     part = Partition()
     await part.writer.start()
-    slots = asyncio.Semaphore(2)
+    slots = FairSlots(2)
     model = FlakyModel(failures=0, delay_s=0.05)
     deltas: list[ModelDelta] = []
 
@@ -221,7 +222,7 @@ async def test_the_summary_call_of_a_compaction_takes_a_model_slot_like_a_turn()
     plan = plan_compaction(state, request, TokenCount(5000, "count_tokens"))  # one the model summarizes
     assert plan is not None
     model = FlakyModel(failures=0, delay_s=0.1)
-    slots = asyncio.Semaphore(1)
+    slots = FairSlots(1)
     summarizing = with_deps(part.actor("s1", model), model_slots=slots)
     turning = with_deps(part.actor("s2", model), model_slots=slots)
 

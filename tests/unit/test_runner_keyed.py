@@ -69,3 +69,22 @@ async def test_a_failed_call_does_not_stop_the_next_call_of_its_key() -> None:
     assert await asyncio.wait_for(second, 5) == 42
     assert isinstance(first.exception(), RuntimeError)
     assert scheduler.tasks == set()
+
+
+async def test_a_tenants_backlog_does_not_hold_up_another_tenants_next_call() -> None:
+    scheduler = KeyedScheduler(limit=2)
+    started: list[str] = []
+
+    def call(name: str):
+        async def run() -> None:
+            started.append(name)
+            await asyncio.sleep(0.001)
+        return run
+
+    flood = [scheduler.submit(f"flood-s{i}", call(f"flood-{i}"), tenant="flood") for i in range(50)]
+    quiet = scheduler.submit("quiet-s1", call("quiet"), tenant="quiet")
+    await asyncio.gather(*flood, quiet)
+    # Two slots: the first two flood calls hold them; the flood's queue was first in turn, so the
+    # quiet tenant's call waits for one more flood call at most. In arrival order it would start 51st.
+    assert started.index("quiet") == 3, started[:5]
+    assert [s for s in started if s != "quiet"] == [f"flood-{i}" for i in range(50)]
