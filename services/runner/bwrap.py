@@ -1,19 +1,22 @@
 """The bubblewrap command line: the root a bash tool sees, built for it, not the host's.
 
 `/usr` (and the `/bin`, `/lib*` links into it) read-only, a minimal `/etc` (`tool_etc.py`),
-its own work dir, a fresh size-bounded `/tmp` and `/dev/shm`, a `/proc` of its own pid
-namespace, and no network. The project's `.data` (broker and database files, keys), other
-sessions' work dirs and the runner's home do not exist in it.
+its own work dir at `WORK_MOUNT` (not at its host path, which would name the deployment's
+directories and the session), a fresh size-bounded `/tmp` and `/dev/shm`, a `/proc` of its
+own pid namespace, and no network. The project's `.data` (broker and database files, keys),
+other sessions' work dirs and the runner's home do not exist in it.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+from wakeline_runner.tool_view import WORK_MOUNT
 
 # The host's top-level links into /usr (merged /usr), or directories bound read-only.
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-# Where a sandbox's own mounts go; a work dir's parents on this list are not recreated.
+# Where a sandbox's own mounts go; the work mount's parents on this list are not recreated.
 MOUNTED = ("/", "/usr", "/etc", "/tmp", "/dev", "/proc", "/var")
 
 
@@ -37,10 +40,8 @@ def bwrap_argv(work: Path, system_etc: Path, etc: Path | None, tmp_bytes: int, p
     argv += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp", "--dev", "/dev",
              "--perms", "1777", "--size", size, "--tmpfs", "/dev/shm", "--proc", "/proc",
              "--dir", "/var", "--symlink", "../tmp", "/var/tmp"]
-    # bwrap would create the work dir's parents 0700 root, and then a tool could not
-    # resolve its own absolute path (python3 /abs/x.py does): create them traversable.
-    # They hold nothing but the way to this one work dir.
-    w = str(work)
-    between = [str(p) for p in reversed(work.parents) if str(p) not in MOUNTED]
+    # bwrap would create the work mount's parents (none for /work) 0700 root, and then a
+    # tool could not resolve its own absolute path (python3 /abs/x.py does): traversable.
+    between = [str(p) for p in reversed(PurePosixPath(WORK_MOUNT).parents) if str(p) not in MOUNTED]
     argv += [arg for d in between for arg in ("--perms", "0755", "--dir", d)]
-    return argv + ["--bind", w, w, *namespaces, "--die-with-parent", "--chdir", w, "--"]
+    return argv + ["--bind", str(work), WORK_MOUNT, *namespaces, "--die-with-parent", "--chdir", WORK_MOUNT, "--"]

@@ -112,13 +112,13 @@ class Executor:
             return crashed(f"{type(err).__name__}: {err}")
 
     def _file_tool(self, tool_input: ToolInput, dirs: SessionDirs) -> Callable[[], ToolOutput]:
-        work, owner = dirs.work, dirs.owner
+        work, owner, seen_as = dirs.work, dirs.owner, dirs.seen_as
         if isinstance(tool_input, ReadFileInput):
-            return partial(files.read_file, work, tool_input, owner)
+            return partial(files.read_file, work, tool_input, owner, seen_as)
         if isinstance(tool_input, WriteFileInput):
-            return partial(files.write_file, work, tool_input, owner, self.settings.work_dir_bytes)
+            return partial(files.write_file, work, tool_input, owner, self.settings.work_dir_bytes, seen_as)
         assert isinstance(tool_input, ListFilesInput)
-        return partial(files.list_files, work, tool_input)
+        return partial(files.list_files, work, tool_input, seen_as)
 
     def _stale(self, request: ToolCallRequest) -> bool:
         if request.issued_at is None:

@@ -6,7 +6,7 @@ start and says why; `use_bwrap=off` runs tools on the host and is logged as an e
 
 Under bubblewrap a tool sees a root built for it, not the host's (`bwrap.py`), with a
 minimal `/etc` (`tool_etc.py`: a copy of a short list of the host's, and a passwd naming
-only root, nobody and the session's own uid).
+only root, nobody and the session's own uid) and its work dir at `/work` (`tool_view.py`).
 
 When the runner is root, each session's tools run as a uid of their own (`identity`),
 so process limits, which the kernel counts per uid, are per session. Either way the
@@ -27,6 +27,7 @@ from wakeline_runner.bwrap import bwrap_argv
 from wakeline_runner.records import SessionDirs, ensure_dir
 from wakeline_runner.settings import RunnerSettings
 from wakeline_runner.tool_etc import build_system_etc, write_identity_files
+from wakeline_runner.tool_view import WORK_MOUNT
 
 log = logging.getLogger(__name__)
 TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -34,8 +35,9 @@ TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 Owner = tuple[int, int]  # (uid, gid)
 
 
-def tool_env(work: Path) -> dict[str, str]:
-    return {"PATH": TOOL_PATH, "HOME": str(work), "LANG": "C.UTF-8", "TERM": "dumb", "TMPDIR": "/tmp",
+def tool_env(home: str) -> dict[str, str]:
+    """A tool's whole environment; `home` is its work dir as it sees it."""
+    return {"PATH": TOOL_PATH, "HOME": home, "LANG": "C.UTF-8", "TERM": "dumb", "TMPDIR": "/tmp",
             "USER": "session", "LOGNAME": "session"}
 
 
@@ -66,6 +68,10 @@ class Isolation:
         digest = hashlib.sha256(f"{tenant}/{session_id}".encode("utf-8")).digest()
         uid = first + int.from_bytes(digest[:8], "big") % count
         return uid, uid
+
+    def seen_as(self, work: Path) -> str:
+        """Where a session's tools see its work dir: the sandbox's mount, or (unsandboxed) the host path."""
+        return WORK_MOUNT if self.use_bwrap else str(work)
 
     def command(self, dirs: SessionDirs, script: str) -> tuple[list[str], Owner | None]:
         """The argv the wrapper runs, and the (uid, gid) the wrapper itself must drop to."""
@@ -119,15 +125,16 @@ def _try_bwrap(candidate: Isolation, settings: RunnerSettings) -> str | None:
     ensure_dir(dirs.work, 0o700)
     if owner is not None:
         os.chown(dirs.work, *owner)
-    write_identity_files(dirs.etc, owner)
+    write_identity_files(dirs.etc, owner, WORK_MOUNT)
     # Write in the work dir and in /tmp as the session's user, as a real tool would, and
     # check that the host's private places are not there.
-    script = ": > .probe && rm .probe && : > /tmp/.probe && test ! -e /root && test ! -e /home"
+    script = (f'test "$(pwd)" = {WORK_MOUNT} && : > .probe && rm .probe && : > /tmp/.probe '
+              "&& test ! -e /root && test ! -e /home")
     if owner is not None:
         script += f' && test "$(id -u)" = {owner[0]}'
     argv, _ = candidate.command(dirs, script)
     try:
-        done = subprocess.run(argv, env=tool_env(dirs.work), capture_output=True, timeout=20)
+        done = subprocess.run(argv, env=tool_env(WORK_MOUNT), capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"{type(err).__name__}: {err}"
     if done.returncode != 0:

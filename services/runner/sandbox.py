@@ -108,7 +108,7 @@ class Sandbox:
         argv, drop_to = self.isolation.command(dirs, command)
         return {
             "call_id": files.call_id, "command": command, "argv": argv, "cwd": str(dirs.work),
-            "env": tool_env(dirs.work), "uid": drop_to[0] if drop_to else None,
+            "env": tool_env(dirs.seen_as), "uid": drop_to[0] if drop_to else None,
             "gid": drop_to[1] if drop_to else None, "limits": rlimits(self.settings),
             "cap": self.settings.output_cap_bytes, "timeout_s": timeout_s,
             # CLOCK_MONOTONIC is system-wide, so another runner on this host can read it.
