@@ -22,17 +22,25 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from wakeline_runner.bwrap import bwrap_argv
+from wakeline_runner.bwrap import bwrap_options
 from wakeline_runner.records import SessionDirs, ensure_dir
 from wakeline_runner.settings import RunnerSettings
 from wakeline_runner.tool_etc import build_system_etc, write_identity_files
 from wakeline_runner.tool_view import WORK_MOUNT
+from wakeline_runner.wrapper import with_bwrap_options
 
 log = logging.getLogger(__name__)
 TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 Owner = tuple[int, int]  # (uid, gid)
+
+
+class ToolCommand(NamedTuple):
+    argv: list[str]  # what the wrapper runs: bash, or bwrap with the tool's command after `--`
+    bwrap_options: list[str] | None  # given to bwrap through a file descriptor, off its command line
+    drop_to: Owner | None  # the (uid, gid) the wrapper itself must drop to
 
 
 def tool_env(home: str) -> dict[str, str]:
@@ -73,20 +81,22 @@ class Isolation:
         """Where a session's tools see its work dir: the sandbox's mount, or (unsandboxed) the host path."""
         return WORK_MOUNT if self.use_bwrap else str(work)
 
-    def command(self, dirs: SessionDirs, script: str) -> tuple[list[str], Owner | None]:
-        """The argv the wrapper runs, and the (uid, gid) the wrapper itself must drop to."""
+    def command(self, dirs: SessionDirs, script: str) -> ToolCommand:
+        """How the wrapper runs a bash tool of this session."""
         shell = ["bash", "-c", script]
         if not self.use_bwrap:
-            return shell, dirs.owner
+            return ToolCommand(shell, None, dirs.owner)
         if self.system_etc is None:
             raise RuntimeError("bwrap isolation without a system /etc (probe builds it)")
-        argv = bwrap_argv(dirs.work, self.system_etc, dirs.etc, self.tmp_bytes, privileged=self.uid_range is not None)
+        options = bwrap_options(dirs.work, self.system_etc, dirs.etc, self.tmp_bytes,
+                                privileged=self.uid_range is not None)
+        argv = ["bwrap", "--"]
         if dirs.owner is not None:
             # bwrap runs as root (it must, to bind a work dir whose parents the session's
             # uid cannot traverse) and setpriv drops to the session's uid inside.
             uid, gid = dirs.owner
             argv += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs", "--"]
-        return argv + shell, None
+        return ToolCommand(argv + shell, options, None)
 
 
 def probe(settings: RunnerSettings) -> Isolation:
@@ -109,8 +119,8 @@ def probe(settings: RunnerSettings) -> Isolation:
             "kernel.unprivileged_userns_clone=1); or run the runner as root. Only for development, "
             "WAKELINE_USE_BWRAP=off runs tools unsandboxed on the host.")
     log.info("tool isolation: bubblewrap over a minimal root (%s)",
-             " ".join(bwrap_argv(Path("/<work>"), candidate.system_etc or Path("/<etc>"), Path("/<session etc>"),
-                                 settings.tmp_bytes, uid_range is not None)))
+             " ".join(bwrap_options(Path("/<work>"), candidate.system_etc or Path("/<etc>"),
+                                    Path("/<session etc>"), settings.tmp_bytes, uid_range is not None)))
     return candidate
 
 
@@ -132,11 +142,14 @@ def _try_bwrap(candidate: Isolation, settings: RunnerSettings) -> str | None:
               "&& test ! -e /root && test ! -e /home")
     if owner is not None:
         script += f' && test "$(id -u)" = {owner[0]}'
-    argv, _ = candidate.command(dirs, script)
+    command = candidate.command(dirs, script)
+    argv, options_fd = with_bwrap_options(command.argv, command.bwrap_options or [])
     try:
-        done = subprocess.run(argv, env=tool_env(WORK_MOUNT), capture_output=True, timeout=20)
+        done = subprocess.run(argv, env=tool_env(WORK_MOUNT), capture_output=True, timeout=20, pass_fds=(options_fd,))
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"{type(err).__name__}: {err}"
+    finally:
+        os.close(options_fd)
     if done.returncode != 0:
         return f"exit {done.returncode}: {done.stderr.decode('utf-8', 'replace').strip()[-500:]}"
     return None
