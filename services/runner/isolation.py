@@ -28,7 +28,7 @@ from wakeline_runner.bwrap import bwrap_options
 from wakeline_runner.records import SessionDirs, ensure_dir
 from wakeline_runner.settings import RunnerSettings
 from wakeline_runner.tool_etc import build_system_etc, write_identity_files
-from wakeline_runner.tool_view import WORK_MOUNT
+from wakeline_runner.tool_view import WORK_MOUNT, exposed_path
 from wakeline_runner.wrapper import with_bwrap_options
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,24 @@ def probe(settings: RunnerSettings) -> Isolation:
     log.info("tool isolation: bubblewrap over a minimal root (%s)",
              " ".join(bwrap_options(Path("/<work>"), candidate.system_etc or Path("/<etc>"),
                                     Path("/<session etc>"), settings.tmp_bytes, uid_range is not None)))
+    _say_what_mountinfo_shows(settings.sandbox_root)
     return candidate
+
+
+def _say_what_mountinfo_shows(sandbox_root: Path) -> None:
+    """A tool reads its mounts' sources in /proc/self/mountinfo as paths on their filesystem:
+    session directories are opaque keys, but the sandbox root's own path shows there unless
+    it is the root of a filesystem. Said at start, so an operator knows which it is."""
+    try:
+        shown = exposed_path(Path("/proc/self/mountinfo").read_text(), sandbox_root)
+    except OSError as err:
+        log.warning("cannot tell what tools see of the sandbox root in /proc/self/mountinfo: %s", err)
+        return
+    if shown == "/":
+        log.info("tools see no host path in their mount table: the sandbox root is the root of its filesystem")
+    else:
+        log.warning("tools can read where the sandbox root is on its filesystem (%s) in /proc/self/mountinfo "
+                    "(never a tenant's or session's name); mount a filesystem at %s to hide it", shown, sandbox_root)
 
 
 def _try_bwrap(candidate: Isolation, settings: RunnerSettings) -> str | None:
