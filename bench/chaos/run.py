@@ -27,6 +27,7 @@ from wakeline.contract.events import Event, parse_event
 from wakeline.transport.kafka_io import kafka_auth
 from wakeline.runtime.settings import CommonSettings
 from wakeline.contract.topics import EVENTS
+from wakeline_runner.session_dirs import session_dir
 
 POLICIES = Path(__file__).resolve().parent / "policies"
 SLOTS = {"archiver-1": "archiver", "runner-1": "runner", "runner-2": "runner", "brain-1": "brain",
@@ -216,7 +217,7 @@ async def _stored_events(settings: CommonSettings, sids: list[str]) -> dict[str,
 
 
 def _runs(run_dir: Path, sid: str) -> list[str]:
-    path = run_dir / "sandboxes" / "default" / sid / "work" / "runs.txt"
+    path = session_dir(run_dir / "sandboxes", "default", sid) / "work" / "runs.txt"
     return path.read_text().split() if path.exists() else []
 
 

@@ -7,6 +7,8 @@ adopts those. File tools run in-process and are re-run if a crash lost their res
 which is harmless: reads have no effect and `write_file` writes whole files. Every
 report returned, replays included, is cut to fit one record (`fitting.py`), and any
 failure, a bug included, becomes this call's error report: one call never stops a runner.
+An error's message names no host path: the work dir is shown where its tools see it,
+the rest of the sandboxes' paths as placeholders (`tool_view.masked`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from wakeline.contract.fitting import fit_report
 from wakeline_runner.records import SAFE_ID, SessionDirs, crashed, record_result, recorded_result
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
+from wakeline_runner.tool_view import masked
 from wakeline_runner.tools import ToolError, ToolFailure, ToolOutput, parse_input
 
 log = logging.getLogger(__name__)
@@ -49,7 +52,8 @@ class Executor:
         except Exception as err:  # a bug must become this call's result, never stop the runner
             log.exception("tool call %s of session %s failed in the runner", request.tool_call_id,
                           request.session_id)
-            report = self._report(request, crashed(f"the runner failed: {type(err).__name__}: {err}"), began)
+            report = self._report(request, crashed(self._masked(f"the runner failed: {type(err).__name__}: {err}")),
+                                  began)
         # Replays too: a result recorded before results were cut to fit may be too large.
         return await self._fitted(report)
 
@@ -68,7 +72,7 @@ class Executor:
             return self._report(request, _error(failure), began)  # nowhere to record it; nothing ran
         except OSError as err:
             log.exception("cannot prepare the sandbox of session %s", request.session_id)
-            return self._report(request, crashed(f"sandbox unavailable: {err}"), began)
+            return self._report(request, crashed(self._masked(f"sandbox unavailable: {err}")), began)
         call = dirs.call(request.tool_call_id)
         digest = request_digest(request)
         recorded = recorded_result(call)
@@ -86,7 +90,8 @@ class Executor:
             return self._report(request, ToolError(error_kind="expired", message=(
                 f"issued at {request.issued_at.isoformat()}, more than {self.settings.stale_after_s:g} s ago;"
                 " not started")), began)
-        report = await self._fitted(self._report(request, await self._dispatch(request, dirs), began))
+        output = self._hidden(await self._dispatch(request, dirs), dirs)
+        report = await self._fitted(self._report(request, output, began))
         # Off the event loop (other sessions' calls go on meanwhile); only bash calls, whose
         # re-run is not harmless, pay for an fsync.
         await asyncio.to_thread(record_result, call, digest, report, request.name == "bash")
@@ -112,13 +117,25 @@ class Executor:
             return crashed(f"{type(err).__name__}: {err}")
 
     def _file_tool(self, tool_input: ToolInput, dirs: SessionDirs) -> Callable[[], ToolOutput]:
-        work, owner = dirs.work, dirs.owner
+        work, owner, seen_as = dirs.work, dirs.owner, dirs.seen_as
         if isinstance(tool_input, ReadFileInput):
-            return partial(files.read_file, work, tool_input, owner)
+            return partial(files.read_file, work, tool_input, owner, seen_as)
         if isinstance(tool_input, WriteFileInput):
-            return partial(files.write_file, work, tool_input, owner, self.settings.work_dir_bytes)
+            return partial(files.write_file, work, tool_input, owner, self.settings.work_dir_bytes, seen_as)
         assert isinstance(tool_input, ListFilesInput)
-        return partial(files.list_files, work, tool_input)
+        return partial(files.list_files, work, tool_input, seen_as)
+
+    def _hidden(self, output: ToolOutput, dirs: SessionDirs) -> ToolOutput:
+        """An error's message as the tool would see it: the runner's own messages (an
+        OSError's, a supervisor's that could not start the tool) may name host paths."""
+        if not isinstance(output, ToolError):
+            return output
+        return output.model_copy(update={"message": self._masked(output.message, dirs)})
+
+    def _masked(self, text: str, dirs: SessionDirs | None = None) -> str:
+        if dirs is None:
+            return masked(text, self.settings.sandbox_root)
+        return masked(text, self.settings.sandbox_root, dirs.work, dirs.seen_as)
 
     def _stale(self, request: ToolCallRequest) -> bool:
         if request.issued_at is None:

@@ -1,7 +1,9 @@
 """The file tools: read_file, write_file, list_files, confined to a session's work dir.
 
 They run inside the runner (root), so every open goes through `confinement`, and a
-written file is handed to the sandbox user. Each raises `ToolFailure`, never OSError.
+written file is handed to the sandbox user. A path is read as the session's tools see it
+(`seen_as`: where they see the work dir), and every path a result names is relative to
+the work dir. Each raises `ToolFailure`, never OSError.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from wakeline_runner.wrapper import usage as work_dir_usage
 Owner = tuple[int, int] | None  # (uid, gid) files must belong to; None when not running as root
 
 
-def read_file(work: Path, request: ReadFileInput, owner: Owner = None) -> ReadFileResult:
-    parts = _file_parts(work, request.path)
+def read_file(work: Path, request: ReadFileInput, owner: Owner = None, seen_as: str | None = None) -> ReadFileResult:
+    parts = _file_parts(work, request.path, seen_as)
     try:
         with confined_dir(work, parts[:-1]) as parent:
             # O_NONBLOCK: opening a FIFO a tool left behind must not hang the runner.
@@ -35,8 +37,9 @@ def read_file(work: Path, request: ReadFileInput, owner: Owner = None) -> ReadFi
                           offset=request.offset, truncated=request.offset + len(data) < size)
 
 
-def write_file(work: Path, request: WriteFileInput, owner: Owner, budget: int | None = None) -> WriteFileResult:
-    parts = _file_parts(work, request.path)
+def write_file(work: Path, request: WriteFileInput, owner: Owner, budget: int | None = None,
+               seen_as: str | None = None) -> WriteFileResult:
+    parts = _file_parts(work, request.path, seen_as)
     data = request.content.encode("utf-8")
     if len(data) > MAX_FILE_BYTES:
         raise ToolFailure("too_large", f"content is {len(data)} bytes; the limit is {MAX_FILE_BYTES}")
@@ -57,8 +60,8 @@ def write_file(work: Path, request: WriteFileInput, owner: Owner, budget: int | 
     return WriteFileResult(path="/".join(parts), bytes_written=len(data))
 
 
-def list_files(work: Path, request: ListFilesInput) -> ListFilesResult:
-    parts = confine(work, request.path)
+def list_files(work: Path, request: ListFilesInput, seen_as: str | None = None) -> ListFilesResult:
+    parts = confine(work, request.path, seen_as)
     entries: list[FileEntry] = []
     try:
         with confined_dir(work, parts) as fd:
@@ -68,8 +71,8 @@ def list_files(work: Path, request: ListFilesInput) -> ListFilesResult:
     return ListFilesResult(path="/".join(parts) or ".", entries=entries, truncated=not complete)
 
 
-def _file_parts(work: Path, path: str) -> tuple[str, ...]:
-    parts = confine(work, path)
+def _file_parts(work: Path, path: str, seen_as: str | None) -> tuple[str, ...]:
+    parts = confine(work, path, seen_as)
     if not parts:
         raise ToolFailure("invalid_input", f"{path!r} is the work directory, not a file")
     return parts

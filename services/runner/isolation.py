@@ -6,7 +6,7 @@ start and says why; `use_bwrap=off` runs tools on the host and is logged as an e
 
 Under bubblewrap a tool sees a root built for it, not the host's (`bwrap.py`), with a
 minimal `/etc` (`tool_etc.py`: a copy of a short list of the host's, and a passwd naming
-only root, nobody and the session's own uid).
+only root, nobody and the session's own uid) and its work dir at `/work` (`tool_view.py`).
 
 When the runner is root, each session's tools run as a uid of their own (`identity`),
 so process limits, which the kernel counts per uid, are per session. Either way the
@@ -22,11 +22,14 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-from wakeline_runner.bwrap import bwrap_argv
+from wakeline_runner.bwrap import bwrap_options
 from wakeline_runner.records import SessionDirs, ensure_dir
 from wakeline_runner.settings import RunnerSettings
 from wakeline_runner.tool_etc import build_system_etc, write_identity_files
+from wakeline_runner.tool_view import WORK_MOUNT, exposed_path
+from wakeline_runner.wrapper import with_bwrap_options
 
 log = logging.getLogger(__name__)
 TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -34,8 +37,15 @@ TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 Owner = tuple[int, int]  # (uid, gid)
 
 
-def tool_env(work: Path) -> dict[str, str]:
-    return {"PATH": TOOL_PATH, "HOME": str(work), "LANG": "C.UTF-8", "TERM": "dumb", "TMPDIR": "/tmp",
+class ToolCommand(NamedTuple):
+    argv: list[str]  # what the wrapper runs: bash, or bwrap with the tool's command after `--`
+    bwrap_options: list[str] | None  # given to bwrap through a file descriptor, off its command line
+    drop_to: Owner | None  # the (uid, gid) the wrapper itself must drop to
+
+
+def tool_env(home: str) -> dict[str, str]:
+    """A tool's whole environment; `home` is its work dir as it sees it."""
+    return {"PATH": TOOL_PATH, "HOME": home, "LANG": "C.UTF-8", "TERM": "dumb", "TMPDIR": "/tmp",
             "USER": "session", "LOGNAME": "session"}
 
 
@@ -67,20 +77,26 @@ class Isolation:
         uid = first + int.from_bytes(digest[:8], "big") % count
         return uid, uid
 
-    def command(self, dirs: SessionDirs, script: str) -> tuple[list[str], Owner | None]:
-        """The argv the wrapper runs, and the (uid, gid) the wrapper itself must drop to."""
+    def seen_as(self, work: Path) -> str:
+        """Where a session's tools see its work dir: the sandbox's mount, or (unsandboxed) the host path."""
+        return WORK_MOUNT if self.use_bwrap else str(work)
+
+    def command(self, dirs: SessionDirs, script: str) -> ToolCommand:
+        """How the wrapper runs a bash tool of this session."""
         shell = ["bash", "-c", script]
         if not self.use_bwrap:
-            return shell, dirs.owner
+            return ToolCommand(shell, None, dirs.owner)
         if self.system_etc is None:
             raise RuntimeError("bwrap isolation without a system /etc (probe builds it)")
-        argv = bwrap_argv(dirs.work, self.system_etc, dirs.etc, self.tmp_bytes, privileged=self.uid_range is not None)
+        options = bwrap_options(dirs.work, self.system_etc, dirs.etc, self.tmp_bytes,
+                                privileged=self.uid_range is not None)
+        argv = ["bwrap", "--"]
         if dirs.owner is not None:
             # bwrap runs as root (it must, to bind a work dir whose parents the session's
             # uid cannot traverse) and setpriv drops to the session's uid inside.
             uid, gid = dirs.owner
             argv += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs", "--"]
-        return argv + shell, None
+        return ToolCommand(argv + shell, options, None)
 
 
 def probe(settings: RunnerSettings) -> Isolation:
@@ -103,9 +119,26 @@ def probe(settings: RunnerSettings) -> Isolation:
             "kernel.unprivileged_userns_clone=1); or run the runner as root. Only for development, "
             "WAKELINE_USE_BWRAP=off runs tools unsandboxed on the host.")
     log.info("tool isolation: bubblewrap over a minimal root (%s)",
-             " ".join(bwrap_argv(Path("/<work>"), candidate.system_etc or Path("/<etc>"), Path("/<session etc>"),
-                                 settings.tmp_bytes, uid_range is not None)))
+             " ".join(bwrap_options(Path("/<work>"), candidate.system_etc or Path("/<etc>"),
+                                    Path("/<session etc>"), settings.tmp_bytes, uid_range is not None)))
+    _say_what_mountinfo_shows(settings.sandbox_root)
     return candidate
+
+
+def _say_what_mountinfo_shows(sandbox_root: Path) -> None:
+    """A tool reads its mounts' sources in /proc/self/mountinfo as paths on their filesystem:
+    session directories are opaque keys, but the sandbox root's own path shows there unless
+    it is the root of a filesystem. Said at start, so an operator knows which it is."""
+    try:
+        shown = exposed_path(Path("/proc/self/mountinfo").read_text(), sandbox_root)
+    except OSError as err:
+        log.warning("cannot tell what tools see of the sandbox root in /proc/self/mountinfo: %s", err)
+        return
+    if shown == "/":
+        log.info("tools see no host path in their mount table: the sandbox root is the root of its filesystem")
+    else:
+        log.warning("tools can read where the sandbox root is on its filesystem (%s) in /proc/self/mountinfo "
+                    "(never a tenant's or session's name); mount a filesystem at %s to hide it", shown, sandbox_root)
 
 
 def _try_bwrap(candidate: Isolation, settings: RunnerSettings) -> str | None:
@@ -119,17 +152,21 @@ def _try_bwrap(candidate: Isolation, settings: RunnerSettings) -> str | None:
     ensure_dir(dirs.work, 0o700)
     if owner is not None:
         os.chown(dirs.work, *owner)
-    write_identity_files(dirs.etc, owner)
+    write_identity_files(dirs.etc, owner, WORK_MOUNT)
     # Write in the work dir and in /tmp as the session's user, as a real tool would, and
     # check that the host's private places are not there.
-    script = ": > .probe && rm .probe && : > /tmp/.probe && test ! -e /root && test ! -e /home"
+    script = (f'test "$(pwd)" = {WORK_MOUNT} && : > .probe && rm .probe && : > /tmp/.probe '
+              "&& test ! -e /root && test ! -e /home")
     if owner is not None:
         script += f' && test "$(id -u)" = {owner[0]}'
-    argv, _ = candidate.command(dirs, script)
+    command = candidate.command(dirs, script)
+    argv, options_fd = with_bwrap_options(command.argv, command.bwrap_options or [])
     try:
-        done = subprocess.run(argv, env=tool_env(dirs.work), capture_output=True, timeout=20)
+        done = subprocess.run(argv, env=tool_env(WORK_MOUNT), capture_output=True, timeout=20, pass_fds=(options_fd,))
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"{type(err).__name__}: {err}"
+    finally:
+        os.close(options_fd)
     if done.returncode != 0:
         return f"exit {done.returncode}: {done.stderr.decode('utf-8', 'replace').strip()[-500:]}"
     return None

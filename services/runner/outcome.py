@@ -1,14 +1,19 @@
 """Turns what a bash call's wrapper left on disk into how the call ended.
 
-Called only once no wrapper holds the call's lock, so the files are final.
+Called only once no wrapper holds the call's lock, so the files are final. What a dead
+wrapper left in its log (a traceback naming the runner's files) is for the runner's log,
+not for the result, which a tool and its model read.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from wakeline_runner.records import CallFiles, read_json
 from wakeline_runner.tools import BashResult, ErrorKind
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -42,10 +47,10 @@ def outcome_from_files(files: CallFiles, started: dict, killed_by_runner: bool) 
         return BashOutcome(result, "crashed", f"the tool could not start: {exit_record['spawn_error']}")
     if not exit_record:
         # Not re-run: it may already have had side effects, and running it twice could repeat them.
+        _log_tail(files)
         return BashOutcome(result, "crashed", "the tool was interrupted (its supervisor died without "
                                               "recording an exit, e.g. the host went down); it was not "
-                                              "re-run because it may already have had side effects"
-                                              + _log_tail(files))
+                                              "re-run because it may already have had side effects")
     return BashOutcome(result)
 
 
@@ -59,9 +64,10 @@ def _read_capped(path, cap: int) -> tuple[str, bool]:
     return data[:cap].decode("utf-8", "replace"), len(data) > cap
 
 
-def _log_tail(files: CallFiles) -> str:
+def _log_tail(files: CallFiles) -> None:
     try:
         tail = files.log.read_bytes()[-500:].decode("utf-8", "replace").strip()
     except FileNotFoundError:
-        return ""
-    return f"; wrapper log: {tail}" if tail else ""
+        return
+    if tail:
+        log.error("call %s: its supervisor died without recording an exit; its log ends: %s", files.call_id, tail)

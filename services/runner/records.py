@@ -1,8 +1,9 @@
 """What the runner keeps on disk per session and per tool call.
 
-`<sandbox_root>/<tenant>/<session_id>/work` is the tools' world (owned by the session's
-uid); `etc/` beside it holds the passwd and group its tools see; `calls/` is root-only
-(0700) and holds, per tool_call_id:
+`<sandbox_root>/.sessions/<key>/work` is the tools' world (owned by the session's uid; the
+key is a hash of tenant and session, `tool_view.session_key`, so no name shows in a tool's
+mount table); `etc/` beside it holds the passwd and group its tools see; `calls/` is
+root-only (0700) and holds, per tool_call_id:
 
 - `<id>.json`          the finished call's result: the idempotency record;
 - `<id>.started.json`  written before a bash tool starts: its spec, deadline, files;
@@ -24,6 +25,7 @@ from typing import Any
 
 from wakeline.contract.commands import ToolResultReport
 from wakeline.contract.ids import SAFE_ID  # noqa: F401 (re-exported: the runner checks ids with it)
+from wakeline_runner.tool_view import WORK_MOUNT
 from wakeline_runner.tools import ToolError
 from wakeline_runner.wrapper import write_json_atomic
 
@@ -53,6 +55,7 @@ class SessionDirs:
     calls: Path
     etc: Path | None = None  # the passwd and group its tools see (under bwrap)
     owner: tuple[int, int] | None = None  # (uid, gid) of its tools and files; None if the runner is not root
+    seen_as: str = WORK_MOUNT  # where its tools see `work` (its host path when they run unsandboxed)
 
     def call(self, call_id: str) -> CallFiles:
         return CallFiles(self.calls, call_id)

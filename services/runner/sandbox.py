@@ -105,10 +105,11 @@ class Sandbox:
                                            f"reserve of {reserve}: bash calls wait until space is freed")
 
     def _spec(self, dirs: SessionDirs, files: CallFiles, command: str, timeout_s: float, groups: list[str]) -> dict:
-        argv, drop_to = self.isolation.command(dirs, command)
+        argv, bwrap_options, drop_to = self.isolation.command(dirs, command)
         return {
-            "call_id": files.call_id, "command": command, "argv": argv, "cwd": str(dirs.work),
-            "env": tool_env(dirs.work), "uid": drop_to[0] if drop_to else None,
+            "call_id": files.call_id, "command": command, "argv": argv, "bwrap_options": bwrap_options,
+            "cwd": str(dirs.work),
+            "env": tool_env(dirs.seen_as), "uid": drop_to[0] if drop_to else None,
             "gid": drop_to[1] if drop_to else None, "limits": rlimits(self.settings),
             "cap": self.settings.output_cap_bytes, "timeout_s": timeout_s,
             # CLOCK_MONOTONIC is system-wide, so another runner on this host can read it.

@@ -1,12 +1,14 @@
 """A session's directories under the sandbox root, made and handed to its uid on its first
 call here, and remembered so that later calls cost two `lstat`s.
 
-The layout (`work`, `calls`, `etc` beside them) is `records.py`'s; which uid a session's
-tools run as is `isolation.py`'s.
+Where they are is `session_dir`: `<sandbox_root>/.sessions/<key>`, an opaque key, because a
+tool can read its work dir's host path in /proc/self/mountinfo. The layout inside (`work`,
+`calls`, `etc`) is `records.py`'s; which uid a session's tools run as is `isolation.py`'s.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 from collections import OrderedDict
@@ -16,10 +18,14 @@ from wakeline_runner.isolation import Isolation, Owner
 from wakeline_runner.records import SAFE_ID, SessionDirs, ensure_dir
 from wakeline_runner.settings import RunnerSettings
 from wakeline_runner.tool_etc import write_identity_files
+from wakeline_runner.tool_view import session_key
 from wakeline_runner.tools import ToolFailure
 
+log = logging.getLogger(__name__)
 # Sessions whose directories this runner has made or checked (`open`'s fast path).
 OPENED_KEPT = 4096
+# Under the sandbox root; a dot name, so no tenant's directory (an older layout's) is it.
+SESSIONS = ".sessions"
 
 
 class SessionDirectories:
@@ -49,20 +55,39 @@ class SessionDirectories:
         for name, value in (("tenant", tenant), ("session_id", session_id)):
             if not SAFE_ID.match(value) or value in (".", ".."):
                 raise ToolFailure("invalid_input", f"{name} {value!r} cannot name a sandbox directory")
-        session = self.settings.sandbox_root / tenant / session_id
+        session = self._session_dir(tenant, session_id)
         # Parents are traversable but not listable (and under bwrap not even there).
         ensure_dir(self.settings.sandbox_root, 0o711, parents=True)
         ensure_dir(session.parent, 0o711)
         ensure_dir(session, 0o711)
         owner = self.isolation.identity(tenant, session_id)
-        dirs = SessionDirs(work=session / "work", calls=session / "calls", etc=session / "etc", owner=owner)
+        work = session / "work"
+        dirs = SessionDirs(work=work, calls=session / "calls", etc=session / "etc", owner=owner,
+                           seen_as=self.isolation.seen_as(work))
         ensure_dir(dirs.calls, 0o700)
         ensure_dir(dirs.work, 0o700)
         if owner is not None and os.lstat(dirs.work).st_uid != owner[0]:
             _hand_over(dirs.work, owner)
-        if self.isolation.use_bwrap and not (dirs.etc / "passwd").exists():
-            write_identity_files(dirs.etc, owner)
+        if self.isolation.use_bwrap:
+            write_identity_files(dirs.etc, owner, dirs.seen_as)
         return dirs
+
+    def _session_dir(self, tenant: str, session_id: str) -> Path:
+        """`session_dir`, or where a runner before opaque names made it: moving that one could
+        pull it from under a call still running in it, so it stays (its tools can read its
+        tenant and session id in /proc/self/mountinfo; docs/sandbox.md says so)."""
+        session = session_dir(self.settings.sandbox_root, tenant, session_id)
+        named = self.settings.sandbox_root / tenant / session_id
+        if not session.exists() and named.is_dir():
+            log.warning("session %s of tenant %s keeps its sandbox at %s, made before sandboxes had opaque "
+                        "names: its tools can read both names in their mount table", session_id, tenant, named)
+            return named
+        return session
+
+
+def session_dir(sandbox_root: Path, tenant: str, session_id: str) -> Path:
+    """Where a session's directories are on the host, named by nothing a tool may not know."""
+    return sandbox_root / SESSIONS / session_key(tenant, session_id)
 
 
 def _intact(dirs: SessionDirs) -> bool:

@@ -75,11 +75,11 @@ def _walk(top: Path) -> list[Path]:
     return found
 
 
-def write_identity_files(etc: Path, owner: tuple[int, int] | None) -> None:
-    """The passwd and group a session's tools see: root, nobody and the session's own uid,
-    so `id`, `whoami` and `~` work without exposing the host's users."""
+def write_identity_files(etc: Path, owner: tuple[int, int] | None, home: str) -> None:
+    """The passwd and group a session's tools see: root, nobody and the session's own uid
+    with `home` (its work dir as the tools see it), so `id`, `whoami` and `~` work without
+    exposing the host's users or paths. Rewritten when they differ (an older runner's)."""
     uid, gid = owner if owner is not None else (os.getuid(), os.getgid())
-    home = etc.parent / "work"
     passwd = ("root:x:0:0:root:/root:/usr/sbin/nologin\n"
               "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
               f"session:x:{uid}:{gid}:wakeline session:{home}:/bin/bash\n")

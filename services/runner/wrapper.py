@@ -83,13 +83,36 @@ def main(started_path: str, lock_fd: int) -> None:
     os.killpg(0, signal.SIGKILL)  # the record is written; take background stragglers (and us) down
 
 
+def with_bwrap_options(argv: list[str], options: list[str]) -> tuple[list[str], int]:
+    """`argv` (`bwrap -- <command>`) reading bubblewrap's `options` from a file descriptor
+    (`--args <fd>`), and that descriptor, for the child to inherit (`pass_fds`) and the
+    caller to close. The options name host paths; bwrap's command line, which a tool reads as
+    its pid 1's, then names none. bwrap reads the memfd to its end and closes it."""
+    fd = os.memfd_create("bwrap-options")
+    try:
+        os.write(fd, b"".join(os.fsencode(option) + b"\0" for option in options))
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return [argv[0], "--args", str(fd), *argv[1:]], fd
+
+
 def supervise(spec: dict) -> dict:
     uid = spec.get("uid")
     watch = _Watch(spec["cwd"], spec.get("work_dir_bytes"), spec.get("disk_reserve_bytes", 0))
-    proc = subprocess.Popen(
-        spec["argv"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        cwd=spec["cwd"], env=spec["env"], close_fds=True, user=uid, group=spec.get("gid"),
-        extra_groups=[] if uid is not None else None, preexec_fn=lambda: _limit(spec["limits"]))
+    argv, fds = spec["argv"], ()
+    if spec.get("bwrap_options") is not None:  # absent from a call an older runner started
+        argv, fd = with_bwrap_options(argv, spec["bwrap_options"])
+        fds = (fd,)
+    try:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            cwd=spec["cwd"], env=spec["env"], close_fds=True, pass_fds=fds, user=uid, group=spec.get("gid"),
+            extra_groups=[] if uid is not None else None, preexec_fn=lambda: _limit(spec["limits"]))
+    finally:
+        for fd in fds:
+            os.close(fd)
     sinks = {proc.stdout: _Sink(spec["stdout_path"], spec["cap"]),
              proc.stderr: _Sink(spec["stderr_path"], spec["cap"])}
     deadline = spec["deadline_monotonic"]

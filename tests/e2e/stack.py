@@ -27,6 +27,7 @@ from tests.private_broker import environ
 from tests.requirements import missing
 from wakeline.storage.migrate import apply_migrations
 from wakeline.runtime.settings import AdminSettings, CommonSettings
+from wakeline_runner.session_dirs import session_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -211,5 +212,5 @@ def running_stack(run_dir: Path, **extra: str) -> Iterator[Stack]:
 
 
 def sandbox_work(stack: Stack, session_id: str, tenant: str = "default") -> Path:
-    """Where the runner ran a session's tools."""
-    return stack.run_dir / "sandboxes" / tenant / session_id / "work"
+    """Where the runner ran a session's tools (on the host; they see it at /work)."""
+    return session_dir(stack.run_dir / "sandboxes", tenant, session_id) / "work"

@@ -31,6 +31,7 @@ from wakeline.runtime.settings import CommonSettings
 from wakeline.contract.topics import TOOL_CALLS, TOOL_RESULTS, partition_for
 from wakeline_runner import cgroups
 from wakeline_runner.app import run
+from wakeline_runner.session_dirs import session_dir
 from wakeline_runner.settings import RunnerSettings
 
 GATED = 'echo run >> runs; while [ ! -e go ]; do sleep 0.05; done; echo line >> counter; echo finished'
@@ -139,10 +140,12 @@ class Harness:
             self.runners.remove(runner)
             await asyncio.wait_for(runner, 30)
 
-    async def call(self, session_id: str, command: str, call_id: str | None = None, timeout_s: float = 30.0):
-        request = ToolCallRequest(session_id=session_id, tenant="default",
-                                  tool_call_id=call_id or f"toolu_{uuid.uuid4().hex}", name="bash",
-                                  input={"command": command}, timeout_s=timeout_s, causation_seq=1,
+    async def call(self, session_id: str, command: str, call_id: str | None = None, timeout_s: float = 30.0,
+                   name: str = "bash", tool_input: dict | None = None, tenant: str = "default"):
+        request = ToolCallRequest(session_id=session_id, tenant=tenant,
+                                  tool_call_id=call_id or f"toolu_{uuid.uuid4().hex}", name=name,
+                                  input={"command": command} if tool_input is None else tool_input,
+                                  timeout_s=timeout_s, causation_seq=1,
                                   # so that a later run's runners answer these leftovers `expired`
                                   issued_at=datetime.now(timezone.utc))
         sent = await send_keyed(self.producer, TOOL_CALLS, session_id, request, self.kafka.partitions)
@@ -156,8 +159,9 @@ class Harness:
         return (report.session_id, report.tool_call_id) == (request.session_id, request.tool_call_id) \
             and report.runner in self.hosts
 
-    def work(self, session_id: str) -> Path:
-        return self.tmp_path / "sandboxes" / "default" / session_id / "work"
+    def work(self, session_id: str, tenant: str = "default") -> Path:
+        """A session's work dir on the host (its tools see it at /work)."""
+        return session_dir(self.tmp_path / "sandboxes", tenant, session_id) / "work"
 
     async def close(self) -> None:
         await self.results.consumer.stop()

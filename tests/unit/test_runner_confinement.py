@@ -60,8 +60,8 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed(work:
 
     real_confine = files_module.confine
 
-    def confine_then_swap(root, path):
-        parts = real_confine(root, path)
+    def confine_then_swap(root, path, seen_as):
+        parts = real_confine(root, path, seen_as)
         os.rename(work / "sub", work / "sub.old")
         (work / "sub").symlink_to(work.parent)
         return parts
@@ -100,3 +100,42 @@ def test_missing_files_and_directories_are_typed(work: Path) -> None:
     assert _kind(lambda: read_file(work, ReadFileInput(path="sub"))) == "invalid_input"
     assert _kind(lambda: list_files(work, ListFilesInput(path="nope"))) == "not_found"
     assert _kind(lambda: write_file(work, WriteFileInput(path=".", content="x"), None)) == "invalid_input"
+
+
+# The session's tools see their work dir at /work (under bubblewrap); the file tools read
+# absolute paths, and absolute symlinks a tool made, as the tools do.
+
+def test_absolute_paths_are_read_where_the_tools_see_the_work_dir(work: Path) -> None:
+    assert confine(work, "/work/sub/a.txt", "/work") == ("sub", "a.txt")
+    assert confine(work, "/work", "/work") == ()
+    assert read_file(work, ReadFileInput(path="/work/sub/a.txt"), seen_as="/work").path == "sub/a.txt"
+    assert list_files(work, ListFilesInput(path="/work/sub"), seen_as="/work").entries[0].path == "sub/a.txt"
+
+
+@pytest.mark.parametrize("path", ["/workshop/a.txt", "/work/../etc/passwd", "/etc/passwd", "/", "../work/sub"])
+def test_paths_that_leave_the_tools_work_dir_are_refused(work: Path, path: str) -> None:
+    assert _kind(lambda: confine(work, path, "/work")) == "path_escape"
+
+
+def test_the_work_dirs_host_path_means_nothing_to_a_sandboxed_tool(work: Path) -> None:
+    with pytest.raises(ToolFailure) as caught:
+        confine(work, str(work / "sub" / "a.txt"), "/work")
+    assert caught.value.kind == "path_escape"
+    assert caught.value.message.endswith("the session's work directory, /work")
+
+
+def test_an_absolute_symlink_a_tool_made_is_followed_in_its_view(work: Path) -> None:
+    (work / "alias").symlink_to("/work/sub")  # what `ln -s /work/sub alias` makes in the sandbox
+    (work / "host").symlink_to(work / "sub")  # a host path: nothing a sandboxed tool could follow
+    assert read_file(work, ReadFileInput(path="alias/a.txt"), seen_as="/work").content == "inside"
+    assert confine(work, "/work/alias/../sub", "/work") == ("sub",)
+    assert _kind(lambda: read_file(work, ReadFileInput(path="host/a.txt"), seen_as="/work")) == "path_escape"
+    assert _kind(lambda: write_file(work, WriteFileInput(path="host/b.txt", content="x"), None,
+                                    seen_as="/work")) == "path_escape"
+    assert not (work / "sub" / "b.txt").exists()
+
+
+def test_a_symlink_loop_is_invalid_input_not_a_hang(work: Path) -> None:
+    (work / "a").symlink_to("b")
+    (work / "b").symlink_to("/work/a")
+    assert _kind(lambda: confine(work, "a/x", "/work")) == "invalid_input"

@@ -24,6 +24,7 @@ from wakeline_runner.isolation import Isolation
 from wakeline_runner.loop import ToolCallLoop
 from wakeline_runner.publish import Publisher
 from wakeline_runner.sandbox import Sandbox
+from wakeline_runner.session_dirs import session_dir
 from wakeline_runner.settings import RunnerSettings
 
 TP = TopicPartition(TOOL_CALLS, 2)
@@ -72,7 +73,7 @@ async def test_a_tool_call_is_run_once_and_its_result_acked_before_its_offset_is
     [result] = runner.results()
     assert (result.session_id, result.tool_call_id, result.is_error, result.replayed) == ("s1", "tc-1", False, False)
     assert json.loads(result.output)["bytes_written"] == 5
-    assert (tmp_path / "t" / "s1" / "work" / "notes.txt").read_text() == "hello"
+    assert (session_dir(tmp_path, "t", "s1") / "work" / "notes.txt").read_text() == "hello"
     [sent] = runner.producer.acked
     assert (sent.key, sent.partition) == (b"s1", partition_for("s1", 6))
     acked_at = runner.journal.index(("acked", sent))
@@ -83,7 +84,7 @@ async def test_a_tool_call_is_run_once_and_its_result_acked_before_its_offset_is
 
 async def test_a_redelivered_call_is_answered_from_its_record_and_not_run_again(tmp_path):
     runner = Runner(tmp_path)
-    work = tmp_path / "t" / "s1" / "work"
+    work = session_dir(tmp_path, "t", "s1") / "work"
     first = call_record(0, "tc-1", "write_file", {"path": "log.txt", "content": "once"})
     runner.consumer.feed(first)
     await runner.run_until_committed(1)
