@@ -18,18 +18,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from wakeline_runner.bwrap import bwrap_options
-from wakeline_runner.records import SessionDirs, ensure_dir
+from wakeline_runner.bwrap_probe import try_bwrap
+from wakeline_runner.records import SessionDirs
 from wakeline_runner.settings import RunnerSettings
-from wakeline_runner.tool_etc import build_system_etc, write_identity_files
+from wakeline_runner.tool_etc import build_system_etc
 from wakeline_runner.tool_view import WORK_MOUNT, exposed_path
-from wakeline_runner.wrapper import with_bwrap_options
 
 log = logging.getLogger(__name__)
 TOOL_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -110,14 +108,9 @@ def probe(settings: RunnerSettings) -> Isolation:
         return Isolation(False, uid_range, settings.tmp_bytes, "use_bwrap=off")
     candidate = Isolation(True, uid_range, settings.tmp_bytes, "bwrap probe succeeded",
                           build_system_etc(settings.sandbox_root))
-    failure = _try_bwrap(candidate, settings)
+    failure = try_bwrap(candidate, settings, tool_env(WORK_MOUNT))
     if failure is not None:
-        raise RuntimeError(
-            f"refusing to start: tools must run under bubblewrap and it does not work here ({failure}). "
-            "Install it (deploy/system-deps.sh does), and for a runner that is not root allow unprivileged "
-            "user namespaces (sysctl user.max_user_namespaces > 0 and, on Debian, "
-            "kernel.unprivileged_userns_clone=1); or run the runner as root. Only for development, "
-            "WAKELINE_USE_BWRAP=off runs tools unsandboxed on the host.")
+        raise RuntimeError(f"refusing to start: tools must run under bubblewrap, and {failure}")
     log.info("tool isolation: bubblewrap over a minimal root (%s)",
              " ".join(bwrap_options(Path("/<work>"), candidate.system_etc or Path("/<etc>"),
                                     Path("/<session etc>"), settings.tmp_bytes, uid_range is not None)))
@@ -139,34 +132,3 @@ def _say_what_mountinfo_shows(sandbox_root: Path) -> None:
     else:
         log.warning("tools can read where the sandbox root is on its filesystem (%s) in /proc/self/mountinfo "
                     "(never a tenant's or session's name); mount a filesystem at %s to hide it", shown, sandbox_root)
-
-
-def _try_bwrap(candidate: Isolation, settings: RunnerSettings) -> str | None:
-    if shutil.which("bwrap") is None:
-        return "bwrap is not on PATH"
-    ensure_dir(settings.sandbox_root, 0o711, parents=True)
-    ensure_dir(settings.sandbox_root / ".probe", 0o711)
-    owner = candidate.identity(".probe", "probe")
-    dirs = SessionDirs(work=settings.sandbox_root / ".probe" / "work", calls=settings.sandbox_root / ".probe",
-                       etc=settings.sandbox_root / ".probe" / "etc", owner=owner)
-    ensure_dir(dirs.work, 0o700)
-    if owner is not None:
-        os.chown(dirs.work, *owner)
-    write_identity_files(dirs.etc, owner, WORK_MOUNT)
-    # Write in the work dir and in /tmp as the session's user, as a real tool would, and
-    # check that the host's private places are not there.
-    script = (f'test "$(pwd)" = {WORK_MOUNT} && : > .probe && rm .probe && : > /tmp/.probe '
-              "&& test ! -e /root && test ! -e /home")
-    if owner is not None:
-        script += f' && test "$(id -u)" = {owner[0]}'
-    command = candidate.command(dirs, script)
-    argv, options_fd = with_bwrap_options(command.argv, command.bwrap_options or [])
-    try:
-        done = subprocess.run(argv, env=tool_env(WORK_MOUNT), capture_output=True, timeout=20, pass_fds=(options_fd,))
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"{type(err).__name__}: {err}"
-    finally:
-        os.close(options_fd)
-    if done.returncode != 0:
-        return f"exit {done.returncode}: {done.stderr.decode('utf-8', 'replace').strip()[-500:]}"
-    return None
