@@ -1,7 +1,8 @@
 """`make chaos` / `python -m bench.chaos [--kills N] [--interval S] [--in-flight N]`.
 
 Prints progress lines, then one JSON line of figures; exits 1 if a correctness figure
-is not 0 or a session did not complete.
+is not 0, a session did not complete, or a recovery figure is past its bound (issue 37:
+`recovery_failures`; the short form in `make test` judges correctness only).
 """
 
 from __future__ import annotations
@@ -26,6 +27,23 @@ def failures(result: dict) -> list[str]:
     return bad
 
 
+# Issue 37's bounds on recovery: from a brain's kill to each of its in-flight sessions' next
+# event, with the replacement taking the dead brain's name (as `make chaos` restarts it); and
+# no brain partition without an owner longer than twice the group's session timeout.
+RECOVERY_BOUNDS_S = {"median_s": 3.0, "p99_s": 10.0, "max_s": 20.0}
+SESSION_TIMEOUT_S = 6.0  # BrainSettings.session_timeout_ms
+
+
+def recovery_failures(result: dict) -> list[str]:
+    affected = result["next_event_after_brain_kill"]["affected"]
+    bad = [f"brain kill -> its sessions' next event {k.removesuffix('_s')} {affected[k]} s > {bound:g} s"
+           for k, bound in RECOVERY_BOUNDS_S.items() if affected.get(k) is not None and affected[k] > bound]
+    unowned = result["longest_partition_unowned_s"]
+    if unowned is not None and unowned > 2 * SESSION_TIMEOUT_S:
+        bad.append(f"a brain partition had no owner for {unowned} s > {2 * SESSION_TIMEOUT_S:g} s")
+    return bad
+
+
 def summary(r: dict) -> list[str]:
     after = r["next_event_after_brain_kill"]
     return [
@@ -34,7 +52,8 @@ def summary(r: dict) -> list[str]:
         "chaos: " + ", ".join(f"{k.replace('_', ' ')} {r[k]}" for k in MUST_BE_ZERO)
         + f" (tools interrupted, answered 'crashed': {r['tools_interrupted']})",
         f"chaos: next event after a brain kill: its sessions median {after['affected']['median_s']} s,"
-        f" max {after['affected']['max_s']} s; survivors' sessions median {after['survivors']['median_s']} s,"
+        f" p99 {after['affected']['p99_s']} s, max {after['affected']['max_s']} s;"
+        f" survivors' sessions median {after['survivors']['median_s']} s,"
         f" max {after['survivors']['max_s']} s; longest a brain partition had no owner:"
         f" {r['longest_partition_unowned_s']} s",
     ]
@@ -58,7 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(summary(result)))
     bad = failures(result)
     print("chaos: " + ("FAILED: " + "; ".join(bad) if bad else "all correctness figures 0, every session completed"))
-    return 1 if bad else 0
+    slow = recovery_failures(result)
+    print("chaos: " + ("RECOVERY OUT OF BOUNDS: " + "; ".join(slow) if slow else
+                       "recovery within bounds (median <= 3 s, p99 <= 10 s, max <= 20 s; partitions owned again "
+                       f"within {2 * SESSION_TIMEOUT_S:g} s)"))
+    return 1 if bad or slow else 0
 
 
 if __name__ == "__main__":

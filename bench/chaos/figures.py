@@ -85,6 +85,7 @@ def recovery_after_brain_kills(kills: list[tuple[float, str]], changes: list[Cha
     return {kind: {"sessions": len(d) + never[kind], "never_resumed": never[kind],
                    "median_s": round(statistics.median(d), 2) if d else None,
                    "p90_s": round(statistics.quantiles(d, n=10)[-1], 2) if len(d) >= 2 else None,
+                   "p99_s": round(statistics.quantiles(d, n=100)[-1], 2) if len(d) >= 2 else None,
                    "max_s": round(max(d), 2) if d else None}
             for kind, d in delays.items()}
 

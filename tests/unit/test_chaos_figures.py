@@ -48,3 +48,16 @@ def test_a_success_without_its_side_effect_is_a_fault_but_an_honest_crashed_answ
     honest = completed_session(sid, is_error=True, error_kind="crashed")
     figures = correctness([sid], {sid: honest}, {sid: honest}, {sid: []})
     assert (figures["tools_never_run"], figures["tools_interrupted"]) == (0, 1)
+
+
+def test_make_chaos_fails_a_run_whose_recovery_is_past_a_bound_and_passes_one_within_them():
+    from bench.chaos.__main__ import recovery_failures
+
+    def run(median: float, p99: float, most: float, unowned: float) -> dict:
+        affected = {"median_s": median, "p99_s": p99, "max_s": most}
+        return {"next_event_after_brain_kill": {"affected": affected}, "longest_partition_unowned_s": unowned}
+
+    assert recovery_failures(run(2.9, 9.5, 19.0, 11.0)) == []
+    assert recovery_failures(run(3.1, 9.5, 19.0, 11.0)) == ["brain kill -> its sessions' next event median 3.1 s > 3 s"]
+    assert len(recovery_failures(run(2.0, 30.0, 79.0, 79.0))) == 3  # p99, max and the ownerless partition
+    assert recovery_failures(run(None, None, None, None)) == []  # type: ignore[arg-type]  # no brain killed
