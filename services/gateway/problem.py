@@ -99,11 +99,12 @@ WHEN = {
 }
 
 
-RETRY_AFTER = {"Retry-After": {"description": "Whole seconds to wait before sending it again (at least 1).",
-                               "schema": {"type": "integer", "minimum": 1}}}
+# Headers a status always carries, declared with it.
+HEADERS = {429: {"Retry-After": {"description": "Whole seconds to wait before sending it again (at least 1).",
+                                 "schema": {"type": "integer", "minimum": 1}}}}
 
 
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` entries declaring the problem shape for each status."""
-    return {status: {"model": ProblemDetails, "description": WHEN[status]} | ({"headers": RETRY_AFTER} if status == 429
-                                                                            else {}) for status in statuses}
+    """OpenAPI `responses` entries declaring the problem shape (and headers) for each status."""
+    return {status: {"model": ProblemDetails, "description": WHEN[status]}
+            | ({"headers": HEADERS[status]} if status in HEADERS else {}) for status in statuses}
