@@ -26,10 +26,10 @@ pytestmark = [pytest.mark.postgres, pytest.mark.kafka]
 PROBLEM = "application/problem+json"
 
 
-async def seeded_session(settings, tenant: str | None = None) -> str:
-    """A session of `user:local` (the harness's default key owner) in the tenant."""
+async def seeded_session(settings) -> str:
+    """A session of `user:local` (the harness's default key owner) in the settings' tenant."""
     async with TenantPool(settings.postgres_dsn, min_size=1, max_size=1) as pool:
-        return (await Seeder(pool, tenant or settings.tenant).session([created()]))[0].session_id
+        return (await Seeder(pool, settings.tenant).session([created()]))[0].session_id
 
 
 def message(client: httpx.AsyncClient, session_id: str, text: str = "hi", **headers: str):
@@ -49,6 +49,10 @@ def refused_by(answer: httpx.Response, quota: str, limit: int) -> None:
     assert (body["code"], body["quota"], body["limit"], body["status"]) == ("quota_exceeded", quota, limit, 429)
 
 
+def command_id(value: bytes) -> str:
+    return parse_command(value).command_id
+
+
 async def put_quotas(settings, **quotas: int | None) -> httpx.Response:
     """PUT /v1/quotas with a fresh admin key of the settings' tenant."""
     async with running_gateway(settings, principal="adam", role="admin") as (_, admin):
@@ -66,7 +70,7 @@ async def test_an_admin_sets_the_quotas_every_key_reads_them_and_each_change_is_
             key = bearer(await api_key(settings.tenant, f"{role}-1", role))
             reads[role] = (await admin.get("/v1/quotas", headers=key)).json()
     answer = second.json()
-    assert {role: body for role, body in reads.items()} == {role: answer for role in reads}
+    assert reads == {role: answer for role in reads}
     assert answer["tenant"] == settings.tenant and answer["set_by"] == "user:adam"
     assert answer["own"] == {"running_sessions": None, "sessions_per_minute": 9, "commands_per_second": 30,
                              "tool_calls_in_flight": None, "tokens_per_day": None}  # a PUT replaces them all
@@ -127,12 +131,8 @@ async def test_over_commands_per_second_is_429_with_retry_after_and_nothing_reac
     refused_by(answers[2], "commands_per_second", 2)
     assert "nothing was sent" in answers[2].json()["detail"]
     assert [r.value for r in on_kafka] and len(on_kafka) == 2
-    assert {a.json()["command_id"] for a in answers[:2]} == {_command_id(r.value) for r in on_kafka}
+    assert {a.json()["command_id"] for a in answers[:2]} == {command_id(r.value) for r in on_kafka}
     assert REGISTRY.get_sample_value("wakeline_gateway_quota_rejections_total", labels) == 1.0
-
-
-def _command_id(value: bytes) -> str:
-    return parse_command(value).command_id
 
 
 async def test_a_refused_command_retried_with_its_key_after_retry_after_is_sent_once() -> None:
@@ -147,7 +147,7 @@ async def test_a_refused_command_retried_with_its_key_after_retry_after_is_sent_
         retried = await message(client, sid, "second", **{"Idempotency-Key": "k-2"})
         on_kafka = await watcher.up_to_now(sid)
     assert retried.status_code == 202, retried.text
-    assert [_command_id(r.value) for r in on_kafka][-1] == retried.json()["command_id"] and len(on_kafka) == 2
+    assert [command_id(r.value) for r in on_kafka][-1] == retried.json()["command_id"] and len(on_kafka) == 2
 
 
 async def test_another_tenant_is_not_held_back_by_one_over_its_quota() -> None:
