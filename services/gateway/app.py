@@ -23,12 +23,14 @@ from wakeline_gateway.openapi import problem_openapi
 from wakeline_gateway.feed import DeltasFeed, EventsFeed, FeedState, feed_consumer
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
-from wakeline_gateway.metrics import HttpMetrics
+from wakeline_gateway.metrics import CountedRefusals, HttpMetrics
 from wakeline_gateway.pool import Leases
+from wakeline_gateway.quotas.gate import QuotaGate
+from wakeline_gateway.quotas.store import QuotaStore
 from wakeline_gateway.audit.store import AuditStore
 from wakeline_gateway.read_model.sessions import SessionStore
 from wakeline_gateway.routes import (
-    audit, commands, console, forks, health, me, reads, sessions, stream, tenant, tool_calls,
+    audit, commands, console, forks, health, me, quotas, reads, sessions, stream, tenant, tool_calls,
 )
 from wakeline_gateway.settings import GatewaySettings
 
@@ -45,6 +47,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             app.state.store = SessionStore(pool, PostgresEventStore(pool))
             app.state.audit = AuditStore(pool)
             app.state.leases = Leases(pool)
+            app.state.quotas = QuotaStore(pool)
+            app.state.quota_gate = CountedRefusals(QuotaGate(app.state.quotas, settings.quota_defaults()))
             app.state.inbox = Inbox(producer, settings.partitions)
             async with events_feed(settings) as feed:
                 app.state.feed = feed
@@ -82,7 +86,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(BodyLimit, cap=body_cap(settings.max_record_bytes))
     app.add_middleware(HttpMetrics)  # outermost: times what the body limit refuses too
-    for module in (sessions, forks, commands, tool_calls, reads, stream, audit, tenant, health, me, console):
+    for module in (sessions, forks, commands, tool_calls, reads, stream, audit, tenant, quotas, health, me, console):
         app.include_router(module.router)
     app.openapi = lambda: problem_openapi(app)  # type: ignore[method-assign]
     return app

@@ -25,6 +25,9 @@ PERMISSIONS: dict[str, frozenset[str]] = {
     "audit.access_log": frozenset({"admin"}),
     "tenant.retention.read": frozenset({"auditor", "admin"}),
     "tenant.retention.set": frozenset({"admin"}),
+    # Every key may see the quotas its tenant runs under; only an admin changes them.
+    "tenant.quotas.read": frozenset({"user", "auditor", "admin", "service"}),
+    "tenant.quotas.set": frozenset({"admin"}),
     # A pool of harness workers answers declared tools' calls across the tenant's sessions.
     "tool_calls.pool": frozenset({"service"}),
 }
@@ -33,6 +36,7 @@ ACTIONS = {
     "session.write": "write to sessions", "session.delete": "delete sessions",
     "audit.read": "run audit queries", "audit.access_log": "read the audit access log",
     "tenant.retention.read": "read the retention window", "tenant.retention.set": "set the retention window",
+    "tenant.quotas.read": "read the tenant's quotas", "tenant.quotas.set": "set the tenant's quotas",
     "tool_calls.pool": "take tool calls across the tenant's sessions",
 }
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="wakeline"'}

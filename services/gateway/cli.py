@@ -25,7 +25,7 @@ from wakeline.evidence import proofs
 from wakeline.ops import retention as retention_admin
 from wakeline_client import Wakeline, WakelineError
 from wakeline_client import operations as ops
-from wakeline_gateway import terminal
+from wakeline_gateway import cli_quotas, terminal
 from wakeline_gateway.cli_commands import (
     audit, cost, events, fork, replay, retention_window, run, session_params, sessions, transcript, tree, verify,
 )
@@ -124,6 +124,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("retention-window", help="the tenant's retention window; --keep-days N sets it (admin)")
     p.add_argument("--keep-days", type=int)
     p.set_defaults(handler=retention_window)
+    cli_quotas.add_parser(sub)
     p = sub.add_parser("keys", help="create, revoke or list API keys (as the schema owner)", add_help=False)
     p.set_defaults(direct=keys_admin.main)
     p = sub.add_parser("retention", help="drop months past every tenant's window (maintenance role)",

@@ -22,6 +22,7 @@ from wakeline_gateway.feed import FeedState
 from wakeline_gateway.listeners import Listeners
 from wakeline_gateway.pool import Leases
 from wakeline_gateway.inbox import Inbox
+from wakeline_gateway.quotas.store import QuotaStore
 from wakeline_gateway.read_model.sessions import SessionStore
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.shapes.sessions import SessionPublic
@@ -52,10 +53,15 @@ async def get_leases(request: Request) -> Leases:
     return request.app.state.leases
 
 
+async def get_quotas(request: Request) -> QuotaStore:
+    return request.app.state.quotas
+
+
 StoreDep = Annotated[SessionStore, Depends(get_store)]
 LeasesDep = Annotated[Leases, Depends(get_leases)]
 AuditDep = Annotated[AuditStore, Depends(get_audit)]
 InboxDep = Annotated[Inbox, Depends(get_inbox)]
+QuotasDep = Annotated[QuotaStore, Depends(get_quotas)]
 
 
 # Declared so /docs offers "Authorize"; authenticate reads the header itself. auto_error=False:
@@ -100,6 +106,8 @@ Auditor = Annotated[Caller, Depends(permit("audit.read"))]
 AccessLogReader = Annotated[Caller, Depends(permit("audit.access_log"))]
 RetentionReader = Annotated[Caller, Depends(permit("tenant.retention.read"))]
 RetentionSetter = Annotated[Caller, Depends(permit("tenant.retention.set"))]
+QuotaReader = Annotated[Caller, Depends(permit("tenant.quotas.read"))]
+QuotaSetter = Annotated[Caller, Depends(permit("tenant.quotas.set"))]
 PoolWorker = Annotated[Caller, Depends(permit("tool_calls.pool"))]
 
 
@@ -122,7 +130,7 @@ async def get_dispatcher(inbox: InboxDep, store: StoreDep, request: Request) -> 
     feed = _feed(request)
     waits = Waits(settings.wait_timeout_s, settings.outcome_poll_s, settings.outcome_recheck_s)
     return CommandDispatcher(inbox, store, waits, settings.max_record_bytes, settings.submit_timeout_s,
-                             feed.listeners, feed.running)
+                             feed.listeners, feed.running, getattr(request.app.state, "quota_gate", None))
 
 
 DispatcherDep = Annotated[CommandDispatcher, Depends(get_dispatcher)]

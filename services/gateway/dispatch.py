@@ -10,6 +10,8 @@ what reads see (create, delete) also waits until its outcome is archived, so the
 agrees with the answer. When the wait runs out the gateway says the command is pending
 rather than guessing. A rejection becomes an HTTP error whose status comes from
 the rejection's `code` (REJECTION_STATUS) and whose body carries that code unchanged.
+Right before a new command is sent, the tenant's rate quotas admit it or refuse it with a
+429 (`quotas/gate.py`); a retry whose outcome is recorded sends nothing and counts nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from wakeline_gateway.errors import ApiError
 from wakeline_gateway.idempotency import key_id_of, keyed
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
+from wakeline_gateway.quotas.gate import Admission, AdmitAll
 from wakeline_gateway.rejections import rejection_code, rejection_status
 from wakeline_gateway.shapes.commands import CommandPublic
 from wakeline_gateway.read_model.sessions import SessionStore
@@ -67,11 +70,12 @@ class Waits:
 class CommandDispatcher:
     def __init__(self, inbox: Inbox, store: SessionStore, waits: Waits, max_record_bytes: int,
                  submit_timeout_s: float = 10.0, listeners: Listeners | None = None,
-                 feed_running: Callable[[], bool] = lambda: False):
+                 feed_running: Callable[[], bool] = lambda: False, quotas: Admission | None = None):
         self._inbox, self._store, self._waits = inbox, store, waits
         self._max_record_bytes, self._submit_timeout_s = max_record_bytes, submit_timeout_s
         self._listeners = listeners or Listeners()
         self._feed_running = feed_running
+        self._quotas = quotas or AdmitAll()  # none: an app run without its lifespan (unit tests)
 
     def admit(self, request_body: BaseModel | None) -> None:
         """413 for a body that could not fit in one event, before a command is built from it."""
@@ -80,7 +84,8 @@ class CommandDispatcher:
     async def dispatch(self, command: CommandBase, wait: bool = True,
                        idempotency_key: str | None = None, archived: bool = False) -> CommandPublic:
         """Sends the command unless its outcome is already recorded (a retry); raises on
-        rejection (by code), on a key reused for another request (422) and on size (413).
+        rejection (by code), on a key reused for another request (422), on size (413) and
+        over a rate quota (429).
         `archived`: answer only once Postgres holds the outcome (or the wait runs out)."""
         command, outcome = await self.send(command, wait, idempotency_key, archived)
         return describe(command, outcome, self._waits.wait_s)
@@ -96,6 +101,7 @@ class CommandDispatcher:
             if idempotency_key is not None:
                 outcome = await self._first_outcome_of_key(command, idempotency_key)
             if outcome is None:
+                await self._quotas.admit(command)  # 429 over a rate quota: nothing is sent
                 await self._submit(command)
                 if wait:
                     outcome = await self.await_outcome(command, heard, earlier_possible=idempotency_key is not None)

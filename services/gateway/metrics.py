@@ -1,7 +1,10 @@
-"""HTTP latency by route for the gateway's metrics (declared below): a pure ASGI
+"""What feeds the gateway's metrics (declared below): HTTP latency by route, a pure ASGI
 middleware (a streamed response is timed until it closes, and nothing is buffered), labelled
 with the route's path template as the router matched it, never the raw path, so the label
-values stay as few as the routes; a request no route matched is `unmatched`.
+values stay as few as the routes; a request no route matched is `unmatched`. And the commands
+refused by a quota, counted by a wrapper of the quota gate, per tenant and quota: a tenant
+label is bounded by the tenants an operator created, and "which tenant is throttled" is the
+question.
 """
 
 from __future__ import annotations
@@ -9,14 +12,32 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from prometheus_client import Histogram
+from prometheus_client import Counter, Histogram
 
+from wakeline.contract.commands import CommandBase
 from wakeline.runtime import metrics
+from wakeline_gateway.quotas.gate import Admission, QuotaExceeded
 
 # This service's metrics (names, labels and buckets: docs/operations.md says what each means).
 HTTP_SECONDS = Histogram("wakeline_http_request_seconds", "Gateway requests, received to the last byte of the "
                          "response sent (a stream: until it closes)", ["method", "route", "status"],
                          buckets=metrics.SECONDS)
+QUOTA_REFUSALS = Counter("wakeline_gateway_quota_rejections_total", "Commands the gateway refused (429) because "
+                         "the tenant was over a rate quota; nothing was sent", ["tenant", "quota"])
+
+
+class CountedRefusals:
+    """The quota gate, as the dispatcher uses it, with every refusal counted."""
+
+    def __init__(self, gate: Admission):
+        self._gate = gate
+
+    async def admit(self, command: CommandBase) -> None:
+        try:
+            await self._gate.admit(command)
+        except QuotaExceeded as refused:
+            QUOTA_REFUSALS.labels(refused.tenant, refused.quota).inc()
+            raise
 
 
 class HttpMetrics:

@@ -25,13 +25,15 @@ GATEWAY_CODES = ("unauthorized", "forbidden", "not_found", "method_not_allowed",
                  # forks (routes/forks.py): a seq past the log, inside a tool call, a prefix gone
                  "unknown_seq", "fork_inside_tool_call", "prefix_unavailable",
                  # tool results (routes/tool_calls.py): another answer is recorded, the call was never made
-                 "tool_call_already_answered", "unknown_tool_call")
+                 "tool_call_already_answered", "unknown_tool_call",
+                 # the tenant over a rate quota (quotas/gate.py): 429 with Retry-After
+                 "quota_exceeded")
 ERROR_CODES: tuple[str, ...] = tuple(dict.fromkeys(GATEWAY_CODES + REJECTION_CODES))
 ErrorCode = Literal[ERROR_CODES]  # type: ignore[valid-type]
 # The code an error gets when whoever raised it named none.
 CODE_FOR_STATUS = {400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                    405: "method_not_allowed", 409: "conflict", 413: "too_large", 422: "invalid_request",
-                   501: "not_implemented", 503: "unavailable"}
+                   429: "quota_exceeded", 501: "not_implemented", 503: "unavailable"}
 
 
 class FieldProblem(BaseModel):
@@ -57,6 +59,9 @@ class ProblemDetails(BaseModel):
     current_seq: int | None = Field(default=None, description="409 conflict: the session's seq now.")
     limit_bytes: int | None = Field(default=None, description="413: the limit that was exceeded.")
     size_bytes: int | None = Field(default=None, description="413: the size that exceeded it, when known.")
+    quota: str | None = Field(default=None, description="429: the quota that is full (`commands_per_second`, "
+                                                        "`sessions_per_minute`).")
+    limit: int | None = Field(default=None, description="429: that quota's value for the tenant.")
 
 
 def code_for(status: int) -> str:
@@ -86,12 +91,20 @@ WHEN = {
          "(`limit_bytes`); sizes are counted in encoded bytes.",
     422: "The request is not valid (`errors` names each field), or an Idempotency-Key was reused "
          "for a different request (`idempotency_key_reused`).",
+    429: "The tenant is over a rate quota (`quota_exceeded`, naming the `quota` and its `limit`); nothing was "
+         "sent. Retry after the `Retry-After` header's seconds.",
     500: "An unexpected failure, or a stored event that no longer decodes (`corrupt_event`).",
     501: "This deployment is built without the feature.",
     503: "Kafka or Postgres is unavailable; retry later.",
 }
 
 
+# Headers a status always carries, declared with it.
+HEADERS = {429: {"Retry-After": {"description": "Whole seconds to wait before sending it again (at least 1).",
+                                 "schema": {"type": "integer", "minimum": 1}}}}
+
+
 def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI `responses` entries declaring the problem shape for each status."""
-    return {status: {"model": ProblemDetails, "description": WHEN[status]} for status in statuses}
+    """OpenAPI `responses` entries declaring the problem shape (and headers) for each status."""
+    return {status: {"model": ProblemDetails, "description": WHEN[status]}
+            | ({"headers": HEADERS[status]} if status in HEADERS else {}) for status in statuses}

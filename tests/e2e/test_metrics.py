@@ -2,13 +2,15 @@
 metrics docs/operations.md names are there, with values the sessions must have produced.
 
 Sessions with tool calls go through the gateway, a malformed record goes onto the inbox
-(dead-lettered by the brain), and a request for a session that does not exist gets its 404:
-then every service is scraped over HTTP, as Prometheus would.
+(dead-lettered by the brain), a request for a session that does not exist gets its 404, and a
+tenant allowed one session a minute asks for a second (429): then every service is scraped
+over HTTP, as Prometheus would.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from collections import defaultdict
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +26,7 @@ from wakeline.contract.topics import INBOX, TOOL_CALLS, TOOL_RESULTS
 
 ROOT = Path(__file__).resolve().parents[2]
 Samples = dict[str, list[tuple[dict[str, str], float]]]
+QUOTA_TENANT = f"e2e-quota-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +60,7 @@ def scraped(stack) -> dict[str, Samples]:
         for sid in sessions:
             assert wait_ended(client, stack, sid)["ended_reason"] == "completed"
         assert client.get("/v1/sessions/00000000-0000-4000-8000-000000000000").status_code == 404
+    assert over_a_quota(stack).status_code == 429
     produce([(b"not-json", b"{this is not a command")], partition=0)
     ports = {name: service.metrics_port for name, service in stack.services.items()}
     # Gauges are sampled and the archiver's counts carried once a second, and a session reads
@@ -70,6 +74,14 @@ def scraped(stack) -> dict[str, Samples]:
         wait_for(lambda: total(scrape(ports["brain"]), "wakeline_brain_sessions") >= 4, 30,
                  "the brain's sessions gauge (the warm-up and 3 sessions)", stack)
     return {name: scrape(port) for name, port in ports.items()}
+
+
+def over_a_quota(stack) -> httpx.Response:
+    """A tenant of its own, allowed one session a minute by its admin: the answer to its second."""
+    admin = {"Authorization": f"Bearer {stack.api_key('adam', 'admin', QUOTA_TENANT)}"}
+    with httpx.Client(base_url=stack.url, timeout=30, headers=admin) as client:
+        assert client.put("/v1/quotas", json={"sessions_per_minute": 1}).status_code == 200
+        return [client.post("/v1/sessions", json={"message": "hi", "wait": False}) for _ in range(2)][-1]
 
 
 @contextmanager
@@ -141,6 +153,12 @@ def test_the_gateway_serves_latency_by_route_template_never_by_raw_path(scraped)
     uuid = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-")
     assert not [labels for labels, _ in gateway["wakeline_http_request_seconds_count"]
                 if uuid.search(labels["route"])]
+
+
+def test_the_gateway_counts_commands_refused_by_a_quota_by_tenant_and_quota(scraped):
+    assert total(scraped["gateway"], "wakeline_gateway_quota_rejections_total", tenant=QUOTA_TENANT,
+                 quota="sessions_per_minute") == 1
+    assert total(scraped["gateway"], "wakeline_gateway_quota_rejections_total", quota="commands_per_second") == 0
 
 
 def test_every_metric_a_service_serves_is_documented_with_an_alert(scraped):

@@ -82,7 +82,8 @@ def request_for(method: str, path: str, session_id: str) -> dict[str, Any]:
     if url.endswith("/stream"):
         params["until_end"] = "true"
     body = {"/v1/sessions": {"message": "hello", "wait": False}, "/messages": {"text": "hi"},
-            "/tool-results/tc-1": {"output": "done"}, "/v1/tenant/retention": {"keep_days": 3650}}
+            "/tool-results/tc-1": {"output": "done"}, "/v1/tenant/retention": {"keep_days": 3650},
+            "/v1/quotas": {"commands_per_second": 1000}}
     json_body = next((b for suffix, b in body.items() if url.endswith(suffix)), None)
     return dict(method=method, url=url, params=params, json=json_body if method in ("POST", "PUT") else None)
 

@@ -300,3 +300,38 @@ def test_cost_prints_a_sessions_cost_or_the_tenants_since_an_age(capsys):
     since = fake.requests[0].url.params["since"]
     age = datetime.now(UTC) - datetime.fromisoformat(since)
     assert 7 * 86400 - 60 < age.total_seconds() < 7 * 86400 + 60  # 7d: that long ago, as an ISO time
+
+
+def quotas_answer(tenant: str = "acme", **own) -> dict:
+    values = {"running_sessions": None, "sessions_per_minute": None, "commands_per_second": None,
+              "tool_calls_in_flight": None, "tokens_per_day": None}
+    return {"tenant": tenant, "own": {**values, **own}, "effective": values, "defaults": values,
+            "enforced": ["sessions_per_minute", "commands_per_second"], "set_by": None, "set_at": None, "history": []}
+
+
+def test_quotas_set_changes_only_the_quotas_named_and_default_resets_one(capsys) -> None:
+    gateway = FakeGateway({("GET", "/v1/quotas"): [httpx.Response(200, json=quotas_answer(
+                               running_sessions=7, tokens_per_day=1000))],
+                           ("PUT", "/v1/quotas"): [httpx.Response(200, json=quotas_answer(commands_per_second=5))]})
+    assert run_cli(["quotas", "set", "--tenant", "acme", "--commands-per-second", "5",
+                    "--tokens-per-day", "default"], gateway) == 0
+    put = gateway.requests[-1]
+    assert put.method == "PUT" and json.loads(put.content) == {
+        "running_sessions": 7, "sessions_per_minute": None, "commands_per_second": 5, "tool_calls_in_flight": None,
+        "tokens_per_day": None}
+    assert json.loads(capsys.readouterr().out)["own"]["commands_per_second"] == 5
+
+
+def test_quotas_refuse_a_key_of_another_tenant_and_change_nothing(capsys) -> None:
+    gateway = FakeGateway({("GET", "/v1/quotas"): [httpx.Response(200, json=quotas_answer("other"))]})
+    assert run_cli(["quotas", "set", "--tenant", "acme", "--sessions-per-minute", "10"], gateway) == 1
+    assert [r.method for r in gateway.requests] == ["GET"]
+    assert "belongs to tenant 'other', not 'acme'" in capsys.readouterr().err
+    assert run_cli(["quotas", "show", "--tenant", "acme"], gateway) == 1
+    assert run_cli(["quotas", "show"], gateway) == 0
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "lots", "1.5"])
+def test_quotas_set_takes_whole_numbers_of_at_least_one_or_default(value) -> None:
+    with pytest.raises(SystemExit):
+        run_cli(["quotas", "set", "--tenant", "acme", "--commands-per-second", value], FakeGateway({}))

@@ -84,6 +84,20 @@ def test_every_v1_operation_declares_auth_and_validation_errors(openapi) -> None
                 assert "413" in operation["responses"], (method, path)
 
 
+def test_every_operation_that_sends_a_command_declares_429_with_retry_after(openapi) -> None:
+    """A command (it takes an Idempotency-Key) may meet the tenant's rate quotas; nothing else does."""
+    commands = 0
+    for path, operations in openapi["paths"].items():
+        for method, operation in operations.items():
+            keyed = any(p["in"] == "header" and p["name"] == "Idempotency-Key" for p in operation.get("parameters", ()))
+            assert ("429" in operation["responses"]) == keyed, (method, path)
+            if keyed:
+                commands += 1
+                assert operation["responses"]["429"]["headers"]["Retry-After"]["schema"] == {
+                    "type": "integer", "minimum": 1}, (method, path)
+    assert commands >= 10
+
+
 def test_the_problem_schema_names_its_codes(openapi) -> None:
     schema = openapi["components"]["schemas"]["ProblemDetails"]
     assert {"type", "title", "status", "detail", "code"} <= set(schema["required"])

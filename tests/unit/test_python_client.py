@@ -101,6 +101,23 @@ def test_problems_become_typed_exceptions_with_status_code_and_detail(sleeps) ->
     assert sleeps.slept == [1.0, 1.0, 1.0]
 
 
+def test_a_quota_refusal_is_retried_then_raised_naming_the_quota_and_the_wait(sleeps) -> None:
+    seen: list[httpx.Request] = []
+
+    def gateway(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(429, headers={"Retry-After": "2"}, json={
+            "type": "urn:wakeline:problem:quota_exceeded", "title": "Too Many Requests", "status": 429,
+            "detail": "over its quota", "code": "quota_exceeded", "quota": "commands_per_second", "limit": 5})
+
+    with pytest.raises(QuotaExceeded) as refused:
+        client_of(gateway, RetryPolicy(max_retries=2, backoff_s=0.5, jitter=0)).sessions.send_message("s", "hi")
+    error = refused.value
+    assert (error.status, error.code, error.quota, error.limit, error.retry_after_s) == (
+        429, "quota_exceeded", "commands_per_second", 5, 2.0)
+    assert sleeps.slept == [2.0, 2.0] and len({r.headers["Idempotency-Key"] for r in seen}) == 1
+
+
 def test_retry_after_reads_seconds_and_http_dates() -> None:
     from datetime import UTC, datetime
 

@@ -3,7 +3,8 @@
 The gateway answers every error as an RFC 9457 problem with a machine-readable `code`
 (`application/problem+json`); `error_for` picks the class from the code first, then the
 status, and keeps the whole problem in `.problem` (extension members such as `current_seq`
-included). A gateway that cannot be reached at all, after the retries, is `ConnectionFailed`.
+included) and the `Retry-After` it sent, in seconds, in `.retry_after_s`. A gateway that
+cannot be reached at all, after the retries, is `ConnectionFailed`.
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ from typing import Any
 
 import httpx
 
+from wakeline_client.retry import parse_retry_after
+
 # Members that only restate the status line, left out of the message.
 _RESTATED = ("detail", "errors", "type", "title", "status")
 
 
 class WakelineError(Exception):
     def __init__(self, detail: str, status: int | None = None, code: str | None = None,
-                 problem: dict[str, Any] | None = None):
+                 problem: dict[str, Any] | None = None, retry_after_s: float | None = None):
         self.detail, self.status, self.code, self.problem = detail, status, code, problem or {}
+        self.retry_after_s = retry_after_s
         super().__init__(self._message())
 
     def _message(self) -> str:
@@ -75,7 +79,17 @@ class IdempotencyKeyReused(InvalidRequest):
 
 
 class QuotaExceeded(WakelineError):
-    """429: too many requests; retried (after `Retry-After`) before this is raised."""
+    """429 `quota_exceeded`: the tenant is over a rate quota and nothing was sent; retried after
+    `Retry-After` (`RetryPolicy.max_retries` times) before this is raised. `.retry_after_s` is
+    how long the gateway said to wait; `.quota` which quota is full, `.limit` its value."""
+
+    @property
+    def quota(self) -> str | None:
+        return self.problem.get("quota")
+
+    @property
+    def limit(self) -> int | None:
+        return self.problem.get("limit")
 
 
 class Unavailable(WakelineError):
@@ -88,7 +102,7 @@ class ServerError(WakelineError):
 
 BY_CODE: dict[str, type[WakelineError]] = {
     "unknown_tool_call": UnknownToolCall, "tool_call_already_answered": ToolCallAlreadyAnswered,
-    "not_pending": NotPending, "idempotency_key_reused": IdempotencyKeyReused,
+    "not_pending": NotPending, "idempotency_key_reused": IdempotencyKeyReused, "quota_exceeded": QuotaExceeded,
 }
 BY_STATUS: dict[int, type[WakelineError]] = {
     401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict, 413: TooLarge, 422: InvalidRequest,
@@ -104,7 +118,8 @@ def error_for(response: httpx.Response) -> WakelineError:
     kind = BY_CODE.get(str(code)) or BY_STATUS.get(response.status_code)
     if kind is None:
         kind = ServerError if response.status_code >= 500 else WakelineError
-    return kind(detail, response.status_code, code if isinstance(code, str) else None, problem)
+    return kind(detail, response.status_code, code if isinstance(code, str) else None, problem,
+                parse_retry_after(response.headers.get("Retry-After")))
 
 
 def _problem(response: httpx.Response) -> dict[str, Any]:

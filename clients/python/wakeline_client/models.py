@@ -446,13 +446,15 @@ class Problem(Model):
 class ProblemDetails(Model):
     "An error (RFC 9457). Programs branch on `code`; people read `detail`."
 
-    code: Literal['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'invalid_request', 'idempotency_key_reused', 'too_large', 'not_implemented', 'unavailable', 'corrupt_event', 'server_error', 'unknown_seq', 'fork_inside_tool_call', 'prefix_unavailable', 'tool_call_already_answered', 'unknown_tool_call', 'conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'internal_error']
+    code: Literal['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'invalid_request', 'idempotency_key_reused', 'too_large', 'not_implemented', 'unavailable', 'corrupt_event', 'server_error', 'unknown_seq', 'fork_inside_tool_call', 'prefix_unavailable', 'tool_call_already_answered', 'unknown_tool_call', 'quota_exceeded', 'conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'internal_error']
     command_id: str | None = None
     current_seq: int | None = None
     detail: str
     errors: list[FieldProblem] | None = None
     expected_seq: int | None = None
+    limit: int | None = None
     limit_bytes: int | None = None
+    quota: str | None = None
     seq: int | None = None
     session_id: str | None = None
     size_bytes: int | None = None
@@ -467,6 +469,42 @@ class ProofPublic(Model):
     proof: InclusionProof | None
     reason: str | None = None
     session_id: str
+
+
+class QuotaChangePublic(Model):
+    new: QuotaValues
+    old: QuotaValues | None
+    set_at: datetime
+    set_by: str
+
+
+class QuotaValues(Model):
+    commands_per_second: int | None = None
+    running_sessions: int | None = None
+    sessions_per_minute: int | None = None
+    tokens_per_day: int | None = None
+    tool_calls_in_flight: int | None = None
+
+
+class QuotasPublic(Model):
+    defaults: QuotaValues
+    effective: QuotaValues
+    enforced: list[Literal['running_sessions', 'sessions_per_minute', 'commands_per_second', 'tool_calls_in_flight', 'tokens_per_day']]
+    history: list[QuotaChangePublic]
+    own: QuotaValues
+    set_at: datetime | None
+    set_by: str | None
+    tenant: str
+
+
+class QuotasSet(Model):
+    "The tenant's quotas, all of them: one left out or null falls back to the gateway's default."
+
+    commands_per_second: int | None = None
+    running_sessions: int | None = None
+    sessions_per_minute: int | None = None
+    tokens_per_day: int | None = None
+    tool_calls_in_flight: int | None = None
 
 
 class ReplayCheckPublic(Model):

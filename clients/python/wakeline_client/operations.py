@@ -75,6 +75,8 @@ ACCESS_LOG = Operation("GET", "/v1/audit/access-log", ("since", "until", "princi
                        response=m.AccessLogPublic)
 READ_RETENTION = Operation("GET", "/v1/tenant/retention", response=m.RetentionPublic)
 SET_RETENTION = Operation("PUT", "/v1/tenant/retention", body=m.RetentionSet, response=m.RetentionPublic)
+READ_QUOTAS = Operation("GET", "/v1/quotas", response=m.QuotasPublic)
+SET_QUOTAS = Operation("PUT", "/v1/quotas", body=m.QuotasSet, response=m.QuotasPublic)
 HEALTHZ = Operation("GET", "/healthz", response=m.HealthPublic)
 WHO_AM_I = Operation("GET", "/v1/me", response=m.MePublic)
 

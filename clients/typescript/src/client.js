@@ -227,6 +227,16 @@ class Tenant {
   setRetention(body, options = {}) {
     return this.transport.request("PUT", "/v1/tenant/retention", { ...options, body });
   }
+
+  /** GET /v1/quotas: the tenant's own quotas, the defaults, what applies, and the changes. */
+  quotas(options = {}) {
+    return this.transport.request("GET", "/v1/quotas", options);
+  }
+
+  /** PUT /v1/quotas (admin): every quota; one left out or null goes back to the default. */
+  setQuotas(body, options = {}) {
+    return this.transport.request("PUT", "/v1/quotas", { ...options, body });
+  }
 }
 
 class Pool {

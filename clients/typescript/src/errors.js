@@ -32,7 +32,26 @@ export class ToolCallAlreadyAnsweredError extends ConflictError {}
 export class TooLargeError extends WakelineError {}
 export class InvalidRequestError extends WakelineError {}
 export class IdempotencyKeyReusedError extends InvalidRequestError {}
-export class RateLimitedError extends WakelineError {}
+export class RateLimitedError extends WakelineError {
+  /** The `Retry-After` the gateway sent, in seconds; undefined when it sent none. */
+  get retryAfterSeconds() {
+    const value = this.headers?.get?.("retry-after");
+    return value && /^\s*\d+\s*$/.test(value) ? Number(value) : undefined;
+  }
+}
+/**
+ * 429 `quota_exceeded`: the tenant is over a rate quota and nothing was sent; thrown once the
+ * retries (after each `Retry-After`) are spent. `quota` names it, `limit` is its value.
+ */
+export class QuotaExceededError extends RateLimitedError {
+  get quota() {
+    return this.problem?.quota;
+  }
+
+  get limit() {
+    return this.problem?.limit;
+  }
+}
 export class ServerError extends WakelineError {}
 export class UnavailableError extends ServerError {}
 /** No answer at all: the gateway was unreachable, or the connection broke, on every attempt. */
@@ -42,6 +61,7 @@ const BY_CODE = {
   tool_call_already_answered: ToolCallAlreadyAnsweredError,
   unknown_tool_call: UnknownToolCallError,
   idempotency_key_reused: IdempotencyKeyReusedError,
+  quota_exceeded: QuotaExceededError,
 };
 const BY_STATUS = {
   401: AuthenticationError, 403: PermissionDeniedError, 404: NotFoundError, 409: ConflictError,

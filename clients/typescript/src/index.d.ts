@@ -139,6 +139,8 @@ export interface Audit {
 export interface Tenant {
   retention(options?: RequestOptions): Answer<"GET /v1/tenant/retention">;
   setRetention(body: Body<"PUT /v1/tenant/retention">, options?: RequestOptions): Answer<"PUT /v1/tenant/retention">;
+  quotas(options?: RequestOptions): Answer<"GET /v1/quotas">;
+  setQuotas(body: Body<"PUT /v1/quotas">, options?: RequestOptions): Answer<"PUT /v1/quotas">;
 }
 
 export interface Pool {
@@ -261,7 +263,17 @@ export class ToolCallAlreadyAnsweredError extends ConflictError {}
 export class TooLargeError extends WakelineError {}
 export class InvalidRequestError extends WakelineError {}
 export class IdempotencyKeyReusedError extends InvalidRequestError {}
-export class RateLimitedError extends WakelineError {}
+export class RateLimitedError extends WakelineError {
+  /** The `Retry-After` the gateway sent, in whole seconds; undefined when it sent none. */
+  readonly retryAfterSeconds: number | undefined;
+}
+/** 429 `quota_exceeded`: the tenant is over a rate quota; nothing was sent. */
+export class QuotaExceededError extends RateLimitedError {
+  /** The quota that is full: `commands_per_second` or `sessions_per_minute`. */
+  readonly quota: string | undefined;
+  /** That quota's value for the tenant. */
+  readonly limit: number | undefined;
+}
 export class ServerError extends WakelineError {}
 export class UnavailableError extends ServerError {}
 export class WakelineConnectionError extends WakelineError {}

@@ -3,8 +3,8 @@
 export { WakelineClient } from "./client.js";
 export {
   AuthenticationError, ConflictError, IdempotencyKeyReusedError, InvalidRequestError, NotFoundError,
-  PermissionDeniedError, RateLimitedError, ServerError, ToolCallAlreadyAnsweredError, TooLargeError,
-  UnavailableError, UnknownToolCallError, WakelineConnectionError, WakelineError, problemError,
+  PermissionDeniedError, QuotaExceededError, RateLimitedError, ServerError, ToolCallAlreadyAnsweredError,
+  TooLargeError, UnavailableError, UnknownToolCallError, WakelineConnectionError, WakelineError, problemError,
 } from "./errors.js";
 export { poolWorker, runHarness, runTool, tool } from "./harness.js";
 export { SseParser, readSse } from "./sse.js";

@@ -443,7 +443,7 @@ export interface Problem {
 /** An error (RFC 9457). Programs branch on `code`; people read `detail`. */
 export interface ProblemDetails {
   /** Machine-readable; the brain's rejection codes pass through unchanged. */
-  code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "invalid_request" | "idempotency_key_reused" | "too_large" | "not_implemented" | "unavailable" | "corrupt_event" | "server_error" | "unknown_seq" | "fork_inside_tool_call" | "prefix_unavailable" | "tool_call_already_answered" | "unknown_tool_call" | "conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "internal_error";
+  code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "invalid_request" | "idempotency_key_reused" | "too_large" | "not_implemented" | "unavailable" | "corrupt_event" | "server_error" | "unknown_seq" | "fork_inside_tool_call" | "prefix_unavailable" | "tool_call_already_answered" | "unknown_tool_call" | "quota_exceeded" | "conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "internal_error";
   /** The command the error is about. */
   command_id?: string | null;
   /** 409 conflict: the session's seq now. */
@@ -453,8 +453,12 @@ export interface ProblemDetails {
   errors?: FieldProblem[] | null;
   /** 409 conflict: the seq the command expected. */
   expected_seq?: number | null;
+  /** 429: that quota's value for the tenant. */
+  limit?: number | null;
   /** 413: the limit that was exceeded. */
   limit_bytes?: number | null;
+  /** 429: the quota that is full (`commands_per_second`, `sessions_per_minute`). */
+  quota?: string | null;
   /** The seq of the event that recorded a rejection. */
   seq?: number | null;
   session_id?: string | null;
@@ -473,6 +477,52 @@ export interface ProofPublic {
   proof: InclusionProof | null;
   reason?: string | null;
   session_id: string;
+}
+
+export interface QuotaChangePublic {
+  new: QuotaValues;
+  /** The tenant's own quotas before (null: it had none set). */
+  old: QuotaValues | null;
+  set_at: string;
+  set_by: string;
+}
+
+export interface QuotaValues {
+  commands_per_second?: number | null;
+  running_sessions?: number | null;
+  sessions_per_minute?: number | null;
+  tokens_per_day?: number | null;
+  tool_calls_in_flight?: number | null;
+}
+
+export interface QuotasPublic {
+  /** The gateway's defaults (WAKELINE_QUOTA_*). */
+  defaults: QuotaValues;
+  /** What applies: the tenant's own value, else the default; null: unlimited. */
+  effective: QuotaValues;
+  /** The quotas the gateway enforces today (429 with Retry-After); the others are kept for what comes next. */
+  enforced: ("running_sessions" | "sessions_per_minute" | "commands_per_second" | "tool_calls_in_flight" | "tokens_per_day")[];
+  /** The newest changes (at most 100), oldest first; the database keeps every one. */
+  history: QuotaChangePublic[];
+  /** What the tenant's admin set; null: the default applies. */
+  own: QuotaValues;
+  set_at: string | null;
+  set_by: string | null;
+  tenant: string;
+}
+
+/** The tenant's quotas, all of them: one left out or null falls back to the gateway's default. */
+export interface QuotasSet {
+  /** Commands sent through the gateway per second, of every kind: creates, messages, approvals, tool results, ... */
+  commands_per_second?: number | null;
+  /** Sessions running at once (not enforced yet). */
+  running_sessions?: number | null;
+  /** Sessions created (and forked) per minute. */
+  sessions_per_minute?: number | null;
+  /** Model tokens per day (not enforced yet). */
+  tokens_per_day?: number | null;
+  /** Tool calls issued and not yet answered (not enforced yet). */
+  tool_calls_in_flight?: number | null;
 }
 
 export interface ReplayCheckPublic {
@@ -1115,6 +1165,33 @@ export interface Operations {
     body: never;
     bodyRequired: false;
     response: MePublic;
+    contentType: "application/json";
+  };
+  /** Read Quotas
+   *
+   * The quotas the key's tenant runs under, the defaults, and the changes made to them. */
+  "GET /v1/quotas": {
+    operationId: "read_quotas_v1_quotas_get";
+    path: Record<string, never>;
+    query: Record<string, never>;
+    headers: Record<string, never>;
+    body: never;
+    bodyRequired: false;
+    response: QuotasPublic;
+    contentType: "application/json";
+  };
+  /** Set Quotas
+   *
+   * Replaces the tenant's quotas (admin); one left out goes back to the default. The change, the
+   * values before and after, and who made it are kept for good. */
+  "PUT /v1/quotas": {
+    operationId: "set_quotas_v1_quotas_put";
+    path: Record<string, never>;
+    query: Record<string, never>;
+    headers: Record<string, never>;
+    body: QuotasSet;
+    bodyRequired: true;
+    response: QuotasPublic;
     contentType: "application/json";
   };
   /** List Sessions

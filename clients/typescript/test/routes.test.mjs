@@ -49,6 +49,7 @@ async function callEveryMethod(client) {
     () => client.audit.events(), () => client.audit.exportEvents(), () => client.audit.sessions(),
     () => client.audit.cost(), () => client.audit.verify(), () => client.audit.accessLog(),
     () => client.tenant.retention(), () => client.tenant.setRetention({ keep_days: 30 }),
+    () => client.tenant.quotas(), () => client.tenant.setQuotas({ commands_per_second: 10 }),
     () => drain(client.pool.toolCalls({ tools: ["a"] })),
   ];
   for (const call of calls) await call();

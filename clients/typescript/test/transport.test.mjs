@@ -3,8 +3,9 @@ import { createServer } from "node:net";
 import { test } from "node:test";
 
 import {
-  ConflictError, IdempotencyKeyReusedError, NotFoundError, ToolCallAlreadyAnsweredError, UnavailableError,
-  UnknownToolCallError, WakelineClient, WakelineConnectionError, WakelineError, backoffMs, parseRetryAfter,
+  ConflictError, IdempotencyKeyReusedError, NotFoundError, QuotaExceededError, RateLimitedError,
+  ToolCallAlreadyAnsweredError, UnavailableError, UnknownToolCallError, WakelineClient, WakelineConnectionError,
+  WakelineError, backoffMs, parseRetryAfter,
 } from "../src/index.js";
 import { done, fakeGateway, json, problem } from "./fake_gateway.mjs";
 
@@ -85,6 +86,27 @@ test("retries stop after maxAttempts with the last problem as a typed error", as
     assert.equal(err.status, 503);
     assert.equal(err.code, "unavailable");
     assert.equal(gateway.requests.length, 3);
+  } finally {
+    await gateway.close();
+  }
+});
+
+test("a quota refusal waits its Retry-After each time, then is a QuotaExceededError naming the quota", async () => {
+  const slept = [];
+  const gateway = await fakeGateway({
+    "POST /v1/sessions": (req, res) => json(res, 429, {
+      type: "urn:wakeline:problem:quota_exceeded", title: "Too Many Requests", status: 429, detail: "over its quota",
+      code: "quota_exceeded", quota: "sessions_per_minute", limit: 2,
+    }, { "content-type": "application/problem+json", "retry-after": "37" }),
+  });
+  try {
+    const client = gateway.client({ retry: { maxAttempts: 3 }, sleep: async (ms) => slept.push(ms) });
+    const err = await client.sessions.create({ message: "m" }).catch((e) => e);
+    assert.ok(err instanceof QuotaExceededError && err instanceof RateLimitedError, String(err));
+    assert.deepEqual([err.status, err.code, err.quota, err.limit, err.retryAfterSeconds],
+      [429, "quota_exceeded", "sessions_per_minute", 2, 37]);
+    assert.deepEqual(slept, [37_000, 37_000]);
+    assert.equal(new Set(gateway.requests.map((r) => r.headers["idempotency-key"])).size, 1);
   } finally {
     await gateway.close();
   }

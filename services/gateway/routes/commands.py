@@ -22,9 +22,10 @@ from wakeline_gateway.shapes.commands import CommandPublic, DenialCreate, Messag
 from wakeline_gateway.shapes.sessions import SessionPublic
 
 # Every command can be refused by the brain (its code decides 404/409/413/422), be too large,
-# or find Kafka down; 202 is "sent, no outcome recorded within the wait".
+# find the tenant over a rate quota (429), or find Kafka down; 202 is "sent, no outcome
+# recorded within the wait".
 router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["commands"],
-                   responses=responses(401, 403, 404, 409, 413, 422, 500, 503))
+                   responses=responses(401, 403, 404, 409, 413, 422, 429, 500, 503))
 PENDING = {202: {"model": CommandPublic, "description": "Sent; no outcome recorded within the wait."}}
 
 

@@ -25,7 +25,7 @@ router = APIRouter(prefix="/v1/sessions/{session_id}", tags=["forks"],
 MAX_TREE_SESSIONS = 1000
 
 
-@router.post("/fork", status_code=201, response_model=CommandPublic, responses={**PENDING, **responses(409, 413)})
+@router.post("/fork", status_code=201, response_model=CommandPublic, responses={**PENDING, **responses(409, 413, 429)})
 async def fork_session(body: ForkCreate, parent: SessionDep, caller: Creator, settings: SettingsDep,
                        store: StoreDep, dispatcher: DispatcherDep, response: Response,
                        idempotency_key: IdempotencyKey = None) -> CommandPublic:

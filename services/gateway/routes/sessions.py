@@ -46,7 +46,7 @@ def with_model(config: SessionConfig | None, default_model: str) -> SessionConfi
 
 
 @router.post("", status_code=201, response_model=CommandPublic,
-             responses={**PENDING, **responses(404, 409, 413)})
+             responses={**PENDING, **responses(404, 409, 413, 429)})
 async def create_session(body: SessionCreate, caller: Creator, settings: SettingsDep, store: StoreDep,
                          dispatcher: DispatcherDep, response: Response,
                          idempotency_key: IdempotencyKey = None) -> CommandPublic:
@@ -90,7 +90,7 @@ async def get_session(session: SessionDep, caller: Reader, store: StoreDep) -> S
 
 
 @router.delete("/{session_id}", response_model=CommandPublic,
-               responses={**PENDING, **responses(404, 409, 413, 501)})
+               responses={**PENDING, **responses(404, 409, 413, 429, 501)})
 async def delete_session(session: DeletableSessionDep, caller: Deleter, dispatcher: DispatcherDep,
                          response: Response, idempotency_key: IdempotencyKey = None,
                          reason: Annotated[str | None, Query(max_length=10_000)] = None,

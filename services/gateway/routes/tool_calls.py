@@ -78,7 +78,7 @@ async def stream_pool_tool_calls(request: Request, caller: PoolWorker, leases: L
 
 @router.post("/v1/sessions/{session_id}/tool-results/{tool_call_id}", response_model=CommandPublic,
              responses={202: {"model": CommandPublic, "description": "Sent; no outcome recorded within the wait."},
-                        **responses(404, 409, 413)})
+                        **responses(404, 409, 413, 429)})
 async def submit_tool_result(tool_call_id: ToolCallIdPath, body: ToolResultCreate, session: WritableSessionDep,
                              caller: Writer, dispatcher: DispatcherDep, store: StoreDep, leases: LeasesDep,
                              settings: SettingsDep, response: Response, key: IdempotencyKey = None,

@@ -1,5 +1,5 @@
 """`client.audit` (auditor, admin): events across the tenant's sessions, their cost, the
-hash chains, the access log; and `client.tenant`: the retention window."""
+hash chains, the access log; and `client.tenant`: the retention window and the quotas."""
 
 from __future__ import annotations
 
@@ -51,6 +51,16 @@ class AsyncTenant:
 
     async def set_retention(self, keep_days: int) -> m.RetentionPublic:
         return await self._http.call(ops.SET_RETENTION, body=m.RetentionSet(keep_days=keep_days))
+
+    async def quotas(self) -> m.QuotasPublic:
+        """The quotas the key's tenant runs under: its own, the defaults, what applies, the changes."""
+        return await self._http.call(ops.READ_QUOTAS)
+
+    async def set_quotas(self, **quotas: int | None) -> m.QuotasPublic:
+        """Replaces the tenant's quotas (admin): `running_sessions`, `sessions_per_minute`,
+        `commands_per_second`, `tool_calls_in_flight`, `tokens_per_day`; one left out or None
+        goes back to the gateway's default."""
+        return await self._http.call(ops.SET_QUOTAS, body=m.QuotasSet(**quotas))
 
 
 def _known(op: ops.Operation, filters: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 # GENERATED from wakeline_client/_async/audit.py by clients/python/codegen/unasync.py: do not edit.
 """`client.audit` (auditor, admin): events across the tenant's sessions, their cost, the
-hash chains, the access log; and `client.tenant`: the retention window."""
+hash chains, the access log; and `client.tenant`: the retention window and the quotas."""
 
 from __future__ import annotations
 
@@ -52,6 +52,16 @@ class Tenant:
 
     def set_retention(self, keep_days: int) -> m.RetentionPublic:
         return self._http.call(ops.SET_RETENTION, body=m.RetentionSet(keep_days=keep_days))
+
+    def quotas(self) -> m.QuotasPublic:
+        """The quotas the key's tenant runs under: its own, the defaults, what applies, the changes."""
+        return self._http.call(ops.READ_QUOTAS)
+
+    def set_quotas(self, **quotas: int | None) -> m.QuotasPublic:
+        """Replaces the tenant's quotas (admin): `running_sessions`, `sessions_per_minute`,
+        `commands_per_second`, `tool_calls_in_flight`, `tokens_per_day`; one left out or None
+        goes back to the gateway's default."""
+        return self._http.call(ops.SET_QUOTAS, body=m.QuotasSet(**quotas))
 
 
 def _known(op: ops.Operation, filters: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 // public API as a TypeScript user writes it. Never run.
 
 import {
-  ToolCallAlreadyAnsweredError, WakelineClient, WakelineError, poolWorker, runHarness, tool,
+  QuotaExceededError, ToolCallAlreadyAnsweredError, WakelineClient, WakelineError, poolWorker, runHarness, tool,
   type Event, type SessionPublic,
 } from "@wakeline/client";
 
@@ -47,6 +47,13 @@ export async function usage(): Promise<void> {
   void events.data[0]?.seq;
   await client.sessions.postMessage(id, { text: "more", expected_seq: 3 }, { wait: false });
   await client.tenant.setRetention({ keep_days: 30 });
+  try {
+    const quotas = await client.tenant.setQuotas({ commands_per_second: 50, sessions_per_minute: null });
+    const perSecond: number | null | undefined = quotas.effective.commands_per_second;
+    void perSecond;
+  } catch (err) {
+    if (err instanceof QuotaExceededError) void [err.quota, err.limit, err.retryAfterSeconds];
+  }
   // @ts-expect-error a message needs its text
   await client.sessions.postMessage(id, { expected_seq: 3 });
 }

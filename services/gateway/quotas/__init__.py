@@ -1,0 +1,12 @@
+"""Quotas per tenant (issue 34): set by the tenant's admin, kept with every change, and the
+rate quotas admitted at the HTTP edge.
+
+`rules` is pure (the quotas' names, the windows, which a command counts against, what applies
+to a tenant, the `Retry-After` of a refusal); `store`'s `QuotaStore` holds the SQL (the quota
+row, its change log, the shared count); `gate`'s `QuotaGate` is what the dispatcher asks
+before a command goes to Kafka. The HTTP side is `routes/quotas.py` and `shapes/quotas.py`,
+the metric of refusals `metrics.py`, the defaults `settings.py`.
+
+Stored and shown but not enforced yet: running sessions, tool calls in flight, tokens per
+day. Commands produced straight to `wakeline.inbox` are not counted here.
+"""

@@ -1,0 +1,73 @@
+"""The quotas' rules, pure: their names, the rate quotas' windows, which a command counts
+against, the values that apply to a tenant, and how long a refused caller should wait.
+
+The count itself is Postgres's (`admit_quotas`, migration 0026): a sliding-window estimate,
+this window's count plus the previous window's weighted by how much of it still lies within
+one window of now. `retry_after_s` solves that same estimate for the first moment one more
+would fit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from wakeline.contract.commands import CommandBase, CreateSession
+
+QuotaName = Literal["running_sessions", "sessions_per_minute", "commands_per_second", "tool_calls_in_flight",
+                    "tokens_per_day"]
+QUOTA_NAMES: tuple[QuotaName, ...] = get_args(QuotaName)
+QuotaValues = Mapping[str, int | None]
+# The largest value each may take (the columns are integer, tokens per day bigint).
+MAXIMUM: dict[QuotaName, int] = {name: 10**15 if name == "tokens_per_day" else 10**9 for name in QUOTA_NAMES}
+# The rate quotas the gateway admits commands against, each with its window in seconds. The
+# others are stored and shown, not yet enforced (issue 34 leaves them for later).
+WINDOW_S: dict[QuotaName, int] = {"sessions_per_minute": 60, "commands_per_second": 1}
+ENFORCED: tuple[QuotaName, ...] = tuple(WINDOW_S)
+
+
+def counted_against(command: CommandBase) -> tuple[QuotaName, ...]:
+    """Every command counts against commands per second; a new session (a fork too) also against
+    sessions per minute, checked first: of the two it is the longer wait when both are full."""
+    if isinstance(command, CreateSession):
+        return ("sessions_per_minute", "commands_per_second")
+    return ("commands_per_second",)
+
+
+def effective(own: QuotaValues, defaults: QuotaValues) -> dict[str, int | None]:
+    """What applies to the tenant: its own value, else the default (None: unlimited)."""
+    return {name: own.get(name) if own.get(name) is not None else defaults.get(name) for name in QUOTA_NAMES}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why `admit_quotas` refused a command: the quota, its limit, the previous and the current
+    window's counts, the window's length and how far into it (0 to 1) the refusal came."""
+
+    quota: str
+    limit: int
+    previous: int
+    current: int
+    window_s: int
+    elapsed: float
+
+
+def retry_after_s(refusal: Refusal) -> int:
+    """Whole seconds (at least 1) until the estimate leaves room for one more, if nobody else
+    is admitted meanwhile: later in this window, as the previous window's weight falls, or in
+    the next, where this window's count is the one that fades."""
+    limit, previous, current, window, elapsed = (refusal.limit, refusal.previous, refusal.current,
+                                                 refusal.window_s, refusal.elapsed)
+    room = limit - current - 1  # what the previous window's weighted count may still be
+    if room > 0 and previous > 0:
+        wait = (1 - room / previous - elapsed) * window
+    else:  # not before the next window: this window's count weighs in, fading
+        wait = (1 - elapsed + max(0.0, 1 - (limit - 1) / current if current else 0.0)) * window
+    return max(1, math.ceil(wait - 1e-9))
+
+
+def unit(quota: str) -> str:
+    """`sessions_per_minute` → `sessions per minute`."""
+    return quota.replace("_", " ")

@@ -1,0 +1,57 @@
+"""The tenant's quotas: set by an admin (`QuotasSet`), read with the defaults, what applies, and
+the history of their changes (`QuotasPublic`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from wakeline_gateway.quotas.rules import MAXIMUM, QuotaName
+from wakeline_gateway.shapes.base import Body
+
+Count = Annotated[int | None, Field(ge=1, le=MAXIMUM["commands_per_second"])]
+
+
+class QuotasSet(Body):
+    """The tenant's quotas, all of them: one left out or null falls back to the gateway's default."""
+
+    running_sessions: Count = Field(default=None, description="Sessions running at once (not enforced yet).")
+    sessions_per_minute: Count = Field(default=None, description="Sessions created (and forked) per minute.")
+    commands_per_second: Count = Field(default=None, description="Commands sent through the gateway per second, "
+                                                                 "of every kind: creates, messages, approvals, "
+                                                                 "tool results, ...")
+    tool_calls_in_flight: Count = Field(default=None, description="Tool calls issued and not yet answered "
+                                                                  "(not enforced yet).")
+    tokens_per_day: Annotated[int | None, Field(ge=1, le=MAXIMUM["tokens_per_day"])] = Field(
+        default=None, description="Model tokens per day (not enforced yet).")
+
+
+class QuotaValues(BaseModel):
+    running_sessions: int | None = None
+    sessions_per_minute: int | None = None
+    commands_per_second: int | None = None
+    tool_calls_in_flight: int | None = None
+    tokens_per_day: int | None = None
+
+
+class QuotaChangePublic(BaseModel):
+    old: QuotaValues | None = Field(description="The tenant's own quotas before (null: it had none set).")
+    new: QuotaValues
+    set_by: str
+    set_at: datetime
+
+
+class QuotasPublic(BaseModel):
+    tenant: str
+    effective: QuotaValues = Field(description="What applies: the tenant's own value, else the default; "
+                                               "null: unlimited.")
+    own: QuotaValues = Field(description="What the tenant's admin set; null: the default applies.")
+    defaults: QuotaValues = Field(description="The gateway's defaults (WAKELINE_QUOTA_*).")
+    enforced: list[QuotaName] = Field(description="The quotas the gateway enforces today (429 with Retry-After); "
+                                                  "the others are kept for what comes next.")
+    set_by: str | None
+    set_at: datetime | None
+    history: list[QuotaChangePublic] = Field(description="The newest changes (at most 100), oldest first; "
+                                                         "the database keeps every one.")
