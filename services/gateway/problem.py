@@ -25,7 +25,9 @@ GATEWAY_CODES = ("unauthorized", "forbidden", "not_found", "method_not_allowed",
                  # forks (routes/forks.py): a seq past the log, inside a tool call, a prefix gone
                  "unknown_seq", "fork_inside_tool_call", "prefix_unavailable",
                  # tool results (routes/tool_calls.py): another answer is recorded, the call was never made
-                 "tool_call_already_answered", "unknown_tool_call")
+                 "tool_call_already_answered", "unknown_tool_call",
+                 # creating a session with a dollar cap on a model no price is known for (routes/sessions.py)
+                 "unpriced_model")
 ERROR_CODES: tuple[str, ...] = tuple(dict.fromkeys(GATEWAY_CODES + REJECTION_CODES))
 ErrorCode = Literal[ERROR_CODES]  # type: ignore[valid-type]
 # The code an error gets when whoever raised it named none.

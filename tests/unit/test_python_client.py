@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from wakeline_client import (
-    AsyncWakeline, ConnectionFailed, NotFound, QuotaExceeded, RetryPolicy, ToolCall, ToolCallAlreadyAnswered,
-    ToolCallsEnded, Wakeline, tool,
+    AsyncWakeline, BudgetExhausted, Conflict, ConnectionFailed, NotFound, QuotaExceeded, RetryPolicy, ToolCall,
+    ToolCallAlreadyAnswered, ToolCallsEnded, Wakeline, models, tool,
 )
 from wakeline_client._sync import http as sync_http
 from wakeline_client.retry import parse_retry_after
@@ -99,6 +99,23 @@ def test_problems_become_typed_exceptions_with_status_code_and_detail(sleeps) ->
     with pytest.raises(QuotaExceeded):
         client.sessions.get("busy")
     assert sleeps.slept == [1.0, 1.0, 1.0]
+
+
+def test_a_message_carries_a_budget_and_a_spent_one_is_budget_exhausted() -> None:
+    bodies: list[dict] = []
+
+    def gateway(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        if bodies[-1].get("budget") is None:
+            return problem(409, "budget_exhausted", "the session's budget is spent", command_id="c", seq=7)
+        return httpx.Response(200, json={**DONE, "outcome": "budget_changed"})
+
+    client = client_of(gateway)
+    with pytest.raises(BudgetExhausted) as spent:
+        client.sessions.send_message("s", "more")
+    assert isinstance(spent.value, Conflict) and spent.value.code == "budget_exhausted"
+    answer = client.sessions.send_message("s", "more", budget=models.Budget(usd=5, output_tokens=2000))
+    assert answer.outcome == "budget_changed" and bodies[-1]["budget"] == {"usd": 5.0, "output_tokens": 2000}
 
 
 def test_retry_after_reads_seconds_and_http_dates() -> None:

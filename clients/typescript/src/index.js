@@ -2,7 +2,7 @@
 
 export { WakelineClient } from "./client.js";
 export {
-  AuthenticationError, ConflictError, IdempotencyKeyReusedError, InvalidRequestError, NotFoundError,
+  AuthenticationError, BudgetExhaustedError, ConflictError, IdempotencyKeyReusedError, InvalidRequestError, NotFoundError,
   PermissionDeniedError, RateLimitedError, ServerError, ToolCallAlreadyAnsweredError, TooLargeError,
   UnavailableError, UnknownToolCallError, WakelineConnectionError, WakelineError, problemError,
 } from "./errors.js";
