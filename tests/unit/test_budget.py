@@ -205,3 +205,12 @@ def test_a_price_the_table_no_longer_knows_leaves_the_bound_one_in_force() -> No
     log.append(drafts, SID)
     assert log.state.spend.price == DEFAULT_TABLE.price_for(SONNET)
     assert isinstance(log.state.spend.price, ModelPrice)
+
+
+def test_a_last_reply_that_spends_the_budget_completes_the_session_and_a_message_after_needs_a_raise() -> None:
+    log = create({"output_tokens": 100})
+    assert answer(log, e.Usage(output_tokens=100), tool=False) is None
+    assert log.state.ended_reason == "completed"  # the model had finished: nothing was stopped
+    [refused] = message(log)
+    assert isinstance(refused.payload, e.InputRejectedPayload) and refused.payload.code == "budget_exhausted"
+    assert [d.type for d in message(log, {"output_tokens": 101})] == ["budget_changed", "user_message"]

@@ -71,3 +71,15 @@ def test_the_transcript_says_who_set_which_budget_and_why_the_session_stopped() 
     assert ("budget_changed", "budget set by user:alice: output_tokens 1000, usd 0.05 (was output_tokens 200, "
             "usd 0.05)") in texts
     assert ("session_ended", "session ended (budget): budget reached: output_tokens 220 of 200") in texts
+
+
+def test_the_budgets_figures_are_the_brains_even_where_the_gateway_knows_a_price_the_log_does_not() -> None:
+    drafts = [draft("session_created", "cmd-create", config={"model": "house-model", "budget": {"usd": 1}},
+                    owner="user:alice"),  # the brain knew no price: none bound, the dollar cap reached
+              draft("user_message", "cmd-1", text="q"),
+              draft("session_ended", reason="budget")]
+    log = sealed(drafts, new_session_id())
+    table = PriceTable.with_overrides({"house-model": {"input_usd_per_mtok": 1, "output_usd_per_mtok": 1}})
+    cost = session_cost(log[0].session_id, log, table)
+    assert cost.usd == 0.0  # what it cost, at the gateway's price
+    assert cost.budget is not None and cost.budget.spent.usd is None and cost.budget.reached == ["usd"]
