@@ -153,7 +153,7 @@ class SessionActor:
         if self.state.status == "new" and not isinstance(payload, (c.CreateSession, c.ToolResultReport)):
             await self.deps.dead_letter(payload, f"unknown_session: unknown session {self.session_id}")
             return [], token
-        return handle_input(self.state, payload), token
+        return handle_input(self.state, payload, self.deps.prices), token
 
     async def _fork(self, cmd: c.CreateSession) -> list[Draft]:
         """The fork's first events, sealed after its parent's prefix: the state becomes the

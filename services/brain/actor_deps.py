@@ -16,6 +16,7 @@ from typing import Any, Awaitable, Callable, Protocol
 from wakeline.agent.model import Model
 from wakeline.contract import events as e
 from wakeline.contract.deltas import ModelDelta
+from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
 from wakeline.runtime.fair_slots import FairSlots
 from wakeline_brain.writer import PartitionWriter
 
@@ -53,6 +54,8 @@ class ActorDeps:
     # How long `Sequencer.advance` waits for a model call it started before writing what came
     # before it: a reply within it rides in the same transaction (BrainSettings.model_linger_ms).
     model_linger_s: float = 0.0
+    # Where a session given a budget (created, forked or raised) binds its model's price from.
+    prices: PriceTable = DEFAULT_TABLE
 
     def model_slot(self, tenant: str) -> AbstractAsyncContextManager[Any]:
         """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no bound."""

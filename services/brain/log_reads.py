@@ -73,7 +73,7 @@ async def open_fork(actor: ActorView, cmd: c.CreateSession) -> tuple[SessionStat
         prefix = await _retried(f"session {actor.session_id}",
                                 lambda: load_prefix(origin.session_id, cmd.tenant, origin.seq))
         state = fold(prefix)
-        return state, fork_drafts(state, prefix, cmd)
+        return state, fork_drafts(state, prefix, cmd, actor.deps.prices)
     except (PrefixUnavailable, FoldError, ForkRefused) as err:
         log.warning("session %s: fork of %s at %d refused: %s", actor.session_id, origin.session_id,
                     origin.seq, err)

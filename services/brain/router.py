@@ -25,6 +25,7 @@ from wakeline.contract.commands import ToolResultReport, parse_command
 from wakeline.contract.ids import time_ordered_id
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.events import RejectionCode
+from wakeline.contract.prices import PriceTable
 from wakeline.transport.offsets import OffsetTracker
 from wakeline.runtime.fair_slots import FairSlots
 from wakeline_brain.actor import SessionActor
@@ -58,7 +59,7 @@ class Brain:
             snapshot_on_evict_after=settings.snapshot_on_evict_after, load_prefix=load_prefix,
             model_slots=FairSlots(settings.model_concurrency), model_retry_s=settings.model_retry_s,
             model_retry_max_s=settings.model_retry_max_s, publish_delta=publish_delta,
-            model_linger_s=settings.model_linger_ms / 1000)
+            model_linger_s=settings.model_linger_ms / 1000, prices=PriceTable.with_overrides(settings.model_prices))
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)

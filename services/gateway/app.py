@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
+from wakeline.contract.prices import PriceTable
 from wakeline.transport.kafka_io import make_producer
 from wakeline.storage.pg import TenantPool
 from wakeline.storage.postgres_store import PostgresEventStore
@@ -83,6 +84,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     app = FastAPI(title="Wakeline gateway", version="0.1.0", lifespan=lifespan, description=DESCRIPTION,
                   telemetry=telemetry)
     app.state.settings = settings
+    app.state.prices = PriceTable.with_overrides(settings.model_prices)  # a malformed entry stops the start
     install_error_handlers(app)
     app.add_middleware(BodyLimit, cap=body_cap(settings.max_record_bytes))
     app.add_middleware(HttpMetrics)  # outermost: times what the body limit refuses too

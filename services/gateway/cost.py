@@ -8,6 +8,11 @@ results it waited for) to the model's reply, so a summary call made first (betwe
 before its compaction event) is inside it; tool wall time is what the runner measured
 (`duration_ms`), or the time from call to result when it did not. A fork's cost is its own
 log's: what its inherited prefix cost is its parent's (`GET` the parent's cost).
+
+Dollars and the budget are the log's own figures (`wakeline.log.spending`, the code the
+brain's fold runs): each call at the price the log bound when it was made, so `budget`
+shows exactly what the brain decides by. Calls no price was bound for (a session without
+a budget) are priced at the gateway's table, for `usd` only.
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from wakeline.contract.budget import Budget, Cap, Spent
 from wakeline.contract.events import (
-    ContextCompacted, Event, ModelResponded, SessionForked, TokenSource, ToolCallRequested, ToolResultReceived,
-    TurnStarted, Usage,
+    ContextCompacted, Event, ModelResponded, SessionCreated, SessionForked, TokenSource, ToolCallRequested,
+    ToolResultReceived, TurnStarted, Usage,
 )
+from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
+from wakeline.log.spending import Spend, after
 
 
 class ModelCostPublic(BaseModel):
@@ -39,6 +47,15 @@ class CompactionCostPublic(BaseModel):
     tokens_before_source: TokenSource = "estimate"
     tokens_after_source: TokenSource = "estimate"
     resets_prompt_cache: bool = False  # the next request paid a cold prefill (issue 15)
+
+
+class BudgetPublic(BaseModel):
+    """The budget in force, what the session's own model calls spent against it, and the caps
+    that spending has reached (any: the session stops, or stopped, before its next model call)."""
+
+    budget: Budget
+    spent: Spent
+    reached: list[Cap]
 
 
 class CostPublic(BaseModel):
@@ -62,18 +79,25 @@ class CostPublic(BaseModel):
     # The newest event counted: the archive may not have stored yet what a live stream just
     # showed, and a reader that saw seq n asks again until this reaches it (the console does).
     upto_seq: int = 0
+    usd: float | None = Field(default=None, description="What the model calls cost in US dollars, at the prices "
+                              "the log bound, else the gateway's; None: the model has no price.")
+    budget: BudgetPublic | None = None  # None: no budget in force
 
 
-def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
+def session_cost(session_id: str, events: Iterable[Event], prices: PriceTable = DEFAULT_TABLE) -> CostPublic:
     models: dict[str, ModelCostPublic] = {}
     cost = CostPublic(session_id=session_id, models=[], tokens={}, turns=0, model_calls=0, tool_calls=0,
                       tool_errors=0, compactions=[], model_wall_s=0.0, tool_wall_s=0.0)
     waiting_since: datetime | None = None  # when the model was last asked
     usage = Usage()
     called: dict[str, datetime] = {}
+    budget, spend, session_model = None, Spend(), ""
     for event in events:
         cost.upto_seq = max(cost.upto_seq, event.seq)
+        budget, spend = after(budget, spend, event)
         match event:
+            case SessionCreated(payload=p):
+                session_model = p.config.model
             case TurnStarted():
                 cost.turns += 1
                 waiting_since = event.ts
@@ -118,9 +142,13 @@ def session_cost(session_id: str, events: Iterable[Event]) -> CostPublic:
                     tokens_before_source=p.tokens_before_source, tokens_after_source=p.tokens_after_source,
                     resets_prompt_cache=p.resets_prompt_cache))
             case SessionForked(payload=p):
-                cost.inherited_from, cost.fork_seq = p.parent_session_id, p.fork_seq
+                cost.inherited_from, cost.fork_seq, session_model = p.parent_session_id, p.fork_seq, p.config.model
     cost.models = sorted(models.values(), key=lambda m: m.model)
     cost.model_wall_s, cost.tool_wall_s = round(cost.model_wall_s, 3), round(cost.tool_wall_s, 3)
     cost.cache_hit_rate = round(usage.cache_hit_rate(), 4)
     cost.cache_saved_input_tokens = round(usage.cache_saved_input_tokens(), 1)
+    cost.usd = spend.spent(prices.price_for(session_model)).usd
+    if budget is not None:
+        spent = spend.spent()  # the brain's figures: no price but the log's
+        cost.budget = BudgetPublic(budget=budget, spent=spent, reached=list(budget.reached(spent)))
     return cost

@@ -13,6 +13,7 @@ from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from wakeline.contract.ids import SAFE_ID
+from wakeline.contract.prices import PriceTable
 from wakeline_gateway.audit.store import AuditStore
 from wakeline_gateway.auth import Caller, caller_for, check_role, presented_key
 from wakeline_gateway.bounds import SessionIdPath
@@ -57,7 +58,13 @@ async def get_quotas(request: Request) -> QuotaStore:
     return request.app.state.quotas
 
 
+async def get_prices(request: Request) -> PriceTable:
+    """The model prices: the code's defaults with the settings' (`model_prices`) over them."""
+    return request.app.state.prices
+
+
 StoreDep = Annotated[SessionStore, Depends(get_store)]
+PricesDep = Annotated[PriceTable, Depends(get_prices)]
 LeasesDep = Annotated[Leases, Depends(get_leases)]
 AuditDep = Annotated[AuditStore, Depends(get_audit)]
 InboxDep = Annotated[Inbox, Depends(get_inbox)]

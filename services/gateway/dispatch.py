@@ -24,7 +24,7 @@ from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 from pydantic import BaseModel
 
 from wakeline.contract.commands import CommandBase
-from wakeline.contract.events import Event, InputRejected, MessageQueued, UserMessageReceived
+from wakeline.contract.events import BudgetChanged, Event, InputRejected, MessageQueued, UserMessageReceived
 from wakeline.contract.limits import RecordTooLarge, encoded_size
 from wakeline.contract.topics import INBOX
 from wakeline_gateway.admission import admit, admit_command
@@ -46,15 +46,18 @@ def describe(command: CommandBase, event: Event | None, wait_s: float) -> Comman
     if event is None:
         return CommandPublic(session_id=command.session_id, command_id=command.command_id,
                              status="pending", note=PENDING_NOTE.format(wait_s, command.session_id))
+    note = None
     match event:
         case MessageQueued():
             queued: bool | None = True
         case UserMessageReceived():
             queued = False
+        case BudgetChanged():
+            queued, note = None, f"budget set; the message is recorded with it, at seq {event.seq + 1}"
         case _:
             queued = None
     return CommandPublic(session_id=command.session_id, command_id=command.command_id, status="done",
-                         outcome=event.type, seq=event.seq, queued=queued)
+                         outcome=event.type, seq=event.seq, queued=queued, note=note)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,9 @@ GATEWAY_CODES = ("unauthorized", "forbidden", "not_found", "method_not_allowed",
                  # tool results (routes/tool_calls.py): another answer is recorded, the call was never made
                  "tool_call_already_answered", "unknown_tool_call",
                  # the tenant over a rate quota (quotas/gate.py): 429 with Retry-After
-                 "quota_exceeded")
+                 "quota_exceeded",
+                 # creating a session with a dollar cap on a model no price is known for (routes/sessions.py)
+                 "unpriced_model")
 ERROR_CODES: tuple[str, ...] = tuple(dict.fromkeys(GATEWAY_CODES + REJECTION_CODES))
 ErrorCode = Literal[ERROR_CODES]  # type: ignore[valid-type]
 # The code an error gets when whoever raised it named none.

@@ -1,7 +1,8 @@
 """Which HTTP status answers a brain's rejection, by its code (`wakeline.contract.events.RejectionCode`).
 
 404: the session is gone for this caller. 409: the command does not fit the session's
-state now; `internal_error` is 409 too -- handling the input failed and the session's
+state now (`budget_exhausted`: a message to a session whose budget is spent, raising it too
+little or not at all); `internal_error` is 409 too -- handling the input failed and the session's
 input is parked (recorded in its log), which a wake or a later command can move past,
 so it is a state of the session, not a fault in the request. 413/422: the request itself.
 """
@@ -22,6 +23,7 @@ REJECTION_STATUS: dict[str, int] = {
     "internal_error": 409,
     "too_large": 413,
     "malformed": 422,
+    "budget_exhausted": 409,
 }
 # Events recorded before codes existed carry only words: read them as the gateway used to.
 LEGACY_REASONS: tuple[tuple[str, str], ...] = (

@@ -159,6 +159,30 @@ def test_a_session_started_in_the_console_runs_live_and_resumes_after_the_gatewa
     shot(page, "live-session")
 
 
+def test_a_session_its_budget_stopped_shows_it_and_goes_on_from_the_console_with_a_raise(stack, keys, page):
+    with api(stack, keys["user"]) as user:
+        sid = create_session(user, "tools3", "spend a little", budget={"output_tokens": 1})
+        wait_for(lambda: user.get(f"/v1/sessions/{sid}").json()["ended_reason"] == "budget", 60,
+                 "the budget to stop the session", stack)
+    sign_in(page, stack, keys["user"], "console-user · user · tenant default")
+    open_session(page, stack, sid)
+    expect_ui(page.locator("#s-budget")).to_contain_text("output tokens")
+    expect_ui(page.locator("#s-budget")).to_contain_text("reached (output_tokens)")
+    page.fill("#send-text", "go on")
+    page.click("#send button[type=submit]")  # no raise: refused, and the form says where to raise it
+    expect_ui(page.locator("#s-notice")).to_contain_text("Not sent: the session's budget is spent")
+    assert page.eval_on_selector("#send-budget", "d => d.open")
+    page.wait_for_selector("#transcript li[data-type=input_rejected]")  # the view is at the refusal's seq
+    page.fill("#send-output-tokens", "100000")
+    page.click("#send button[type=submit]")
+    expect_ui(page.locator("#s-notice")).to_contain_text("Budget set and message sent.")
+    expect_ui(page.locator("#transcript li[data-type=budget_changed]")).to_contain_text("output_tokens 100000")
+    expect_ui(page.locator("#transcript li[data-type=session_ended]").last).to_contain_text("ended: completed",
+                                                                                               timeout=60_000)
+    expect_ui(page.locator("#s-budget")).to_contain_text("of 100000")
+    shot(page, "budget")
+
+
 def test_a_pending_tool_call_is_approved_from_the_console(stack, keys, page):
     with api(stack, keys["user"]) as user:
         sid = create_session(user, "slowmodel", "needs a yes", require_approval=["bash"])

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from wakeline_client import (
-    AsyncWakeline, ConnectionFailed, NotFound, QuotaExceeded, RetryPolicy, ToolCall, ToolCallAlreadyAnswered,
-    ToolCallsEnded, Wakeline, tool,
+    AsyncWakeline, BudgetExhausted, Conflict, ConnectionFailed, NotFound, QuotaExceeded, RetryPolicy, ToolCall,
+    ToolCallAlreadyAnswered, ToolCallsEnded, Wakeline, models, tool,
 )
 from wakeline_client._sync import http as sync_http
 from wakeline_client.retry import parse_retry_after
@@ -116,6 +116,23 @@ def test_a_quota_refusal_is_retried_then_raised_naming_the_quota_and_the_wait(sl
     assert (error.status, error.code, error.quota, error.limit, error.retry_after_s) == (
         429, "quota_exceeded", "commands_per_second", 5, 2.0)
     assert sleeps.slept == [2.0, 2.0] and len({r.headers["Idempotency-Key"] for r in seen}) == 1
+
+
+def test_a_message_carries_a_budget_and_a_spent_one_is_budget_exhausted() -> None:
+    bodies: list[dict] = []
+
+    def gateway(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        if bodies[-1].get("budget") is None:
+            return problem(409, "budget_exhausted", "the session's budget is spent", command_id="c", seq=7)
+        return httpx.Response(200, json={**DONE, "outcome": "budget_changed"})
+
+    client = client_of(gateway)
+    with pytest.raises(BudgetExhausted) as spent:
+        client.sessions.send_message("s", "more")
+    assert isinstance(spent.value, Conflict) and spent.value.code == "budget_exhausted"
+    answer = client.sessions.send_message("s", "more", budget=models.Budget(usd=5, output_tokens=2000))
+    assert answer.outcome == "budget_changed" and bodies[-1]["budget"] == {"usd": 5.0, "output_tokens": 2000}
 
 
 def test_retry_after_reads_seconds_and_http_dates() -> None:

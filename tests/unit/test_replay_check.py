@@ -2,9 +2,10 @@
 
 `golden/recorded_*.jsonl` are whole histories the running code recorded (the e2e
 suite's: a fork of a fork of a fork with its inherited prefix, and a session that
-compacted; and `make_claude_golden.py`'s: a Claude session with thinking, an approval, the
-memory file's read and a summary the model wrote, decided by the API's token count); they
-must replay cleanly. `session_basic.jsonl` was written by hand before
+compacted; `make_claude_golden.py`'s: a Claude session with thinking, an approval, the
+memory file's read and a summary the model wrote, decided by the API's token count; and
+`make_budget_golden.py`'s: a session its budget stopped, refused a message, then continued
+with a raised budget); they must replay cleanly. `session_basic.jsonl` was written by hand before
 turns were one model call each, and is kept as is for the fold's byte-for-byte test: the
 check reports exactly where today's brain would record something else.
 """
@@ -26,7 +27,8 @@ GOLDEN_DIR = Path(__file__).parent / "golden"
 RECORDED = sorted(GOLDEN_DIR.glob("recorded_*.jsonl"))
 # The recorded sessions by name: an empty or shrunken glob (a file renamed or lost) would
 # otherwise parametrize the replay below over nothing, and pytest reports that as a skip.
-RECORDED_NAMES = {"recorded_claude_compaction.jsonl", "recorded_compaction.jsonl", "recorded_fork_of_fork.jsonl"}
+RECORDED_NAMES = {"recorded_budget.jsonl", "recorded_claude_compaction.jsonl", "recorded_compaction.jsonl",
+                  "recorded_fork_of_fork.jsonl"}
 
 
 def golden(name: str | Path) -> list[e.Event]:

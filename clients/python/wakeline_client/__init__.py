@@ -11,7 +11,7 @@ from wakeline_client._async.streams import AsyncToolCallStream
 from wakeline_client._sync.client import Wakeline
 from wakeline_client._sync.streams import ToolCallStream
 from wakeline_client.errors import (
-    Conflict, ConnectionFailed, Forbidden, IdempotencyKeyReused, InvalidRequest, NotFound, NotPending,
+    BudgetExhausted, Conflict, ConnectionFailed, Forbidden, IdempotencyKeyReused, InvalidRequest, NotFound, NotPending,
     QuotaExceeded, ServerError, ToolCallAlreadyAnswered, TooLarge, Unauthorized, Unavailable, UnknownToolCall,
     WakelineError,
 )
@@ -22,8 +22,9 @@ from wakeline_client.tool_calls import ToolCall, ToolCallsEnded, ToolResult
 from wakeline_client.tools import Tool, Tools, tool
 
 __all__ = [
-    "AsyncToolCallStream", "AsyncWakeline", "Conflict", "ConnectionFailed", "Delta", "Forbidden", "Frame",
-    "IdempotencyKeyReused", "InvalidRequest", "NotFound", "NotPending", "QuotaExceeded", "RetryPolicy", "ServerError",
-    "Tool", "ToolCall", "ToolCallAlreadyAnswered", "ToolCallStream", "ToolCallsEnded", "ToolResult", "Tools",
-    "TooLarge", "Unauthorized", "Unavailable", "UnknownToolCall", "Wakeline", "WakelineError", "models", "tool",
+    "AsyncToolCallStream", "AsyncWakeline", "BudgetExhausted", "Conflict", "ConnectionFailed", "Delta", "Forbidden",
+    "Frame", "IdempotencyKeyReused", "InvalidRequest", "NotFound", "NotPending", "QuotaExceeded", "RetryPolicy",
+    "ServerError", "Tool", "ToolCall", "ToolCallAlreadyAnswered", "ToolCallStream", "ToolCallsEnded", "ToolResult",
+    "Tools", "TooLarge", "Unauthorized", "Unavailable", "UnknownToolCall", "Wakeline", "WakelineError", "models",
+    "tool",
 ]

@@ -66,6 +66,10 @@ class NotPending(Conflict):
     """409 `not_pending`: the call is not waiting for a posted result (a built-in tool's, say)."""
 
 
+class BudgetExhausted(Conflict):
+    """409 `budget_exhausted`: the session's budget is spent; send the message with a raised `budget`."""
+
+
 class TooLarge(WakelineError):
     """413: the body, or the event it would become, is over the record limit."""
 
@@ -103,6 +107,7 @@ class ServerError(WakelineError):
 BY_CODE: dict[str, type[WakelineError]] = {
     "unknown_tool_call": UnknownToolCall, "tool_call_already_answered": ToolCallAlreadyAnswered,
     "not_pending": NotPending, "idempotency_key_reused": IdempotencyKeyReused, "quota_exceeded": QuotaExceeded,
+    "budget_exhausted": BudgetExhausted,
 }
 BY_STATUS: dict[int, type[WakelineError]] = {
     401: Unauthorized, 403: Forbidden, 404: NotFound, 409: Conflict, 413: TooLarge, 422: InvalidRequest,

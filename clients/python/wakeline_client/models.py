@@ -121,6 +121,45 @@ class AuditSessionsPublic(Model):
     truncated: bool
 
 
+class Budget(Model):
+    "Caps on spending; a cap left out (None) does not bind. Reaching a cap is spending it\nall: the next call would go over."
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    usd: float | None = None
+
+
+class BudgetChanged(Model):
+    actor: str
+    causation_id: str | None = None
+    event_id: str
+    hash: str
+    payload: BudgetChangedPayload
+    prev_hash: str
+    seq: int
+    session_id: str
+    tenant: str
+    trust: Literal['instruction', 'data']
+    ts: datetime
+    type: Literal['budget_changed'] = 'budget_changed'
+
+
+class BudgetChangedPayload(Model):
+    "The owner set the budget in force from here (a message that carried one, sealed before\nthat message). `budget` is whole: the caps the message named over those of `previous`.\n`price`: the price the session's calls are figured at from here, the table's when it\nchanged (None: the table knows none, and the price bound before stays); calls made before\nkeep the price they were charged at."
+
+    budget: Budget
+    previous: Budget | None = None
+    price: ModelPrice | None = None
+
+
+class BudgetPublic(Model):
+    "The budget in force, what the session's own model calls spent against it, and the caps\nthat spending has reached (any: the session stops, or stopped, before its next model call)."
+
+    budget: Budget
+    reached: list[Literal['input_tokens', 'output_tokens', 'usd']]
+    spent: Spent
+
+
 class CommandPublic(Model):
     "What became of a command: `done` once the brain recorded its outcome event."
 
@@ -176,6 +215,7 @@ class ContextCompacted(Model):
 
 
 class CostPublic(Model):
+    budget: BudgetPublic | None = None
     cache_hit_rate: float = 0.0
     cache_saved_input_tokens: float = 0.0
     compactions: list[CompactionCostPublic]
@@ -191,6 +231,7 @@ class CostPublic(Model):
     tool_wall_s: float
     turns: int
     upto_seq: int = 0
+    usd: float | None = None
 
 
 class DeletedPayload(Model):
@@ -259,6 +300,7 @@ class ForkedPayload(Model):
     owner: str
     parent_hash: str
     parent_session_id: str
+    price: ModelPrice | None = None
     title: str | None = None
 
 
@@ -329,7 +371,8 @@ class InputRejected(Model):
 
 
 class InputRejectedPayload(Model):
-    code: Literal['conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'too_large', 'internal_error'] | None = None
+    budget_change: BudgetChangedPayload | None = None
+    code: Literal['conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'too_large', 'internal_error', 'budget_exhausted'] | None = None
     command_id: str
     expected_seq: int | None = None
     reason: str
@@ -347,6 +390,7 @@ class MePublic(Model):
 
 
 class MessageCreate(Model):
+    budget: Budget | None = None
     expected_seq: int | None = None
     text: str
 
@@ -377,6 +421,15 @@ class ModelCostPublic(Model):
     calls: int
     model: str
     tokens: dict[str, int]
+
+
+class ModelPrice(Model):
+    "One model's price in US dollars per million tokens. The cache prices default to the\nAPI's shares of the input price: 1.25x for a cache write, 0.1x for a cache read."
+
+    cache_read_usd_per_mtok: float
+    cache_write_usd_per_mtok: float
+    input_usd_per_mtok: float
+    output_usd_per_mtok: float
 
 
 class ModelResponded(Model):
@@ -446,7 +499,7 @@ class Problem(Model):
 class ProblemDetails(Model):
     "An error (RFC 9457). Programs branch on `code`; people read `detail`."
 
-    code: Literal['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'invalid_request', 'idempotency_key_reused', 'too_large', 'not_implemented', 'unavailable', 'corrupt_event', 'server_error', 'unknown_seq', 'fork_inside_tool_call', 'prefix_unavailable', 'tool_call_already_answered', 'unknown_tool_call', 'quota_exceeded', 'conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'internal_error']
+    code: Literal['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'invalid_request', 'idempotency_key_reused', 'too_large', 'not_implemented', 'unavailable', 'corrupt_event', 'server_error', 'unknown_seq', 'fork_inside_tool_call', 'prefix_unavailable', 'tool_call_already_answered', 'unknown_tool_call', 'quota_exceeded', 'unpriced_model', 'conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'internal_error', 'budget_exhausted']
     command_id: str | None = None
     current_seq: int | None = None
     detail: str
@@ -565,6 +618,7 @@ class RetentionSet(Model):
 class SessionConfig(Model):
     "Bound once by `session_created`; immutable for the session's lifetime."
 
+    budget: Budget | None = None
     client_tool_timeout_s: float | None = None
     context_window: int = 200000
     max_tokens: int = 4096
@@ -613,6 +667,7 @@ class SessionCreatedPayload(Model):
     fork_seq: int | None = None
     owner: str
     parent_session_id: str | None = None
+    price: ModelPrice | None = None
     title: str | None = None
 
 
@@ -647,8 +702,10 @@ class SessionEnded(Model):
 
 
 class SessionEndedPayload(Model):
+    budget: Budget | None = None
     detail: str | None = None
-    reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled']
+    reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled', 'budget']
+    spent: Spent | None = None
 
 
 class SessionForked(Model):
@@ -669,7 +726,7 @@ class SessionForked(Model):
 class SessionListedPublic(Model):
     cost: SessionCostBrief = Field(default_factory=lambda: {'input_tokens': 0, 'model_calls': 0, 'output_tokens': 0})
     created_at: datetime
-    ended_reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled'] | str | None = None
+    ended_reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled', 'budget'] | str | None = None
     fork_seq: int | None = None
     last_seq: int
     model: str | None
@@ -684,7 +741,7 @@ class SessionListedPublic(Model):
 
 class SessionPublic(Model):
     created_at: datetime
-    ended_reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled'] | str | None = None
+    ended_reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled', 'budget'] | str | None = None
     fork_seq: int | None = None
     last_seq: int
     model: str | None
@@ -724,6 +781,14 @@ class SnapshotTaken(Model):
     trust: Literal['instruction', 'data']
     ts: datetime
     type: Literal['snapshot'] = 'snapshot'
+
+
+class Spent(Model):
+    "What model calls used: input tokens (uncached, written to the prompt cache and read from\nit), output tokens, and their price in US dollars (None: a model with no price made some\nof them, so the dollars cannot be counted)."
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usd: float | None = 0.0
 
 
 class Step(Model):
@@ -944,7 +1009,7 @@ class WokePayload(Model):
     reason: str
 
 
-Event = Annotated[Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded, ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived, ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack, TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked, ModelUnavailable], Field(discriminator="type")]
+Event = Annotated[Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded, ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived, ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack, TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked, ModelUnavailable, BudgetChanged], Field(discriminator="type")]
 
 
 for _model in list(globals().values()):

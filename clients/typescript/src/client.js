@@ -90,7 +90,7 @@ class Sessions {
     return this.transport.request("GET", `/v1/sessions/${id(sessionId)}/cost`, options);
   }
 
-  /** POST .../messages: `{text, expected_seq?}`. */
+  /** POST .../messages: `{text, expected_seq?, budget?}`; a raised `budget` continues a session ended `budget`. */
   postMessage(sessionId, body, options = {}) {
     const message = typeof body === "string" ? { text: body } : body;
     return command(this.transport, "POST", `/v1/sessions/${id(sessionId)}/messages`, message, options);

@@ -29,6 +29,8 @@ export class NotFoundError extends WakelineError {}
 export class UnknownToolCallError extends NotFoundError {}
 export class ConflictError extends WakelineError {}
 export class ToolCallAlreadyAnsweredError extends ConflictError {}
+/** 409 `budget_exhausted`: the session's budget is spent; send the message with a raised `budget`. */
+export class BudgetExhaustedError extends ConflictError {}
 export class TooLargeError extends WakelineError {}
 export class InvalidRequestError extends WakelineError {}
 export class IdempotencyKeyReusedError extends InvalidRequestError {}
@@ -62,6 +64,7 @@ const BY_CODE = {
   unknown_tool_call: UnknownToolCallError,
   idempotency_key_reused: IdempotencyKeyReusedError,
   quota_exceeded: QuotaExceededError,
+  budget_exhausted: BudgetExhaustedError,
 };
 const BY_STATUS = {
   401: AuthenticationError, 403: PermissionDeniedError, 404: NotFoundError, 409: ConflictError,

@@ -260,6 +260,7 @@ export class NotFoundError extends WakelineError {}
 export class UnknownToolCallError extends NotFoundError {}
 export class ConflictError extends WakelineError {}
 export class ToolCallAlreadyAnsweredError extends ConflictError {}
+export class BudgetExhaustedError extends ConflictError {}
 export class TooLargeError extends WakelineError {}
 export class InvalidRequestError extends WakelineError {}
 export class IdempotencyKeyReusedError extends InvalidRequestError {}

@@ -2,9 +2,10 @@
 
 export { WakelineClient } from "./client.js";
 export {
-  AuthenticationError, ConflictError, IdempotencyKeyReusedError, InvalidRequestError, NotFoundError,
-  PermissionDeniedError, QuotaExceededError, RateLimitedError, ServerError, ToolCallAlreadyAnsweredError,
-  TooLargeError, UnavailableError, UnknownToolCallError, WakelineConnectionError, WakelineError, problemError,
+  AuthenticationError, BudgetExhaustedError, ConflictError, IdempotencyKeyReusedError, InvalidRequestError,
+  NotFoundError, PermissionDeniedError, QuotaExceededError, RateLimitedError, ServerError,
+  ToolCallAlreadyAnsweredError, TooLargeError, UnavailableError, UnknownToolCallError, WakelineConnectionError,
+  WakelineError, problemError,
 } from "./errors.js";
 export { poolWorker, runHarness, runTool, tool } from "./harness.js";
 export { SseParser, readSse } from "./sse.js";

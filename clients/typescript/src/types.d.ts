@@ -82,7 +82,7 @@ export interface ApprovalRequestedPayload {
 
 export interface AuditEventsPublic {
   count: number;
-  data: (SessionCreated | UserMessageReceived | MessageQueued | TurnStarted | ModelResponded | ToolCallRequested | ApprovalRequested | ApprovalGranted | ApprovalDenied | ToolResultReceived | ContextCompacted | TurnEnded | SessionEnded | Woke | HandsTakenOver | HandsHandedBack | TitleGenerated | FileReferenced | InputRejected | SessionDeleted | SnapshotTaken | SessionForked | ModelUnavailable)[];
+  data: (SessionCreated | UserMessageReceived | MessageQueued | TurnStarted | ModelResponded | ToolCallRequested | ApprovalRequested | ApprovalGranted | ApprovalDenied | ToolResultReceived | ContextCompacted | TurnEnded | SessionEnded | Woke | HandsTakenOver | HandsHandedBack | TitleGenerated | FileReferenced | InputRejected | SessionDeleted | SnapshotTaken | SessionForked | ModelUnavailable | BudgetChanged)[];
   /** Pass as `cursor` for the next page; null on the last. */
   next_cursor: string | null;
 }
@@ -106,6 +106,51 @@ export interface AuditSessionsPublic {
   data: AuditSessionPublic[];
   /** True when `limit` cut the list: narrow the window. */
   truncated: boolean;
+}
+
+/** Caps on spending; a cap left out (None) does not bind. Reaching a cap is spending it
+ * all: the next call would go over. */
+export interface Budget {
+  /** Input tokens the model reads, cached or not. */
+  input_tokens?: number | null;
+  /** Output tokens the model writes, thinking included. */
+  output_tokens?: number | null;
+  /** US dollars, at the price of the session's model. */
+  usd?: number | null;
+}
+
+export interface BudgetChanged {
+  actor: string;
+  causation_id?: string | null;
+  event_id: string;
+  hash: string;
+  payload: BudgetChangedPayload;
+  prev_hash: string;
+  seq: number;
+  session_id: string;
+  tenant: string;
+  trust: "instruction" | "data";
+  ts: string;
+  type?: "budget_changed";
+}
+
+/** The owner set the budget in force from here (a message that carried one, sealed before
+ * that message). `budget` is whole: the caps the message named over those of `previous`.
+ * `price`: the price the session's calls are figured at from here, the table's when it
+ * changed (None: the table knows none, and the price bound before stays); calls made before
+ * keep the price they were charged at. */
+export interface BudgetChangedPayload {
+  budget: Budget;
+  previous?: Budget | null;
+  price?: ModelPrice | null;
+}
+
+/** The budget in force, what the session's own model calls spent against it, and the caps
+ * that spending has reached (any: the session stops, or stopped, before its next model call). */
+export interface BudgetPublic {
+  budget: Budget;
+  reached: ("input_tokens" | "output_tokens" | "usd")[];
+  spent: Spent;
 }
 
 /** What became of a command: `done` once the brain recorded its outcome event. */
@@ -163,6 +208,7 @@ export interface ContextCompacted {
 }
 
 export interface CostPublic {
+  budget?: BudgetPublic | null;
   cache_hit_rate?: number;
   cache_saved_input_tokens?: number;
   compactions: CompactionCostPublic[];
@@ -180,6 +226,8 @@ export interface CostPublic {
   tool_wall_s: number;
   turns: number;
   upto_seq?: number;
+  /** What the model calls cost in US dollars, at the prices the log bound, else the gateway's; None: the model has no price. */
+  usd?: number | null;
 }
 
 export interface DeletedPayload {
@@ -204,7 +252,7 @@ export interface Envelope {
 
 export interface EventsPublic {
   count: number;
-  data: (SessionCreated | UserMessageReceived | MessageQueued | TurnStarted | ModelResponded | ToolCallRequested | ApprovalRequested | ApprovalGranted | ApprovalDenied | ToolResultReceived | ContextCompacted | TurnEnded | SessionEnded | Woke | HandsTakenOver | HandsHandedBack | TitleGenerated | FileReferenced | InputRejected | SessionDeleted | SnapshotTaken | SessionForked | ModelUnavailable)[];
+  data: (SessionCreated | UserMessageReceived | MessageQueued | TurnStarted | ModelResponded | ToolCallRequested | ApprovalRequested | ApprovalGranted | ApprovalDenied | ToolResultReceived | ContextCompacted | TurnEnded | SessionEnded | Woke | HandsTakenOver | HandsHandedBack | TitleGenerated | FileReferenced | InputRejected | SessionDeleted | SnapshotTaken | SessionForked | ModelUnavailable | BudgetChanged)[];
   session_id: string;
 }
 
@@ -253,6 +301,7 @@ export interface ForkedPayload {
   owner: string;
   parent_hash: string;
   parent_session_id: string;
+  price?: ModelPrice | null;
   title?: string | null;
 }
 
@@ -323,7 +372,8 @@ export interface InputRejected {
 }
 
 export interface InputRejectedPayload {
-  code?: ("conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "too_large" | "internal_error") | null;
+  budget_change?: BudgetChangedPayload | null;
+  code?: ("conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "too_large" | "internal_error" | "budget_exhausted") | null;
   command_id: string;
   expected_seq?: number | null;
   reason: string;
@@ -340,6 +390,8 @@ export interface MePublic {
 }
 
 export interface MessageCreate {
+  /** Caps to set before the message is taken: each one named replaces the one in force (recorded as `budget_changed`). A session whose budget is spent takes a message only with a budget it has not spent: else 409 `budget_exhausted`. */
+  budget?: Budget | null;
   /** Refused with 409 unless the session is still at this seq. */
   expected_seq?: number | null;
   text: string;
@@ -372,6 +424,15 @@ export interface ModelCostPublic {
   tokens: {
     [key: string]: number;
   };
+}
+
+/** One model's price in US dollars per million tokens. The cache prices default to the
+ * API's shares of the input price: 1.25x for a cache write, 0.1x for a cache read. */
+export interface ModelPrice {
+  cache_read_usd_per_mtok: number;
+  cache_write_usd_per_mtok: number;
+  input_usd_per_mtok: number;
+  output_usd_per_mtok: number;
 }
 
 export interface ModelResponded {
@@ -443,7 +504,7 @@ export interface Problem {
 /** An error (RFC 9457). Programs branch on `code`; people read `detail`. */
 export interface ProblemDetails {
   /** Machine-readable; the brain's rejection codes pass through unchanged. */
-  code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "invalid_request" | "idempotency_key_reused" | "too_large" | "not_implemented" | "unavailable" | "corrupt_event" | "server_error" | "unknown_seq" | "fork_inside_tool_call" | "prefix_unavailable" | "tool_call_already_answered" | "unknown_tool_call" | "quota_exceeded" | "conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "internal_error";
+  code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "invalid_request" | "idempotency_key_reused" | "too_large" | "not_implemented" | "unavailable" | "corrupt_event" | "server_error" | "unknown_seq" | "fork_inside_tool_call" | "prefix_unavailable" | "tool_call_already_answered" | "unknown_tool_call" | "quota_exceeded" | "unpriced_model" | "conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "internal_error" | "budget_exhausted";
   /** The command the error is about. */
   command_id?: string | null;
   /** 409 conflict: the session's seq now. */
@@ -587,6 +648,7 @@ export interface RetentionSet {
 
 /** Bound once by `session_created`; immutable for the session's lifetime. */
 export interface SessionConfig {
+  budget?: Budget | null;
   client_tool_timeout_s?: number | null;
   context_window?: number;
   max_tokens?: number;
@@ -639,6 +701,7 @@ export interface SessionCreatedPayload {
   fork_seq?: number | null;
   owner: string;
   parent_session_id?: string | null;
+  price?: ModelPrice | null;
   title?: string | null;
 }
 
@@ -673,8 +736,10 @@ export interface SessionEnded {
 }
 
 export interface SessionEndedPayload {
+  budget?: Budget | null;
   detail?: string | null;
-  reason: "completed" | "max_turns" | "error" | "interrupted" | "cancelled";
+  reason: "completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget";
+  spent?: Spent | null;
 }
 
 export interface SessionForked {
@@ -695,7 +760,7 @@ export interface SessionForked {
 export interface SessionListedPublic {
   cost?: SessionCostBrief;
   created_at: string;
-  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled") | string | null;
+  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget") | string | null;
   fork_seq?: number | null;
   last_seq: number;
   model: string | null;
@@ -711,7 +776,7 @@ export interface SessionListedPublic {
 
 export interface SessionPublic {
   created_at: string;
-  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled") | string | null;
+  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget") | string | null;
   fork_seq?: number | null;
   last_seq: number;
   model: string | null;
@@ -756,6 +821,15 @@ export interface SnapshotTaken {
   trust: "instruction" | "data";
   ts: string;
   type?: "snapshot";
+}
+
+/** What model calls used: input tokens (uncached, written to the prompt cache and read from
+ * it), output tokens, and their price in US dollars (None: a model with no price made some
+ * of them, so the dollars cannot be counted). */
+export interface Spent {
+  input_tokens?: number;
+  output_tokens?: number;
+  usd?: number | null;
 }
 
 export interface Step {
@@ -1054,7 +1128,7 @@ export interface Operations {
       /** Events before. */
       until?: string | null;
       /** Only these types (repeatable). */
-      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable")[];
+      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed")[];
       /** Tool calls and results of this tool. */
       tool?: string | null;
       session_id?: string | null;
@@ -1087,7 +1161,7 @@ export interface Operations {
       /** Events before. */
       until?: string | null;
       /** Only these types (repeatable). */
-      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable")[];
+      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed")[];
       /** Tool calls and results of this tool. */
       tool?: string | null;
       session_id?: string | null;
@@ -1122,7 +1196,7 @@ export interface Operations {
       /** Events before. */
       until?: string | null;
       /** Only these types (repeatable). */
-      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable")[];
+      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed")[];
       /** Tool calls and results of this tool. */
       tool?: string | null;
       session_id?: string | null;
@@ -1218,7 +1292,10 @@ export interface Operations {
     response: SessionsPublic;
     contentType: "application/json";
   };
-  /** Create Session */
+  /** Create Session
+   *
+   * `config.budget` caps what the session's model calls may spend; a dollar cap needs a
+   * price for the model (422 `unpriced_model` when none is known). */
   "POST /v1/sessions": {
     operationId: "create_session_v1_sessions_post";
     path: Record<string, never>;
@@ -1308,8 +1385,9 @@ export interface Operations {
   /** Session Cost Report
    *
    * Tokens per model (every count the model recorded, cache tokens included), turns, tool
-   * calls, compactions with tokens before and after, wall time in the model and in tools.
-   * A fork's figures are its own log's; its inherited prefix is its parent's cost. */
+   * calls, compactions with tokens before and after, wall time in the model and in tools, the
+   * dollars, and the budget in force with what was spent against it. A fork's figures are its
+   * own log's; its inherited prefix is its parent's cost. */
   "GET /v1/sessions/{session_id}/cost": {
     operationId: "session_cost_report_v1_sessions__session_id__cost_get";
     path: {
@@ -1359,7 +1437,7 @@ export interface Operations {
       before?: number | null;
       limit?: number;
       /** Only these types (repeatable). */
-      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable")[];
+      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed")[];
     };
     headers: Record<string, never>;
     body: never;
@@ -1427,7 +1505,10 @@ export interface Operations {
     response: CommandPublic;
     contentType: "application/json";
   };
-  /** Post Message */
+  /** Post Message
+   *
+   * Continues the session. With `budget`, its caps are set first: how a session ended
+   * `budget` goes on (without one, or with one it has already spent, 409 `budget_exhausted`). */
   "POST /v1/sessions/{session_id}/messages": {
     operationId: "post_message_v1_sessions__session_id__messages_post";
     path: {

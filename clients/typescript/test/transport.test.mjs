@@ -3,9 +3,9 @@ import { createServer } from "node:net";
 import { test } from "node:test";
 
 import {
-  ConflictError, IdempotencyKeyReusedError, NotFoundError, QuotaExceededError, RateLimitedError,
-  ToolCallAlreadyAnsweredError, UnavailableError, UnknownToolCallError, WakelineClient, WakelineConnectionError,
-  WakelineError, backoffMs, parseRetryAfter,
+  BudgetExhaustedError, ConflictError, IdempotencyKeyReusedError, NotFoundError, QuotaExceededError,
+  RateLimitedError, ToolCallAlreadyAnsweredError, UnavailableError, UnknownToolCallError, WakelineClient,
+  WakelineConnectionError, WakelineError, backoffMs, parseRetryAfter,
 } from "../src/index.js";
 import { done, fakeGateway, json, problem } from "./fake_gateway.mjs";
 
@@ -127,6 +127,7 @@ test("problems become typed errors by code first, then by status", async () => {
     "POST /v1/sessions/s1/tool-results/t1": (req, res) => problem(res, 409, "tool_call_already_answered", "answered"),
     "POST /v1/sessions/s1/tool-results/t2": (req, res) => problem(res, 404, "unknown_tool_call", "no t2"),
     "POST /v1/sessions/s1/messages": (req, res) => problem(res, 409, "conflict", "stale", {}),
+    "POST /v1/sessions/s2/messages": (req, res) => problem(res, 409, "budget_exhausted", "budget spent", {}),
     "POST /v1/sessions/s1/cancel": (req, res) => problem(res, 422, "idempotency_key_reused", "other request"),
     "GET /v1/me": (req, res) => {
       res.writeHead(502, { "content-type": "text/html" });
@@ -146,6 +147,8 @@ test("problems become typed errors by code first, then by status", async () => {
     assert.ok(await client.sessions.submitToolResult("s1", "t2", { output: "x" }).catch((e) => e) instanceof UnknownToolCallError);
     const stale = await client.sessions.postMessage("s1", { text: "x", expected_seq: 3 }).catch((e) => e);
     assert.ok(stale instanceof ConflictError && !(stale instanceof ToolCallAlreadyAnsweredError));
+    const spent = await client.sessions.postMessage("s2", "more").catch((e) => e);
+    assert.ok(spent instanceof BudgetExhaustedError && spent instanceof ConflictError);
     assert.ok(await client.sessions.cancel("s1").catch((e) => e) instanceof IdempotencyKeyReusedError);
     const html = await client.me().catch((e) => e);
     assert.equal(html.status, 502);

@@ -4,7 +4,8 @@ A `create_session` with `fork_of` makes a session whose history is its parent's 
 1..N (the brain reads them from the archive: `SessionLoader.prefix`). Its own log starts
 at N + 1 with a `forked` event linked to the parent's hash at N, then the fork's message;
 from there it runs like a woken session: `next_step` starts a turn on the rebuilt
-conversation, and the tool results the prefix holds are part of it, never run again.
+conversation, and the tool results the prefix holds are part of it, never run again. Its
+budget is its config's (the parent's first one), against its own spend from zero.
 A fork the gateway would have refused (a seq past the parent's log, a hash the parent
 does not hold there, a tool call in flight, another tenant's parent) is refused here as
 well, for a command that did not come through it: `ForkRefused`, dead-lettered.
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 
 from wakeline.contract import commands as c
 from wakeline.contract import events as e
+from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
 from wakeline.log.chain import Draft
 from wakeline.storage.lineage import unfinished_calls
 from wakeline.log.state import SessionState
@@ -25,7 +27,9 @@ class ForkRefused(ValueError):
     """The command names no point of its parent's log a fork can start from."""
 
 
-def fork_drafts(prefix_state: SessionState, prefix: Sequence[e.Event], cmd: c.CreateSession) -> list[Draft]:
+def fork_drafts(prefix_state: SessionState, prefix: Sequence[e.Event], cmd: c.CreateSession,
+                prices: PriceTable = DEFAULT_TABLE) -> list[Draft]:
+    """`prices`: where a budget the fork inherits binds its price from, as a new session's does."""
     origin = cmd.fork_of
     if origin is None:
         raise ForkRefused("not a fork")
@@ -37,9 +41,11 @@ def fork_drafts(prefix_state: SessionState, prefix: Sequence[e.Event], cmd: c.Cr
     calls = unfinished_calls(prefix)
     if calls:
         raise ForkRefused(f"seq {origin.seq} is inside unfinished tool call(s) {', '.join(calls)}")
+    config = prefix_state.config
+    price = prices.price_for(config.model) if config.budget is not None else None
     forked = e.ForkedPayload(parent_session_id=origin.session_id, fork_seq=origin.seq,
-                             parent_hash=prefix_state.last_hash, config=prefix_state.config, owner=cmd.actor,
-                             title=cmd.title or prefix_state.title)
+                             parent_hash=prefix_state.last_hash, config=config, owner=cmd.actor,
+                             title=cmd.title or prefix_state.title, price=price)
     drafts = [Draft(payload=forked, actor=cmd.actor, trust="instruction", causation_id=cmd.command_id)]
     if cmd.message:
         drafts.append(Draft(payload=e.UserMessagePayload(text=cmd.message), actor=cmd.actor, trust="instruction",

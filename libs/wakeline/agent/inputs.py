@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from wakeline.agent.budget import budget_change, budget_refusal
 from wakeline.contract import commands as c
 from wakeline.contract import events as e
+from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
 from wakeline.log.chain import Draft
 from wakeline.log.state import SessionState
 
@@ -24,16 +26,21 @@ def input_id(item: c.CommandBase | c.ToolResultReport) -> str:
     return item.command_id
 
 
-def handle_input(state: SessionState, item: c.CommandBase | c.ToolResultReport) -> list[Draft]:
+def handle_input(state: SessionState, item: c.CommandBase | c.ToolResultReport,
+                 prices: PriceTable = DEFAULT_TABLE) -> list[Draft]:
+    """`prices`: the table a new budget binds its session's price from (the brain's settings';
+    the replay check's, the price the log recorded)."""
     if isinstance(item, c.ToolResultReport):
         return _tool_result(state, item)
     if state.has_seen(item.command_id):
         return []
     if state.status == "new":
-        return _create(item) if isinstance(item, c.CreateSession) else []
+        return _create(item, prices) if isinstance(item, c.CreateSession) else []
     refusal = _refusal(state, item)
     if refusal:
         return [_rejected(item, *refusal)]
+    if isinstance(item, c.PostMessage):
+        return _post(state, item, prices)
     return _HANDLERS[type(item)](state, item)
 
 
@@ -53,25 +60,35 @@ def _draft(payload: e.Payload, actor: str, causation_id: str | None, trust: e.Tr
     return Draft(payload=payload, actor=actor, trust=trust, causation_id=causation_id)
 
 
-def _rejected(cmd: c.CommandBase, code: e.RejectionCode, reason: str) -> Draft:
+def _rejected(cmd: c.CommandBase, code: e.RejectionCode, reason: str,
+              budget_change: e.BudgetChangedPayload | None = None) -> Draft:
     payload = e.InputRejectedPayload(command_id=cmd.command_id, code=code, reason=reason,
-                                     expected_seq=cmd.expected_seq)
+                                     expected_seq=cmd.expected_seq, budget_change=budget_change)
     return _draft(payload, "system:brain", cmd.command_id)
 
 
-def _create(cmd: c.CreateSession) -> list[Draft]:
-    created = e.SessionCreatedPayload(config=cmd.config, owner=cmd.actor, title=cmd.title)
+def _create(cmd: c.CreateSession, prices: PriceTable) -> list[Draft]:
+    # A budget binds the price the session's calls are charged at, so its log decides alone.
+    price = prices.price_for(cmd.config.model) if cmd.config.budget is not None else None
+    created = e.SessionCreatedPayload(config=cmd.config, owner=cmd.actor, title=cmd.title, price=price)
     drafts = [_draft(created, cmd.actor, cmd.command_id)]
     if cmd.message:
         drafts.append(_draft(e.UserMessagePayload(text=cmd.message), cmd.actor, cmd.command_id))
     return drafts
 
 
-def _post(state: SessionState, cmd: c.PostMessage) -> list[Draft]:
+def _post(state: SessionState, cmd: c.PostMessage, prices: PriceTable) -> list[Draft]:
+    """The budget the message carries first (`budget_changed`), then the message; refused
+    whole while the budget in force after it is spent (`agent.budget`)."""
+    change = None if cmd.budget is None else budget_change(state, cmd.budget, prices.price_for(state.config.model))
+    refusal = budget_refusal(state, change)
+    if refusal is not None:
+        return [_rejected(cmd, "budget_exhausted", refusal, change)]
+    drafts = [] if change is None else [_draft(change, cmd.actor, cmd.command_id)]
     if state.in_turn:
         queued = e.MessageQueuedPayload(command_id=cmd.command_id, text=cmd.text)
-        return [_draft(queued, cmd.actor, cmd.command_id)]
-    return [_draft(e.UserMessagePayload(text=cmd.text), cmd.actor, cmd.command_id)]
+        return drafts + [_draft(queued, cmd.actor, cmd.command_id)]
+    return drafts + [_draft(e.UserMessagePayload(text=cmd.text), cmd.actor, cmd.command_id)]
 
 
 def _ended(state: SessionState, cmd: c.CommandBase) -> list[Draft]:
@@ -170,7 +187,7 @@ def _tool_result(state: SessionState, report: c.ToolResultReport) -> list[Draft]
 
 # each handler takes the command of its own type
 _HANDLERS: dict[type[c.CommandBase], Callable[[SessionState, Any], list[Draft]]] = {
-    c.PostMessage: _post, c.ApproveToolCall: _approve, c.DenyToolCall: _deny,
+    c.ApproveToolCall: _approve, c.DenyToolCall: _deny,
     c.CancelSession: _cancel, c.DeleteSession: _delete, c.WakeSession: _wake,
     c.TakeOver: _take_over, c.HandBack: _take_over, c.SubmitToolResult: _submit,
 }

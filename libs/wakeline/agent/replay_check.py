@@ -19,6 +19,10 @@ that decided the read; a brain woken between the read and its result counts the 
 request again, and should that count fail, the compaction records the estimate and the
 read is judged by it).
 
+A budget is decided again: the end it records before a model call, and the refusal or the
+`budget_changed` a message carrying one records (the price that binds is taken as recorded,
+the price table's answer, as a reply is the model's).
+
 What it takes as recorded, unchecked: markers (woke, snapshots, titles, file references),
 the session's creation or fork, commands it cannot rebuild from their events (cancel,
 delete, takeover, handback, a person's tool result), and a session ended by an error (a
@@ -36,7 +40,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wakeline.contract import commands as c
 from wakeline.contract import events as e
 from wakeline.log.chain import Draft
 from wakeline.log.fold import FoldError, apply
@@ -45,6 +48,7 @@ from wakeline.agent.context import TokenCount, build_request, counted_after, pla
 from wakeline.agent.inputs import handle_input
 from wakeline.agent.memory import compaction_step
 from wakeline.agent.model import ModelReply, ToolUse
+from wakeline.agent.replay_inputs import recorded_input
 from wakeline.agent.steps import CALL_MODEL, SYSTEM, model_drafts, next_step
 from wakeline.agent.summary import model_compaction, writes_summary
 
@@ -69,6 +73,8 @@ def first_divergence(events: Sequence[e.Event], tools: list[dict[str, Any]]) -> 
         event = events[i]
         if isinstance(event, e.ModelResponded) and i + len(event.payload.tool_call_ids) >= len(events):
             return None  # the log ends inside the reply's batch: a log still being written
+        if isinstance(event, e.BudgetChanged) and i + 1 == len(events):
+            return None  # the same, before the message it was sealed with
         expected = _expected(state, events, i, tools)
         if isinstance(expected, Divergence):
             return expected
@@ -106,8 +112,8 @@ def _expected(state: SessionState, events: Sequence[e.Event], i: int,
         return step
     if isinstance(step, list) and step:  # an input, where the brain would already have stepped on its own
         return Divergence(event.seq, _describe(event), f"would first record {_describe(step[0])}")
-    command = _command(state, event)
-    return handle_input(state, command) if command is not None else None
+    recorded = recorded_input(state, events, i)
+    return handle_input(state, *recorded) if recorded is not None else None
 
 
 def _compaction(state: SessionState, events: Sequence[e.Event], i: int,
@@ -166,7 +172,7 @@ def _own_step(event: e.Event) -> bool:
         return event.payload.queued
     if isinstance(event, e.ContextCompacted):
         return True  # mechanical (system:brain) or written by the model (agent:<model>)
-    if isinstance(event, e.SessionEnded) and event.payload.reason not in ("completed", "max_turns"):
+    if isinstance(event, e.SessionEnded) and event.payload.reason not in ("completed", "max_turns", "budget"):
         return False  # an error, a cancel: the recorded input is the cause
     return event.actor == SYSTEM and event.type in OWN_STEPS and event.causation_id is None
 
@@ -181,27 +187,6 @@ def _reply(events: Sequence[e.Event], i: int) -> ModelReply:
     # With its blocks as recorded (issue 15): today's code records a reply's blocks as returned.
     return ModelReply(text=turn.text, reasoning=list(turn.reasoning), tool_uses=uses, usage=turn.usage,
                       stop_reason=turn.stop_reason, blocks=[dict(b) for b in turn.blocks])
-
-
-def _command(state: SessionState, event: e.Event) -> c.CommandBase | c.ToolResultReport | None:
-    """The input that made `event`, where the event says all of it."""
-    ids = {"command_id": event.causation_id or "", "session_id": event.session_id, "tenant": event.tenant,
-           "actor": event.actor}
-    match event:
-        case e.ToolResultReceived(payload=p) if event.causation_id == c.result_input_id(p.tool_call_id):
-            return c.ToolResultReport(session_id=event.session_id, tenant=event.tenant, tool_call_id=p.tool_call_id,
-                                      name=p.name, output=p.output, is_error=p.is_error, error_kind=p.error_kind,
-                                      duration_ms=p.duration_ms or 0, runner=event.actor.removeprefix("runner:"))
-        case e.ToolResultReceived(payload=p) if p.answered_by == "client" and event.causation_id:
-            # the session's harness answered over HTTP: its command is the result as recorded
-            return c.SubmitToolResult(**ids, tool_call_id=p.tool_call_id, output=p.output, is_error=p.is_error)
-        case e.UserMessageReceived(payload=p) if event.causation_id and not p.queued and state.status != "new":
-            return c.PostMessage(**ids, text=p.text)
-        case e.MessageQueued(payload=p):
-            return c.PostMessage(**ids, text=p.text)
-        case e.ApprovalGranted(payload=p) if event.causation_id:
-            return c.ApproveToolCall(**ids, tool_call_id=p.tool_call_id)
-    return None
 
 
 def _same(draft: Draft, event: e.Event) -> bool:

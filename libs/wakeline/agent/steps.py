@@ -3,7 +3,8 @@
 Called after every append and on wake, so a session cut off anywhere (after a user
 message, mid-turn, with tool calls outstanding) carries on from the log alone. A turn is
 one model call and the tool calls it asks for: turn_started → model_turn → tool_call* →
-tool_result* → turn_ended. `max_turns` bounds turns over the session's whole life.
+tool_result* → turn_ended. `max_turns` bounds turns over the session's whole life; the
+budget in force stops the session before a model call once it is reached (`budget.py`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from wakeline.log.chain import Draft
 from wakeline.contract.declared_tools import input_problems
 from wakeline.log.state import SessionState
 from wakeline.contract.tools import TOOLS
+from wakeline.agent.budget import budget_end
 from wakeline.agent.model import ModelReply, ToolUse
 
 
@@ -38,7 +40,10 @@ def next_step(state: SessionState) -> list[Draft] | CallModel | None:
         if state.memory_call is not None:
             return None  # the brain's read of the memory file, for a compaction, is out
         if state.awaiting_model:
-            return CALL_MODEL
+            # The turn's start checked the budget; a paused turn's next call, or the call after
+            # a summary the model wrote, may find it spent since.
+            ended = budget_end(state)
+            return [ended] if ended else CALL_MODEL
         if state.pending_tool_calls:
             return None  # runners, whoever holds the hands, or an approval will answer
         return [_marker(e.TurnEndedPayload(turn=state.turns, stop_reason=_turn_stop(state)))]
@@ -50,7 +55,8 @@ def next_step(state: SessionState) -> list[Draft] | CallModel | None:
     if state.messages[-1].role == "user":
         if state.turns >= state.config.max_turns:
             return [_ended("max_turns", f"turn budget of {state.config.max_turns} used")]
-        return [_marker(e.TurnStartedPayload(turn=state.turns + 1))]
+        ended = budget_end(state)
+        return [ended] if ended else [_marker(e.TurnStartedPayload(turn=state.turns + 1))]
     if state.stop_reason == "refusal":
         return [_ended("completed", "the model refused to go on (stop_reason refusal)")]
     if state.stop_reason == "max_tokens":

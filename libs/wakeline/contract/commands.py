@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field, TypeAdapter
 
+from wakeline.contract.budget import Budget
 from wakeline.contract.events import Frozen, SessionConfig
 from wakeline.contract.ids import ID, PRINTABLE, Actor
 
@@ -46,6 +47,10 @@ class CreateSession(CommandBase):
 class PostMessage(CommandBase):
     type: Literal["post_message"] = "post_message"
     text: str = Field(min_length=1, max_length=1_000_000)
+    # Caps to set before the message is taken (issue 34): those named replace the ones in
+    # force, recorded as `budget_changed`; how a session ended `budget` is continued. Left
+    # out of the dump when absent, so a command's digest (and a keyed retry's id) is as before.
+    budget: Budget | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class ApproveToolCall(CommandBase):

@@ -17,12 +17,13 @@ from typing import Iterable
 
 from wakeline.contract.commands import result_input_id
 from wakeline.contract.events import (
-    ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, FileReferenced, ForkedPayload,
-    HandsHandedBack, HandsTakenOver, InputRejected, MessageQueued, ModelResponded, ModelUnavailable, SessionCreated,
-    SessionDeleted, SessionEnded, SessionForked, SnapshotTaken, TitleGenerated, ToolCallPayload, ToolCallRequested,
-    ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Woke,
+    ApprovalDenied, ApprovalGranted, ApprovalRequested, BudgetChanged, ContextCompacted, Event, FileReferenced,
+    ForkedPayload, HandsHandedBack, HandsTakenOver, InputRejected, MessageQueued, ModelResponded, ModelUnavailable,
+    SessionCreated, SessionDeleted, SessionEnded, SessionForked, SnapshotTaken, TitleGenerated, ToolCallPayload,
+    ToolCallRequested, ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Woke,
 )
 from wakeline.log.conversation import add_tool_result, add_tool_use, compacted, turn_blocks
+from wakeline.log.spending import after
 from wakeline.log.state import (
     MemoryRead, Message, QueuedMessage, SessionState, TextBlock, ToolResultBlock, ToolUseBlock, command_digest,
     evolve,
@@ -31,6 +32,8 @@ from wakeline.log.status import STATUS_MOVES, StatusMove, session_status
 
 
 BRAIN = "system:brain"
+# What opens a session's budget and spend, or moves them (`wakeline.log.spending.after`).
+_METERED = frozenset({"session_created", "forked", "model_turn", "compaction", "budget_changed"})
 
 
 class FoldError(ValueError):
@@ -78,6 +81,8 @@ class _Building:
         if f["session_id"] and e.session_id != f["session_id"] and not isinstance(e, SessionForked):
             raise FoldError(f"event of {e.session_id} folded into {f['session_id']}")
         self._applied(e)
+        if e.type in _METERED:  # the fork's own budget and spend: the prefix's calls are the parent's
+            f["budget"], f["spend"] = after(f["budget"], f["spend"], e)
         move = STATUS_MOVES.get(e.type)
         if move is not None:
             self._status_moved(e, move)
@@ -190,8 +195,8 @@ class _Building:
                 self.files.append(p.path)
             case SessionDeleted():
                 f["awaiting_model"] = False
-            case Woke() | InputRejected() | SnapshotTaken():
-                pass  # bookkeeping: in the log, nothing to the conversation
+            case Woke() | InputRejected() | SnapshotTaken() | BudgetChanged():
+                pass  # bookkeeping: in the log, nothing to the conversation (a budget is metered in `apply`)
             case _:
                 raise FoldError(f"no fold for event type {e.type!r}")  # unreachable while Event is closed
 
@@ -212,7 +217,7 @@ class _Building:
 
     def _forked(self, e: SessionForked, p: ForkedPayload) -> None:
         """The conversation is the prefix's; what was in flight there (a turn, queued
-        messages, someone's hands, an end) belongs to the parent, not to the fork."""
+        messages, someone's hands, an end) and what it spent belong to the parent, not to the fork."""
         self.f.update(session_id=e.session_id, tenant=e.tenant, owner=p.owner, config=p.config, title=p.title,
                       parent_session_id=p.parent_session_id, fork_seq=p.fork_seq, in_turn=False,
                       awaiting_model=False, ended_reason=None, hands=None, deleted_by=None, memory_call=None,

@@ -10,8 +10,10 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from wakeline.contract.budget import Budget
 from wakeline.log.digests import Digests
 from wakeline.contract.events import GENESIS_HASH, EndReason, SessionConfig, ToolCallPayload, Usage
+from wakeline.log.spending import Spend
 from wakeline.log.status import Status
 
 
@@ -153,6 +155,10 @@ class SessionState:
     memory_call: str | None = None
     memory_read: MemoryRead | None = None
     usage: Usage = field(default_factory=Usage)
+    # The budget in force (the config's, then each `budget_changed`'s) and what the session's
+    # own model calls spent against it, at the prices its log bound (`wakeline.log.spending`).
+    budget: Budget | None = None
+    spend: Spend = field(default_factory=Spend)
     files: tuple[str, ...] = ()
     deleted_by: str | None = None
 

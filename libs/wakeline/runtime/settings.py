@@ -133,6 +133,11 @@ class CommonSettings(BaseSettings):
     # DSN set explicitly is kept as it is.
     kafka_port: int | None = Field(default=None, ge=1, le=65535)
     pg_port: int | None = Field(default=None, ge=1, le=65535)
+    # Model prices in US dollars per million tokens, over the defaults the code knows
+    # (`wakeline.contract.prices`), as JSON: {"<model>": {"input_usd_per_mtok": 3,
+    # "output_usd_per_mtok": 15}} (cache prices default to 1.25x and 0.1x the input's). The
+    # brain binds a budgeted session's price from them; the gateway prices what it shows.
+    model_prices: dict[str, dict[str, float]] = {}
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -207,7 +207,7 @@ function approvalControls(event) {
 // call and its result (the gateway refuses that with 409 and says where it could).
 const FORKABLE = new Set(["user_message", "model_turn", "tool_result"]);
 // Events after which the cost line is out of date: it is asked again then.
-const COST_EVENTS = new Set(["turn_ended", "compaction", "session_ended"]);
+const COST_EVENTS = new Set(["turn_ended", "compaction", "session_ended", "budget_changed"]);
 
 // Figures for the bench (bench/console_render.py): from `start` until drawn, with one
 // forced layout at the end so that style and layout are in the figure too.
@@ -381,10 +381,38 @@ async function drawCost(seq = 0, tries = 0) {
     const tokens = Object.entries(c.tokens).map(([k, v]) => `${k} ${v}`).join(", ");
     $("s-cost").textContent = `cost: ${c.turns} turns, ${c.model_calls} model calls, ${c.tool_calls} tool calls, `
       + `${c.compactions.length} compactions; tokens ${tokens || "none"}`;
+    drawBudget(c);
     $("s-compactions").replaceChildren(...c.compactions.map((k) => el("li", { "data-compaction": String(k.seq),
       text: `compaction at seq ${k.seq} (seqs ${k.covered_from_seq}–${k.covered_to_seq}): `
         + `${k.tokens_before} tokens before, ${k.tokens_after} after${k.resets_prompt_cache ? ", prompt cache reset" : ""}` })));
   } catch { if (current === view) $("s-cost").textContent = ""; }
+}
+
+// Spend against the budget in force, as the brain decides by it (the log's figures).
+const CAPS = [["usd", "US$"], ["input_tokens", "input tokens"], ["output_tokens", "output tokens"]];
+
+function drawBudget(c) {
+  const line = $("s-budget");
+  line.hidden = !c.budget;
+  if (!c.budget) return;
+  const { budget, spent, reached } = c.budget;
+  const figures = CAPS.filter(([cap]) => budget[cap] != null).map(([cap, name]) =>
+    `${name} ${cap === "usd" && spent.usd == null ? "unknown (no price)" : spent[cap]} of ${budget[cap]}`);
+  line.textContent = `budget: ${figures.join(", ")}`
+    + (reached.length ? ` — reached (${reached.join(", ")}): the session stops before its next model call; `
+      + "raise it under Budget to go on" : "");
+  line.classList.toggle("reached", reached.length > 0);
+}
+
+// The caps typed into the send form's Budget, or null when none is.
+function budgetTyped() {
+  const budget = {};
+  for (const [cap, input] of [["usd", "send-usd"], ["input_tokens", "send-input-tokens"],
+    ["output_tokens", "send-output-tokens"]]) {
+    const value = $(input).value.trim();
+    if (value) budget[cap] = Number(value);
+  }
+  return Object.keys(budget).length ? budget : null;
 }
 
 // While this person holds the hands, each call without a result gets a form to answer it.
@@ -505,12 +533,18 @@ async function openSession(id) {
 $("send").addEventListener("submit", async (e) => {
   e.preventDefault();
   const text = $("send-text").value;
+  const budget = budgetTyped();
   try {
-    await call("POST", `/v1/sessions/${encodeURIComponent(current.id)}/messages`, { text, expected_seq: current.lastSeq });
+    await call("POST", `/v1/sessions/${encodeURIComponent(current.id)}/messages`,
+      { text, expected_seq: current.lastSeq, ...(budget ? { budget } : {}) });
     $("send-text").value = "";
-    notice("Message sent.");
+    for (const input of ["send-usd", "send-input-tokens", "send-output-tokens"]) $(input).value = "";
+    notice(budget ? "Budget set and message sent." : "Message sent.");
   } catch (err) {
-    if (err instanceof ApiError && err.status === 409) {
+    if (err instanceof ApiError && err.body && err.body.code === "budget_exhausted") {
+      $("send-budget").open = true;
+      notice(`Not sent: ${err.message.replace(/^the brain rejected the command: /, "")}`, true);
+    } else if (err instanceof ApiError && err.status === 409) {
       notice(`Not sent: the session moved on since this view was drawn (you saw up to seq ${current.lastSeq}). `
         + "The new events are arriving below; read them, then send again. " + `(${err.message})`, true);
     } else notice(explain(err), true);

@@ -69,6 +69,11 @@ function summary(event) {
   }
 }
 
+// A budget's caps in words: `usd 5, output_tokens 20000`.
+function caps(budget) {
+  return Object.entries(budget || {}).map(([cap, value]) => `${cap} ${value}`).join(", ");
+}
+
 // One rendered event; `pairs` maps tool_call_id -> the result cell beside its call.
 export function renderEvent(event, pairs) {
   const p = event.payload || {};
@@ -127,7 +132,10 @@ export function renderEvent(event, pairs) {
       li.append(el("div", { class: "text", text: `${p.tool_call_id}${p.reason ? `: ${p.reason}` : ""}` }));
       break;
     case "session_ended":
-      li.append(el("div", { class: "text", text: `ended: ${p.reason}` }));
+      li.append(el("div", { class: "text", text: `ended: ${p.reason}${p.detail ? ` (${p.detail})` : ""}` }));
+      break;
+    case "budget_changed":
+      li.append(el("div", { class: "text", text: `budget set: ${caps(p.budget)}${p.previous ? ` (was ${caps(p.previous)})` : ""}` }));
       break;
     case "input_rejected":
       li.append(el("div", { class: "text error", text: `${p.code || ""} ${p.reason || ""}` }));

@@ -44,8 +44,10 @@ def _status(response: Response, answer: CommandPublic) -> CommandPublic:
 @router.post("/messages", status_code=202, response_model=CommandPublic)
 async def post_message(body: MessageCreate, session: WritableSessionDep, caller: Writer, dispatcher: DispatcherDep,
                        key: IdempotencyKey = None, wait: bool = True) -> CommandPublic:
+    """Continues the session. With `budget`, its caps are set first: how a session ended
+    `budget` goes on (without one, or with one it has already spent, 409 `budget_exhausted`)."""
     dispatcher.admit(body)
-    command = PostMessage(**_ids(session, caller), text=body.text, expected_seq=body.expected_seq)
+    command = PostMessage(**_ids(session, caller), text=body.text, expected_seq=body.expected_seq, budget=body.budget)
     return await dispatcher.dispatch(command, wait, key)
 
 

@@ -8,7 +8,9 @@ from fastapi import APIRouter, Query, Response
 
 from wakeline.contract.commands import CreateSession, ForkOrigin
 from wakeline.storage.lineage import PrefixUnavailable, unfinished_calls, whole_step_before
-from wakeline_gateway.deps import Creator, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep, StoreDep
+from wakeline_gateway.deps import (
+    Creator, DispatcherDep, IdempotencyKey, PricesDep, Reader, SessionDep, SettingsDep, StoreDep,
+)
 from wakeline_gateway.dispatch import describe
 from wakeline_gateway.errors import ApiError
 from wakeline_gateway.idempotency import new_command_id, session_id_for
@@ -96,8 +98,9 @@ async def _node(store: StoreDep, caller: Reader, row: dict) -> TreeNodePublic:
 
 
 @router.get("/cost", response_model=CostPublic)
-async def session_cost_report(session: SessionDep, caller: Reader, store: StoreDep) -> CostPublic:
+async def session_cost_report(session: SessionDep, caller: Reader, store: StoreDep, prices: PricesDep) -> CostPublic:
     """Tokens per model (every count the model recorded, cache tokens included), turns, tool
-    calls, compactions with tokens before and after, wall time in the model and in tools.
-    A fork's figures are its own log's; its inherited prefix is its parent's cost."""
-    return session_cost(session.session_id, await own_events(store, caller.scope, session.session_id))
+    calls, compactions with tokens before and after, wall time in the model and in tools, the
+    dollars, and the budget in force with what was spent against it. A fork's figures are its
+    own log's; its inherited prefix is its parent's cost."""
+    return session_cost(session.session_id, await own_events(store, caller.scope, session.session_id), prices)

@@ -14,9 +14,10 @@ from fastapi import APIRouter, Query, Response
 from wakeline.contract.commands import CreateSession, DeleteSession
 from wakeline.contract.events import Event, SessionConfig, SessionCreated, SessionForked
 from wakeline.log.status import advance
+from wakeline.contract.prices import PriceTable
 from wakeline_gateway.deps import (
-    Creator, DeletableSessionDep, Deleter, DispatcherDep, IdempotencyKey, Reader, SessionDep, SettingsDep,
-    StoreDep,
+    Creator, DeletableSessionDep, Deleter, DispatcherDep, IdempotencyKey, PricesDep, Reader, SessionDep,
+    SettingsDep, StoreDep,
 )
 from wakeline_gateway.bounds import is_plain_id, utc_convertible
 from wakeline_gateway.errors import ApiError
@@ -45,16 +46,28 @@ def with_model(config: SessionConfig | None, default_model: str) -> SessionConfi
     return config.model_copy(update={"model": default_model})
 
 
+def priced(config: SessionConfig, prices: PriceTable) -> SessionConfig:
+    """The config, if a dollar cap it has can be kept: the brain would end such a session before
+    its first model call (a budget fails closed), so it is refused here, naming the setting."""
+    if config.budget is not None and config.budget.usd is not None and prices.price_for(config.model) is None:
+        raise ApiError(422, f"config.budget.usd caps dollars, but no price is known for model {config.model!r}: "
+                            "cap tokens instead, or give it a price (WAKELINE_MODEL_PRICES)", code="unpriced_model",
+                       errors=[{"where": "body.config.budget.usd", "problem": "the model has no price"}])
+    return config
+
+
 @router.post("", status_code=201, response_model=CommandPublic,
              responses={**PENDING, **responses(404, 409, 413, 429)})
 async def create_session(body: SessionCreate, caller: Creator, settings: SettingsDep, store: StoreDep,
-                         dispatcher: DispatcherDep, response: Response,
+                         dispatcher: DispatcherDep, prices: PricesDep, response: Response,
                          idempotency_key: IdempotencyKey = None) -> CommandPublic:
+    """`config.budget` caps what the session's model calls may spend; a dollar cap needs a
+    price for the model (422 `unpriced_model` when none is known)."""
     dispatcher.admit(body)
     session_id = session_id_for(caller.tenant, caller.actor, idempotency_key)
-    command = CreateSession(
-        command_id=new_command_id(), session_id=session_id, tenant=caller.tenant, actor=caller.actor,
-        config=with_model(body.config, settings.default_model), message=body.message, title=body.title)
+    config = priced(with_model(body.config, settings.default_model), prices)
+    command = CreateSession(command_id=new_command_id(), session_id=session_id, tenant=caller.tenant,
+                            actor=caller.actor, config=config, message=body.message, title=body.title)
     sent, outcome = await dispatcher.send(command, body.wait, idempotency_key, archived=True)
     answer = describe(sent, outcome, settings.wait_timeout_s)
     if outcome is None:

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from wakeline.contract.budget import Budget
 from wakeline_gateway.bounds import PG_BIGINT_MAX
 from wakeline_gateway.shapes.base import Body
 from wakeline_gateway.shapes.sessions import SessionPublic
@@ -20,6 +21,10 @@ class MessageCreate(Body):
     text: str = Text
     expected_seq: int | None = Field(
         default=None, ge=0, le=PG_BIGINT_MAX, description="Refused with 409 unless the session is still at this seq.")
+    budget: Budget | None = Field(
+        default=None, description="Caps to set before the message is taken: each one named replaces the one in "
+                                  "force (recorded as `budget_changed`). A session whose budget is spent takes a "
+                                  "message only with a budget it has not spent: else 409 `budget_exhausted`.")
 
 
 class ToolResultCreate(Body):

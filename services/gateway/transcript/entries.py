@@ -8,8 +8,9 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Literal, Mapping
 
+from wakeline.contract.budget import Budget
 from wakeline.contract.events import (
-    ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, Event, HandsHandedBack,
+    ApprovalDenied, ApprovalGranted, ApprovalRequested, BudgetChanged, ContextCompacted, Event, HandsHandedBack,
     HandsTakenOver, InputRejected, ModelResponded, ModelUnavailable, SessionCreated, SessionDeleted, SessionEnded,
     SessionForked, ToolCallRequested, ToolResultReceived, UserMessageReceived, is_marker, reasoning_of,
 )
@@ -105,7 +106,14 @@ def _text(event: Event) -> str:
             return _with(f"deleted by {p.by}", p.reason)
         case ModelUnavailable(payload=p):
             return f"the model is unavailable (attempt {p.attempt}); calling again in {p.retry_in_s:g} s: {p.error}"
+        case BudgetChanged(payload=p):
+            was = f" (was {_caps(p.previous)})" if p.previous else ""
+            return f"budget set by {event.actor}: {_caps(p.budget)}{was}"
     return json.dumps(event.payload.model_dump(mode="json"), sort_keys=True)
+
+
+def _caps(budget: Budget) -> str:
+    return ", ".join(f"{cap} {value}" for cap, value in budget.model_dump().items())
 
 
 def label(entry: Entry) -> str:

@@ -14,8 +14,11 @@ class AsyncSessionCommands:
     _http: AsyncHttp
 
     async def send_message(self, session_id: str, text: str, *, expected_seq: int | None = None,
-                           wait: bool = True, idempotency_key: str | None = None) -> m.CommandPublic:
-        body = m.MessageCreate(text=text, expected_seq=expected_seq)
+                           budget: m.Budget | None = None, wait: bool = True,
+                           idempotency_key: str | None = None) -> m.CommandPublic:
+        """With `budget`, its caps replace those in force before the message is taken: how a
+        session ended `budget` goes on (without one it raises `BudgetExhausted`)."""
+        body = m.MessageCreate(text=text, expected_seq=expected_seq, budget=budget)
         return await self._http.call(ops.POST_MESSAGE, {"session_id": session_id}, {"wait": wait}, body,
                                      idempotency_key)
 

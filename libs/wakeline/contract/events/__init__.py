@@ -8,7 +8,8 @@ Every name is importable from here (`from wakeline.contract.events import ToolCa
 `events.parse_event`); each lives in the module named for what it holds: `frozen` (the base
 model), `config` (`SessionConfig`), `usage`, `turn_payloads` and `session_payloads` (each
 type's payload), `event_types` (the event classes, the `Event` union, the markers) and
-`decoding` (`parse_event`, `CorruptEvent`).
+`decoding` (`parse_event`, `CorruptEvent`). A budget's and a price's shapes are the
+contract's own (`wakeline.contract.budget`, `wakeline.contract.prices`): events carry them.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from wakeline.contract.events.turn_payloads import (
     ToolResultPayload, TurnEndedPayload, TurnStartedPayload, UserMessagePayload, reasoning_of,
 )
 from wakeline.contract.events.session_payloads import (
-    DeletedPayload, EndReason, FileReferencePayload, ForkedPayload, HandbackPayload, InputRejectedPayload,
-    REJECTION_CODES, RejectionCode, SessionCreatedPayload, SessionEndedPayload, SnapshotPayload,
+    BudgetChangedPayload, DeletedPayload, EndReason, FileReferencePayload, ForkedPayload, HandbackPayload,
+    InputRejectedPayload, REJECTION_CODES, RejectionCode, SessionCreatedPayload, SessionEndedPayload, SnapshotPayload,
     TakeoverPayload, TitlePayload, WokePayload,
 )
 from wakeline.contract.events.event_types import (
-    ApprovalDenied, ApprovalGranted, ApprovalRequested, ContextCompacted, EVENT_CLASSES,
+    ApprovalDenied, ApprovalGranted, ApprovalRequested, BudgetChanged, ContextCompacted, EVENT_CLASSES,
     EVENT_TYPE_OF_PAYLOAD, Event, EventBase, EventType, FileReferenced, GENESIS_HASH, HandsHandedBack,
     HandsTakenOver, InputRejected, MARKER_TYPES, MessageQueued, ModelResponded, ModelUnavailable,
     PAYLOAD_CLASSES, Payload, SessionCreated, SessionDeleted, SessionEnded, SessionForked, SnapshotTaken,
@@ -38,7 +39,8 @@ from wakeline.contract.events.decoding import CorruptEvent, parse_event
 
 __all__ = [
     "AnsweredBy", "ApprovalDenied", "ApprovalDeniedPayload", "ApprovalGranted", "ApprovalGrantedPayload",
-    "ApprovalRequested", "ApprovalRequestedPayload", "BUILTIN_TOOL_NAMES", "CompactionPayload",
+    "ApprovalRequested", "ApprovalRequestedPayload", "BUILTIN_TOOL_NAMES", "BudgetChanged", "BudgetChangedPayload",
+    "CompactionPayload",
     "ContextCompacted", "CorruptEvent", "DeletedPayload", "EVENT_CLASSES", "EVENT_TYPE_OF_PAYLOAD",
     "EndReason", "Event", "EventBase", "EventType", "FileReferencePayload", "FileReferenced",
     "ForkedPayload", "Frozen", "GENESIS_HASH", "HandbackPayload", "HandsHandedBack", "HandsTakenOver",

@@ -1,8 +1,8 @@
 """`SessionConfig`: what `session_created` (or `forked`) binds for a session's lifetime.
 
 The system prompt, the tools (built-in names and the tools a session declares for its own
-harness, `declared_tools.py`), the model and its limits. Checked when a session is created;
-never changed after.
+harness, `declared_tools.py`), the model and its limits (turns, tokens, the first budget).
+Checked when a session is created; never changed after.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Annotated, Any, Union
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
+from wakeline.contract.budget import Budget
 from wakeline.contract.declared_tools import MAX_DECLARED_BYTES, MAX_DECLARED_TOOLS, ToolDefinition, declared_size
 from wakeline.contract.events.frozen import Frozen
 
@@ -49,6 +50,11 @@ class SessionConfig(Frozen):
     # How long a declared tool's call waits for the harness before the model gets an error
     # result saying no harness answered; None (left out of the dump): as long as the session lives.
     client_tool_timeout_s: float | None = Field(default=None, gt=0, le=30 * 86400, exclude_if=lambda v: v is None)
+    # What the session's model calls may spend (issue 34): reaching a cap ends the session
+    # `budget` before its next model call; its owner continues it with a message carrying a
+    # raised budget. The budget in force is the log's (`budget_changed`), this is the first.
+    # None (left out of the dump, so configs sealed before it keep their hash): no cap.
+    budget: Budget | None = Field(default=None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _budget_below_max_tokens(self) -> "SessionConfig":

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from wakeline.contract.events.frozen import Frozen
 from wakeline.contract.events.session_payloads import (
-    DeletedPayload, FileReferencePayload, ForkedPayload, HandbackPayload, InputRejectedPayload,
+    BudgetChangedPayload, DeletedPayload, FileReferencePayload, ForkedPayload, HandbackPayload, InputRejectedPayload,
     SessionCreatedPayload, SessionEndedPayload, SnapshotPayload, TakeoverPayload, TitlePayload, WokePayload,
 )
 from wakeline.contract.events.turn_payloads import (
@@ -151,6 +151,11 @@ class InputRejected(EventBase):
     payload: InputRejectedPayload
 
 
+class BudgetChanged(EventBase):
+    type: Literal["budget_changed"] = "budget_changed"
+    payload: BudgetChangedPayload
+
+
 class SessionDeleted(EventBase):
     type: Literal["deleted"] = "deleted"
     payload: DeletedPayload
@@ -168,7 +173,7 @@ Event = Annotated[
           ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived,
           ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack,
           TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked,
-          ModelUnavailable],
+          ModelUnavailable, BudgetChanged],
     Field(discriminator="type"),
 ]
 Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload, TurnStartedPayload,
@@ -176,12 +181,12 @@ Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload,
                 ApprovalDeniedPayload, ToolResultPayload, CompactionPayload, TurnEndedPayload,
                 SessionEndedPayload, WokePayload, TakeoverPayload, HandbackPayload, TitlePayload,
                 FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload, ForkedPayload,
-                ModelUnavailablePayload]
+                ModelUnavailablePayload, BudgetChangedPayload]
 EventType = Literal["session_created", "user_message", "message_queued", "turn_started", "model_turn",
                     "tool_call", "approval_requested", "approval_granted", "approval_denied",
                     "tool_result", "compaction", "turn_ended", "session_ended", "woke", "takeover",
                     "handback", "title_generated", "file_reference", "input_rejected", "deleted",
-                    "snapshot", "forked", "model_unavailable"]
+                    "snapshot", "forked", "model_unavailable", "budget_changed"]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])
