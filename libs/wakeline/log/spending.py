@@ -14,13 +14,16 @@ then is `wakeline.agent.budget`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 from wakeline.contract.budget import Budget, Spent
 from wakeline.contract.events import (
     BudgetChanged, BudgetChangedPayload, ContextCompacted, Event, ModelResponded, SessionCreated, SessionForked, Usage,
 )
 from wakeline.contract.prices import PICODOLLARS, ModelPrice
+
+
+NOTHING = Usage()  # frozen: one zero shared by every new spend
 
 
 def cost_of(usage: Usage, price: ModelPrice) -> int:
@@ -37,15 +40,19 @@ class Spend:
     made cost (`picodollars`), those made while no price was bound (`unpriced`), and the price
     the next call is charged at (`price`, None: none bound)."""
 
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = NOTHING
     picodollars: int = 0
-    unpriced: Usage = field(default_factory=Usage)
+    unpriced: Usage = NOTHING
     price: ModelPrice | None = None
 
     def charged(self, usage: Usage) -> Spend:
+        # Built directly, not with `dataclasses.replace`: once per model call in every fold.
         if self.price is None:
-            return replace(self, usage=self.usage + usage, unpriced=self.unpriced + usage)
-        return replace(self, usage=self.usage + usage, picodollars=self.picodollars + cost_of(usage, self.price))
+            total = self.usage + usage
+            # While no price was ever bound every call is unpriced: one sum, shared (`usage` is frozen).
+            unpriced = total if self.unpriced is self.usage else self.unpriced + usage
+            return Spend(total, self.picodollars, unpriced, None)
+        return Spend(self.usage + usage, self.picodollars + cost_of(usage, self.price), self.unpriced, self.price)
 
     def priced_at(self, price: ModelPrice) -> Spend:
         """From here calls are charged at `price`; those no price was bound for, at it too."""
