@@ -26,7 +26,7 @@ def test_every_command_counts_per_second_and_a_new_session_or_fork_per_minute_fi
     assert counted_against(CreateSession(**IDS)) == counted_against(fork) == (
         "sessions_per_minute", "commands_per_second")
     assert counted_against(PostMessage(**IDS, text="hi")) == ("commands_per_second",)
-    assert counted_against(SubmitToolResult(**IDS, tool_call_id="t", output="o")) == ("commands_per_second",)
+    assert counted_against(SubmitToolResult(**IDS, tool_call_id="t", output="o")) == ()  # the session's own pace
 
 
 def test_the_tenants_own_value_wins_and_an_unset_one_falls_back_to_the_default() -> None:

@@ -42,6 +42,8 @@ class QuotaGate:
     async def admit(self, command: CommandBase) -> None:
         """Counts the command against its quotas, or raises `QuotaExceeded` having counted nothing."""
         quotas = counted_against(command)
+        if not quotas:
+            return  # nothing to count: no round trip
         refusal = await self._store.admit(command.tenant, quotas, [WINDOW_S[q] for q in quotas],
                                           [self._defaults.get(q) for q in quotas])
         if refusal is not None:

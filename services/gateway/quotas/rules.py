@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from wakeline.contract.commands import CommandBase, CreateSession
+from wakeline.contract.commands import CommandBase, CreateSession, SubmitToolResult
 
 QuotaName = Literal["running_sessions", "sessions_per_minute", "commands_per_second", "tool_calls_in_flight",
                     "tokens_per_day"]
@@ -29,10 +29,16 @@ ENFORCED: tuple[QuotaName, ...] = tuple(WINDOW_S)
 
 
 def counted_against(command: CommandBase) -> tuple[QuotaName, ...]:
-    """Every command counts against commands per second; a new session (a fork too) also against
-    sessions per minute, checked first: of the two it is the longer wait when both are full."""
+    """Every command counts against commands per second but a declared tool's result; a new
+    session (a fork too) also against sessions per minute, checked first: of the two it is the
+    longer wait when both are full. A result answers a call the session itself made: their rate
+    is the sessions' own pace (bounded by tool calls in flight), and refusing one only stalls a
+    session the tenant was allowed to run (a pool answering 100 sessions at once was refused
+    by the default of 200 a second in `make bench`)."""
     if isinstance(command, CreateSession):
         return ("sessions_per_minute", "commands_per_second")
+    if isinstance(command, SubmitToolResult):
+        return ()
     return ("commands_per_second",)
 
 
