@@ -42,6 +42,7 @@ from wakeline_brain.model_driver import ModelDriver
 from wakeline_brain.sequencer import Sequencer
 from wakeline_brain.session_log import SessionLog
 from wakeline_brain.tool_calls import ClientCallTimers
+from wakeline_brain.turn_gate import TurnGate
 from wakeline_brain.writer import PartitionWriter, WriterClosed
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,8 @@ class SessionActor:
         self.client_timers = ClientCallTimers(self)
         self.session_log = SessionLog(self, on_sealed=self.compaction_counts.note, on_written=self.client_timers.time)
         self.model_driver = ModelDriver(self, self.compaction_counts)
-        self.sequencer = Sequencer(self.session_log, self.model_driver, self.compaction_counts)
+        self.turn_gate = TurnGate(self)
+        self.sequencer = Sequencer(self.session_log, self.model_driver, self.compaction_counts, self.turn_gate)
 
     @property
     def state(self) -> SessionState:
@@ -181,11 +183,13 @@ class SessionActor:
         drafts = park_drafts(self.state, payload, code, reason)
         if payload is not None and code == "internal_error":
             drafts += park_drafts(self.state, None, code, reason)  # a bug mid-turn: stop, never repeat
+        before = self.state
         try:
             await self.session_log.append(drafts)
         finally:
             if token is not None:
                 self.deps.release([token])  # dead-lettered and recorded: never handled again
+        await self.turn_gate.settle(before, self.state)  # a turn the failure ended gives its slot back
         self._release_if_quiet()
 
     async def _refuse_mailbox(self, reason: str) -> None:

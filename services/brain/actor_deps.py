@@ -18,6 +18,7 @@ from wakeline.contract import events as e
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
 from wakeline.runtime.fair_slots import FairSlots
+from wakeline.storage.turn_slots import TurnSlots
 from wakeline_brain.writer import PartitionWriter
 
 _NO_LIMIT = nullcontext()
@@ -56,6 +57,11 @@ class ActorDeps:
     model_linger_s: float = 0.0
     # Where a session given a budget (created, forked or raised) binds its model's price from.
     prices: PriceTable = DEFAULT_TABLE
+    # The running-sessions quota's slots (issue 34; None: no quota), and how the sessions a
+    # slot was granted to in their absence are woken: (tenant, session ids) -> `wake_session`
+    # on the inbox. A wake lost on the way is sent again by the brain's sweep.
+    turn_slots: TurnSlots | None = None
+    wake_sessions: Callable[[str, tuple[str, ...]], Awaitable[None]] | None = None
 
     def model_slot(self, tenant: str) -> AbstractAsyncContextManager[Any]:
         """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no bound."""

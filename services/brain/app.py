@@ -14,6 +14,7 @@ from wakeline.transport.kafka_io import kafka_auth, make_consumer
 from wakeline.contract.limits import producer_max_request_size
 from wakeline.storage.pg import TenantPool
 from wakeline.storage.postgres_store import PostgresEventStore
+from wakeline.storage.turn_slots import PostgresTurnSlots
 from wakeline.contract.tools import tool_schemas
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
 from wakeline_brain.metrics import TimedProducer, start_samplers
@@ -64,10 +65,11 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         open_txns = OpenTransactions(settings)
         await open_txns.start()
         loader = SessionLoader(PostgresEventStore(pool), TailReader(tail), settings.archiver_group)
+        slots = PostgresTurnSlots(pool, settings.quota_running_sessions)
         brain = Brain(settings, loader.load, models.model_for, tool_schemas(),
                       new_producer=partial(partition_producer, settings), open_before=open_txns,
                       load_prefix=loader.prefix,
-                      publish_delta=DeltaPublisher(deltas, settings.partitions).publish)
+                      publish_delta=DeltaPublisher(deltas, settings.partitions).publish, turn_slots=slots)
         # The assignor gives a brain the same partition numbers of every input topic, so
         # the owner of inbox p also owns tool-results p and writes events p, and keeps a
         # brain's partitions when another joins or dies. Only one assignor: aiokafka 0.14
@@ -84,7 +86,8 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         brain.attach(consumer)
         consumer.subscribe(list(INPUT_TOPICS), listener=brain.partitions)
         await consumer.start()
-        samplers = start_samplers(brain, consumer)
+        samplers = [*start_samplers(brain, consumer),
+                    asyncio.create_task(brain.sweep_slots(slots, settings.turn_slot_sweep_s), name="slot-sweep")]
         log.info("brain %s started", settings.host)
         try:
             while not stop.is_set():

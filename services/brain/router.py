@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 from datetime import datetime, timezone
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
@@ -21,13 +21,14 @@ from aiokafka.structs import ConsumerRecord, TopicPartition
 from wakeline.contract import topics
 from wakeline.runtime import tracing
 from wakeline.contract.codec import MalformedRecord, decode, dead_letter_for, encode
-from wakeline.contract.commands import ToolResultReport, parse_command
+from wakeline.contract.commands import ToolResultReport, WakeSession, parse_command
 from wakeline.contract.ids import time_ordered_id
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.events import RejectionCode
 from wakeline.contract.prices import PriceTable
 from wakeline.transport.offsets import OffsetTracker
 from wakeline.runtime.fair_slots import FairSlots
+from wakeline.storage.turn_slots import TurnSlots
 from wakeline_brain.actor import SessionActor
 from wakeline_brain.actor_deps import ActorDeps
 from wakeline_brain.mail import MalformedInput
@@ -43,7 +44,8 @@ class Brain:
     def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]],
                  new_producer: Callable[[int], TransactionalProducer],
                  open_before: Callable[[int], Awaitable[list[Held]]] | None = None, load_prefix=None,
-                 publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None):
+                 publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None,
+                 turn_slots: TurnSlots | None = None):
         self.settings = settings
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
@@ -59,7 +61,8 @@ class Brain:
             snapshot_on_evict_after=settings.snapshot_on_evict_after, load_prefix=load_prefix,
             model_slots=FairSlots(settings.model_concurrency), model_retry_s=settings.model_retry_s,
             model_retry_max_s=settings.model_retry_max_s, publish_delta=publish_delta,
-            model_linger_s=settings.model_linger_ms / 1000, prices=PriceTable.with_overrides(settings.model_prices))
+            model_linger_s=settings.model_linger_ms / 1000, prices=PriceTable.with_overrides(settings.model_prices),
+            turn_slots=turn_slots, wake_sessions=self.wake_sessions)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)
@@ -132,6 +135,41 @@ class Brain:
         if writer is None:
             raise WriterClosed(f"partition {partition} is not live")
         await writer.append([Record(topics.DEAD_LETTER, topics.record_key(item.session_id), encode(letter))])
+
+    async def wake_sessions(self, tenant: str, session_ids: Sequence[str]) -> None:
+        """A `wake_session` on the inbox for each session granted a running-session slot in its
+        absence, through any live partition's writer (its transaction may name any partition).
+        Never raises: a wake lost here (no partition live, the writer closed) is sent again by
+        the slots' sweep (`sweep_slots`)."""
+        writer = next(iter(self.writers.values()), None)
+        if writer is None or not session_ids:
+            return
+        records = [Record(topics.INBOX, topics.record_key(sid),
+                          encode(WakeSession(command_id=time_ordered_id(), session_id=sid, tenant=tenant,
+                                             actor="system:brain")),
+                          topics.partition_for(sid, self.settings.partitions)) for sid in session_ids]
+        try:
+            await writer.append(records)
+        except Exception as err:
+            log.warning("waking %d session(s) granted a running-session slot failed (%s); the sweep will",
+                        len(records), err)
+
+    async def sweep_slots(self, slots: TurnSlots, every_s: float) -> None:
+        """Every `every_s`: what a crash left of the running-session slots put right, and the
+        sessions still owed a wake woken (`TurnSlots.sweep`). Runs in every brain; at once on
+        several, it wakes a session twice at worst."""
+        while True:
+            await asyncio.sleep(every_s)
+            try:
+                owed = await slots.sweep()
+            except Exception as err:
+                log.warning("sweeping the running-session slots failed (%s); trying again in %g s", err, every_s)
+                continue
+            by_tenant: dict[str, list[str]] = {}
+            for tenant, session_id in owed:
+                by_tenant.setdefault(tenant, []).append(session_id)
+            for tenant, ids in by_tenant.items():
+                await self.wake_sessions(tenant, ids)
 
     def _release(self, tokens: list[Any]) -> None:
         for tp, offset in tokens:

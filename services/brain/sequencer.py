@@ -33,6 +33,7 @@ from wakeline_brain.compaction_counts import CompactionCounts
 from wakeline_brain.mail import ModelDone
 from wakeline_brain.model_driver import ModelDriver
 from wakeline_brain.session_log import SessionLog
+from wakeline_brain.turn_gate import TurnGate
 
 # At most this many model replies sealed into one transaction by `advance` (a model that
 # always answers within the linger would otherwise never let the transaction go).
@@ -40,19 +41,22 @@ _MAX_INLINE_REPLIES = 8
 
 
 class Sequencer:
-    def __init__(self, log: SessionLog, model: ModelDriver, counts: CompactionCounts):
-        self._log, self._model, self._counts = log, model, counts
+    def __init__(self, log: SessionLog, model: ModelDriver, counts: CompactionCounts, gate: TurnGate):
+        self._log, self._model, self._counts, self._gate = log, model, counts, gate
 
     async def advance(self, drafts: list[Draft]) -> None:
         """Appends `drafts`, the steps that follow on their own and any replies within the
-        linger, in one transaction; then the model call (or summary) they stop at is awaited."""
-        state, events = self._log.sealed(drafts, self._log.state)
+        linger, in one transaction; then the model call (or summary) they stop at is awaited.
+        A turn starts only with a running-session slot (`TurnGate`), given back once committed
+        out of its turn."""
+        before = self._log.state
+        state, events = self._log.sealed(drafts, before)
         answered: asyncio.Task[ModelDone] | None = None
         task: asyncio.Task[None] | None = None
         try:
-            inline = 0
+            inline, asked = 0, False
             while True:
-                state, events, calls_model, summarize = self._steps(state, events)
+                state, events, calls_model, summarize, asked = await self._steps(state, events, asked)
                 answered = asyncio.create_task(self._model.answer(state)) if calls_model else None
                 if answered is None or inline == _MAX_INLINE_REPLIES:
                     break
@@ -74,14 +78,16 @@ class Sequencer:
             raise
         if task is not None:
             self._model.task = task
+        await self._gate.settle(before, state)
 
-    def _steps(self, state: SessionState, events: list[e.Event]
-               ) -> tuple[SessionState, list[e.Event], bool, tuple[SessionState, Draft] | None]:
+    async def _steps(self, state: SessionState, events: list[e.Event], asked: bool
+                     ) -> tuple[SessionState, list[e.Event], bool, tuple[SessionState, Draft] | None, bool]:
         """The steps from `state` up to the next model call: (state, events so far, whether
-        the model is to be called now, the compaction its summary call is for)."""
+        the model is to be called now, the compaction its summary call is for, whether the
+        running-session slots were asked)."""
         calls_model, summarize = False, None
         while True:
-            step = next_step(state)
+            step, asked = await self._gate.gated(state, next_step(state), asked)
             if step is CALL_MODEL:
                 calls_model = self._model.may_call
                 # A compaction comes before the request it shortens; once recorded, that
@@ -107,4 +113,4 @@ class Sequencer:
             state, more = self._log.sealed(step, state)
             events += more
         self._counts.counted_plan = None  # counted for this state only
-        return state, events, calls_model, summarize
+        return state, events, calls_model, summarize, asked

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 
 from wakeline.storage.archive_position import ARCHIVER_GROUP
 from wakeline.runtime.settings import CommonSettings
@@ -98,3 +98,15 @@ class BrainSettings(CommonSettings):
     # A parked turn calls again after model_retry_s * 2**(attempt-1), at most model_retry_max_s.
     model_retry_s: float = Field(default=2.0, gt=0, le=3600)
     model_retry_max_s: float = Field(default=60.0, gt=0, le=3600)
+    # The running-sessions quota (issue 34): each tenant's unless its admin set its own. The
+    # same variable as the gateway's (WAKELINE_QUOTA_RUNNING_SESSIONS), so both show and keep
+    # one default; None (or "unlimited"): unlimited.
+    quota_running_sessions: int | None = Field(default=100, ge=1)
+    # How often the brain puts right what a crash left of the slots (a slot held by a session
+    # out of its turn, a wake lost): `sweep_turn_slots`, migration 0027.
+    turn_slot_sweep_s: float = Field(default=10.0, gt=0, le=3600)
+
+    @field_validator("quota_running_sessions", mode="before")
+    @classmethod
+    def _unlimited(cls, value: object) -> object:
+        return None if isinstance(value, str) and value.strip().lower() in ("", "unlimited") else value

@@ -50,7 +50,8 @@ class Partition:
         self.archive = ArchiveOf(self.producer, PARTITION)
         self._offsets = itertools.count()
 
-    def actor(self, session_id: str, model: FakeModel, now=lambda: datetime.now(UTC)) -> SessionActor:
+    def actor(self, session_id: str, model: FakeModel, now=lambda: datetime.now(UTC), turn_slots=None,
+              wake_sessions=None) -> SessionActor:
         async def dead_letter(item: object, reason: str) -> None:
             self.letters.append((item, reason))
 
@@ -60,7 +61,7 @@ class Partition:
 
         deps = ActorDeps(host="test", idle_evict_s=0.2, load=self.archive.loader().load, model_for=lambda name: model,
                          tools=tool_schemas(), release=release, dead_letter=dead_letter, now=now,
-                         new_id=lambda: str(uuid.uuid4()))
+                         new_id=lambda: str(uuid.uuid4()), turn_slots=turn_slots, wake_sessions=wake_sessions)
         return SessionActor(session_id=session_id, tenant="t", partition=PARTITION, writer=self.writer, deps=deps)
 
     def deliver(self, actor: SessionActor, item: object, topic: str = INBOX) -> int:

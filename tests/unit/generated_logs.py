@@ -18,7 +18,8 @@ CONTENT = st.one_of(
     st.tuples(st.sampled_from(["tool_call", "tool_result"]), st.sampled_from(["tc-a", "tc-b"])),
     st.tuples(st.just("compaction"), st.just("")),
 )
-MARKERS = {"turn_started": {"turn": 1}, "turn_ended": {"turn": 1}, "title_generated": {"title": "t"},
+MARKERS = {"turn_started": {"turn": 1}, "turn_queued": {"turn": 1, "running": 1, "limit": 1},
+           "turn_ended": {"turn": 1}, "title_generated": {"title": "t"},
            "woke": {"host": "brain-1", "reason": "wake", "from_seq": 1}, "file_reference": {"path": "a"},
            "message_queued": {"command_id": "cmd-q", "text": "later"}, "snapshot": None}
 

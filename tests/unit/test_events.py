@@ -44,6 +44,7 @@ SAMPLE_PAYLOADS: dict[str, dict] = {
     "snapshot": {"state": {"last_seq": 6, "seen_inputs": ["cmd-1"], "messages": [{"role": "user", "seq": 2}]},
                  "state_hash": "ab" * 32, "format": "1.0123456789ab"},
     "model_unavailable": {"error": "OverloadedError: 529", "attempt": 2, "retry_in_s": 4.0},
+    "turn_queued": {"turn": 2, "running": 3, "limit": 3},
     "budget_changed": {"budget": {"usd": 2.5, "output_tokens": 9000}, "previous": {"usd": 1.0},
                        "price": {"input_usd_per_mtok": 3, "output_usd_per_mtok": 15}},
 }

@@ -24,6 +24,8 @@ A budget is decided again: the end it records before a model call, and the refus
 the price table's answer, as a reply is the model's).
 
 What it takes as recorded, unchecked: markers (woke, snapshots, titles, file references),
+a turn queued for a running-session slot and the slot's grant (the turn then starts as
+the code says),
 the session's creation or fork, commands it cannot rebuild from their events (cancel,
 delete, takeover, handback, a person's tool result), and a session ended by an error (a
 failed model call or a parked input: the failure is the recorded input).
@@ -43,7 +45,7 @@ from typing import Any
 from wakeline.contract import events as e
 from wakeline.log.chain import Draft
 from wakeline.log.fold import FoldError, apply
-from wakeline.log.state import SessionState
+from wakeline.log.state import SessionState, evolve
 from wakeline.agent.context import TokenCount, build_request, counted_after, plan_compaction
 from wakeline.agent.inputs import handle_input
 from wakeline.agent.memory import compaction_step
@@ -52,7 +54,9 @@ from wakeline.agent.replay_inputs import recorded_input
 from wakeline.agent.steps import CALL_MODEL, SYSTEM, model_drafts, next_step
 from wakeline.agent.summary import model_compaction, writes_summary
 
-UNCHECKED = frozenset({"woke", "snapshot", "title_generated", "file_reference", "session_created", "forked"})
+# `turn_queued` is Postgres's answer (no running-session slot free), as a reply is the model's.
+UNCHECKED = frozenset({"woke", "snapshot", "title_generated", "file_reference", "session_created", "forked",
+                       "turn_queued"})
 # a tool call by system:brain: its read of the memory file before a compaction (issue 11)
 OWN_STEPS = frozenset({"turn_started", "turn_ended", "session_ended", "compaction", "tool_call"})
 
@@ -100,6 +104,8 @@ def _expected(state: SessionState, events: Sequence[e.Event], i: int,
     if event.type in UNCHECKED:
         return None
     step = next_step(state) if state.status != "new" else None
+    if step is None and state.awaiting_slot and event.type == "turn_started":
+        step = next_step(evolve(state, awaiting_slot=False))  # the slot granted: an answer, like turn_queued
     if isinstance(event, e.ModelResponded):
         if step is not CALL_MODEL:
             return Divergence(event.seq, _describe(event), f"would not call the model here ({_step(step)})")

@@ -30,9 +30,10 @@ class CallModel:
 
 CALL_MODEL = CallModel()
 SYSTEM = "system:brain"
+Step = list[Draft] | CallModel | None
 
 
-def next_step(state: SessionState) -> list[Draft] | CallModel | None:
+def next_step(state: SessionState) -> Step:
     """Drafts to append, a model call to make, or None when the session waits for an input."""
     if state.status in ("new", "ended", "deleted"):
         return None
@@ -47,6 +48,8 @@ def next_step(state: SessionState) -> list[Draft] | CallModel | None:
         if state.pending_tool_calls:
             return None  # runners, whoever holds the hands, or an approval will answer
         return [_marker(e.TurnEndedPayload(turn=state.turns, stop_reason=_turn_stop(state)))]
+    if state.awaiting_slot:
+        return None  # its turn waits for a running-session slot: the brain's grant is the input
     if state.queued:
         return [Draft(payload=e.UserMessagePayload(text=q.text, queued=True),
                       actor=q.actor, trust="instruction", causation_id=q.command_id) for q in state.queued]

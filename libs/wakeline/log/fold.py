@@ -20,7 +20,7 @@ from wakeline.contract.events import (
     ApprovalDenied, ApprovalGranted, ApprovalRequested, BudgetChanged, ContextCompacted, Event, FileReferenced,
     ForkedPayload, HandsHandedBack, HandsTakenOver, InputRejected, MessageQueued, ModelResponded, ModelUnavailable,
     SessionCreated, SessionDeleted, SessionEnded, SessionForked, SnapshotTaken, TitleGenerated, ToolCallPayload,
-    ToolCallRequested, ToolResultReceived, TurnEnded, TurnStarted, UserMessageReceived, Woke,
+    ToolCallRequested, ToolResultReceived, TurnEnded, TurnQueued, TurnStarted, UserMessageReceived, Woke,
 )
 from wakeline.log.conversation import add_tool_result, add_tool_use, compacted, turn_blocks
 from wakeline.log.spending import after
@@ -103,7 +103,8 @@ class _Building:
         f["status"] = session_status(deleted=f["deleted_by"] is not None, ended=f["ended_reason"] is not None,
                                      in_turn=f["in_turn"], created=bool(f["session_id"]),
                                      waiting_model=f["model_failures"] > 0,
-                                     waiting_client=any(c.answered_by == "client" for c in f["pending_tool_calls"]))
+                                     waiting_client=any(c.answered_by == "client" for c in f["pending_tool_calls"]),
+                                     queued=f["awaiting_slot"])
         return evolve(self.start, **f)
 
     def _messages(self) -> list[Message]:
@@ -195,7 +196,7 @@ class _Building:
                 self.files.append(p.path)
             case SessionDeleted():
                 f["awaiting_model"] = False
-            case Woke() | InputRejected() | SnapshotTaken() | BudgetChanged():
+            case Woke() | InputRejected() | SnapshotTaken() | BudgetChanged() | TurnQueued():
                 pass  # bookkeeping: in the log, nothing to the conversation (a budget is metered in `apply`)
             case _:
                 raise FoldError(f"no fold for event type {e.type!r}")  # unreachable while Event is closed
@@ -208,6 +209,8 @@ class _Building:
             f["in_turn"] = move.in_turn
         if move.waiting_model is False:
             f["model_failures"] = 0
+        if move.queued is not None:
+            f["awaiting_slot"] = move.queued
         if move.ends:
             f["ended_reason"] = e.payload.reason  # type: ignore[union-attr]
         if move.continues:
@@ -219,7 +222,7 @@ class _Building:
         """The conversation is the prefix's; what was in flight there (a turn, queued
         messages, someone's hands, an end) and what it spent belong to the parent, not to the fork."""
         self.f.update(session_id=e.session_id, tenant=e.tenant, owner=p.owner, config=p.config, title=p.title,
-                      parent_session_id=p.parent_session_id, fork_seq=p.fork_seq, in_turn=False,
+                      parent_session_id=p.parent_session_id, fork_seq=p.fork_seq, in_turn=False, awaiting_slot=False,
                       awaiting_model=False, ended_reason=None, hands=None, deleted_by=None, memory_call=None,
                       memory_read=None)
         self.queued, self.pending, self.approval = [], [], set()

@@ -128,6 +128,9 @@ class SessionState:
     last_hash: str = GENESIS_HASH
     turns: int = 0
     in_turn: bool = False
+    # The next turn waits for one of the tenant's running-session slots (`turn_queued`, issue
+    # 34): the session is `queued` and takes no step of its own until the slot is granted.
+    awaiting_slot: bool = False
     awaiting_model: bool = False  # a turn started and its model call has not been recorded yet
     # The turn's model call failed after the adapter's retries (`model_unavailable`): the
     # session is parked `waiting_model`, and this many calls of the turn have failed.

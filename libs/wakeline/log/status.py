@@ -17,11 +17,11 @@ from typing import Literal
 
 from wakeline.contract.events import Event, SessionCreated, SessionForked
 
-Status = Literal["new", "idle", "running", "waiting_model", "waiting_client", "ended", "deleted"]
+Status = Literal["new", "idle", "queued", "running", "waiting_model", "waiting_client", "ended", "deleted"]
 
 
 def session_status(*, deleted: bool, ended: bool, in_turn: bool, created: bool = True,
-                   waiting_model: bool = False, waiting_client: bool = False) -> Status:
+                   waiting_model: bool = False, waiting_client: bool = False, queued: bool = False) -> Status:
     if deleted:
         return "deleted"
     if ended:
@@ -32,6 +32,9 @@ def session_status(*, deleted: bool, ended: bool, in_turn: bool, created: bool =
             return "waiting_model"
         # A declared tool's call waits for the session's own harness (its result comes over HTTP).
         return "waiting_client" if waiting_client else "running"
+    if queued:
+        # A turn to start waits for one of the tenant's running-session slots (`turn_queued`).
+        return "queued"
     return "idle" if created else "new"
 
 
@@ -41,6 +44,7 @@ class StatusMove:
 
     in_turn: bool | None = None
     waiting_model: bool | None = None
+    queued: bool | None = None  # waiting for a running-session slot (`turn_queued`)
     ends: bool = False       # `session_ended`: the session ends, with the event's reason
     continues: bool = False  # `user_message`: a message to a finished session continues it
     deletes: bool = False    # `deleted`: the session is deleted
@@ -52,14 +56,15 @@ class StatusMove:
 # A plain dict typed read-only: the fold looks it up once per event, and a MappingProxyType's
 # `get` cost the fold a few per cent (`bench.fold_speed`).
 STATUS_MOVES: Mapping[str, StatusMove] = {
-    "turn_started": StatusMove(in_turn=True, waiting_model=False),
+    "turn_queued": StatusMove(queued=True),
+    "turn_started": StatusMove(in_turn=True, waiting_model=False, queued=False),
     "turn_ended": StatusMove(in_turn=False, waiting_model=False),
     # Parked by an unavailable model: the turn goes on once it answers.
     "model_unavailable": StatusMove(waiting_model=True),
     "model_turn": StatusMove(waiting_model=False),
-    "session_ended": StatusMove(in_turn=False, waiting_model=False, ends=True),
+    "session_ended": StatusMove(in_turn=False, waiting_model=False, queued=False, ends=True),
     "user_message": StatusMove(continues=True),
-    "deleted": StatusMove(in_turn=False, waiting_model=False, deletes=True),
+    "deleted": StatusMove(in_turn=False, waiting_model=False, queued=False, deletes=True),
 }
 
 
@@ -133,11 +138,12 @@ def _moved(prev: SessionRow | None, events: Iterable[Event], forward_only: bool 
         if row is None:
             continue  # only advance's caller can get here with no row, and it checked
         status = row["status"]
-        in_turn, waiting = status in _IN_TURN, status == "waiting_model"
+        in_turn, waiting, queued = status in _IN_TURN, status == "waiting_model", status == "queued"
         move = STATUS_MOVES.get(kind)
         if move is not None:
             in_turn = in_turn if move.in_turn is None else move.in_turn
             waiting = waiting if move.waiting_model is None else move.waiting_model
+            queued = queued if move.queued is None else move.queued
             if move.ends:
                 row["ended_reason"], row["pending_client"] = event.payload.reason, 0  # type: ignore[union-attr]
             if move.continues:
@@ -152,7 +158,7 @@ def _moved(prev: SessionRow | None, events: Iterable[Event], forward_only: bool 
             row["title"] = event.payload.title  # type: ignore[union-attr]
         row["status"] = session_status(deleted=row["deleted_by"] is not None, ended=row["ended_reason"] is not None,
                                        in_turn=in_turn, waiting_model=waiting,
-                                       waiting_client=row["pending_client"] > 0)
+                                       waiting_client=row["pending_client"] > 0, queued=queued)
         row["last_seq"], row["last_hash"], row["updated_at"] = event.seq, event.hash, event.ts
     return None if row is None else SessionRow(**row)
 

@@ -140,6 +140,9 @@ export function renderEvent(event, pairs) {
     case "input_rejected":
       li.append(el("div", { class: "text error", text: `${p.code || ""} ${p.reason || ""}` }));
       break;
+    case "turn_queued":
+      li.append(el("div", { class: "text", text: `turn ${p.turn} queued: ${p.running} of ${p.limit} running sessions in use` }));
+      break;
     default:
       li.append(block(JSON.stringify(p, null, 2)));
   }

@@ -58,7 +58,7 @@ class SessionListedPublic(SessionPublic):
 
 
 # What a list may be filtered by: every status but `deleted` (a deleted session is never listed).
-ListedStatus = Literal["new", "idle", "running", "waiting_model", "waiting_client", "ended"]
+ListedStatus = Literal["new", "idle", "queued", "running", "waiting_model", "waiting_client", "ended"]
 
 
 class SessionsQuery(Strict):

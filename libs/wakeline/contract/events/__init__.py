@@ -20,7 +20,7 @@ from wakeline.contract.events.usage import Usage
 from wakeline.contract.events.turn_payloads import (
     AnsweredBy, ApprovalDeniedPayload, ApprovalGrantedPayload, ApprovalRequestedPayload, CompactionPayload,
     MessageQueuedPayload, ModelTurnPayload, ModelUnavailablePayload, TokenSource, ToolCallPayload,
-    ToolResultPayload, TurnEndedPayload, TurnStartedPayload, UserMessagePayload, reasoning_of,
+    ToolResultPayload, TurnEndedPayload, TurnQueuedPayload, TurnStartedPayload, UserMessagePayload, reasoning_of,
 )
 from wakeline.contract.events.session_payloads import (
     BudgetChangedPayload, DeletedPayload, EndReason, FileReferencePayload, ForkedPayload, HandbackPayload,
@@ -32,7 +32,7 @@ from wakeline.contract.events.event_types import (
     EVENT_TYPE_OF_PAYLOAD, Event, EventBase, EventType, FileReferenced, GENESIS_HASH, HandsHandedBack,
     HandsTakenOver, InputRejected, MARKER_TYPES, MessageQueued, ModelResponded, ModelUnavailable,
     PAYLOAD_CLASSES, Payload, SessionCreated, SessionDeleted, SessionEnded, SessionForked, SnapshotTaken,
-    TitleGenerated, ToolCallRequested, ToolResultReceived, Trust, TurnEnded, TurnStarted,
+    TitleGenerated, ToolCallRequested, ToolResultReceived, Trust, TurnEnded, TurnQueued, TurnStarted,
     UserMessageReceived, Woke, is_marker,
 )
 from wakeline.contract.events.decoding import CorruptEvent, parse_event
@@ -50,6 +50,7 @@ __all__ = [
     "SessionCreatedPayload", "SessionDeleted", "SessionEnded", "SessionEndedPayload", "SessionForked",
     "SnapshotPayload", "SnapshotTaken", "TakeoverPayload", "TitleGenerated", "TitlePayload", "TokenSource",
     "ToolCallPayload", "ToolCallRequested", "ToolEntry", "ToolResultPayload", "ToolResultReceived", "Trust",
-    "TurnEnded", "TurnEndedPayload", "TurnStarted", "TurnStartedPayload", "Usage", "UserMessagePayload",
+    "TurnEnded", "TurnEndedPayload", "TurnQueued", "TurnQueuedPayload",
+    "TurnStarted", "TurnStartedPayload", "Usage", "UserMessagePayload",
     "UserMessageReceived", "Woke", "WokePayload", "is_marker", "parse_event", "reasoning_of",
 ]

@@ -20,14 +20,15 @@ from wakeline.contract.events.session_payloads import (
 from wakeline.contract.events.turn_payloads import (
     ApprovalDeniedPayload, ApprovalGrantedPayload, ApprovalRequestedPayload, CompactionPayload,
     MessageQueuedPayload, ModelTurnPayload, ModelUnavailablePayload, ToolCallPayload, ToolResultPayload,
-    TurnEndedPayload, TurnStartedPayload, UserMessagePayload,
+    TurnEndedPayload, TurnQueuedPayload, TurnStartedPayload, UserMessagePayload,
 )
 
 GENESIS_HASH = "0" * 64
 
 Trust = Literal["instruction", "data"]
 MARKER_TYPES = frozenset(
-    {"turn_started", "turn_ended", "woke", "title_generated", "file_reference", "message_queued", "snapshot"}
+    {"turn_started", "turn_queued", "turn_ended", "woke", "title_generated", "file_reference", "message_queued",
+     "snapshot"}
 )
 
 
@@ -69,6 +70,11 @@ class MessageQueued(EventBase):
 class TurnStarted(EventBase):
     type: Literal["turn_started"] = "turn_started"
     payload: TurnStartedPayload
+
+
+class TurnQueued(EventBase):
+    type: Literal["turn_queued"] = "turn_queued"
+    payload: TurnQueuedPayload
 
 
 class ModelResponded(EventBase):
@@ -173,7 +179,7 @@ Event = Annotated[
           ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived,
           ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack,
           TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked,
-          ModelUnavailable, BudgetChanged],
+          ModelUnavailable, BudgetChanged, TurnQueued],
     Field(discriminator="type"),
 ]
 Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload, TurnStartedPayload,
@@ -181,12 +187,12 @@ Payload = Union[SessionCreatedPayload, UserMessagePayload, MessageQueuedPayload,
                 ApprovalDeniedPayload, ToolResultPayload, CompactionPayload, TurnEndedPayload,
                 SessionEndedPayload, WokePayload, TakeoverPayload, HandbackPayload, TitlePayload,
                 FileReferencePayload, InputRejectedPayload, DeletedPayload, SnapshotPayload, ForkedPayload,
-                ModelUnavailablePayload, BudgetChangedPayload]
+                ModelUnavailablePayload, BudgetChangedPayload, TurnQueuedPayload]
 EventType = Literal["session_created", "user_message", "message_queued", "turn_started", "model_turn",
                     "tool_call", "approval_requested", "approval_granted", "approval_denied",
                     "tool_result", "compaction", "turn_ended", "session_ended", "woke", "takeover",
                     "handback", "title_generated", "file_reference", "input_rejected", "deleted",
-                    "snapshot", "forked", "model_unavailable", "budget_changed"]
+                    "snapshot", "forked", "model_unavailable", "budget_changed", "turn_queued"]
 
 EVENT_CLASSES: dict[str, type[EventBase]] = {
     cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])

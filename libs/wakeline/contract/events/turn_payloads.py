@@ -27,6 +27,18 @@ class TurnStartedPayload(Frozen):
     turn: int
 
 
+class TurnQueuedPayload(Frozen):
+    """The turn waits for one of its tenant's running-session slots (issue 34): the tenant had
+    `running` sessions in a turn against its quota of `limit`. The session is `queued` until a
+    slot is granted to it, in arrival order across the tenant's sessions, and then records
+    `turn_started` as any turn does. What Postgres answered the brain, like a model reply: the
+    replay check takes it as recorded."""
+
+    turn: int  # the turn that waits
+    running: int = Field(ge=0)
+    limit: int = Field(ge=1)
+
+
 class ModelTurnPayload(Frozen):
     text: str = ""
     reasoning: tuple[str, ...] = ()

@@ -1,0 +1,124 @@
+"""The running-sessions quota's slots (issue 34): `TurnSlots`, in Postgres for the brains and
+in memory for the unit tests, under the same rules.
+
+A session in a turn holds one of its tenant's slots. `take` is asked before a turn starts:
+granted when the session holds a slot already (granted while it was queued, or taken before
+a crash), or when the tenant has room and nobody is queued ahead of it; otherwise the
+session joins the tenant's queue, once. `release` is asked once a turn is over (ended, or the
+session ended or was deleted while queued): the slot or the queue entry goes, and the queue's
+heads are granted the room, in arrival order. Both return the sessions granted a slot in
+their absence: each is owed a wake (`wake_session` on the inbox), which the brain sends.
+`sweep` puts right what a crash leaves behind (migration 0027).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import asyncpg
+
+from wakeline.storage.pg import TenantPool
+
+
+@dataclass(frozen=True)
+class SlotAnswer:
+    granted: bool
+    running: int  # the tenant's sessions holding a slot, this one included when granted
+    limit: int | None  # None: unlimited
+    woken: tuple[str, ...] = ()  # granted a slot on the way (a quota raised while they waited)
+
+
+class TurnSlots(Protocol):
+    async def take(self, tenant: str, session_id: str) -> SlotAnswer: ...
+
+    async def release(self, tenant: str, session_id: str) -> tuple[str, ...]: ...
+
+    async def sweep(self) -> list[tuple[str, str]]: ...
+
+
+class PostgresTurnSlots:
+    """One statement per take or release (each its own transaction)."""
+
+    def __init__(self, pool: TenantPool, default_limit: int | None, stale_s: float = 60.0, wake_s: float = 10.0):
+        self._pool, self._default = pool, default_limit
+        self._stale_s, self._wake_s = stale_s, wake_s
+
+    async def take(self, tenant: str, session_id: str) -> SlotAnswer:
+        row = await self._pool.system_statement(_take, tenant, session_id, self._default)
+        return SlotAnswer(row["granted"], row["running"], row["slot_limit"], tuple(row["woken"] or ()))
+
+    async def release(self, tenant: str, session_id: str) -> tuple[str, ...]:
+        return tuple(await self._pool.system_statement(_release, tenant, session_id, self._default) or ())
+
+    async def sweep(self) -> list[tuple[str, str]]:
+        rows = await self._pool.system_statement(_sweep, self._default, self._stale_s, self._wake_s)
+        return [(r["tenant"], r["session_id"]) for r in rows]
+
+
+async def _take(conn: asyncpg.Connection, tenant: str, session_id: str, default: int | None) -> asyncpg.Record:
+    return await conn.fetchrow("SELECT * FROM take_turn_slot($1, $2, $3)", tenant, session_id, default)
+
+
+async def _release(conn: asyncpg.Connection, tenant: str, session_id: str, default: int | None) -> list[str]:
+    woken: list[str] = await conn.fetchval("SELECT release_turn_slot($1, $2, $3)", tenant, session_id, default)
+    return woken
+
+
+async def _sweep(conn: asyncpg.Connection, default: int | None, stale_s: float, wake_s: float) -> list[asyncpg.Record]:
+    rows: list[asyncpg.Record] = await conn.fetch("SELECT * FROM sweep_turn_slots($1, $2, $3)", default, stale_s,
+                                                  wake_s)
+    return rows
+
+
+@dataclass
+class _Tenant:
+    slots: dict[str, bool] = field(default_factory=dict)  # session -> started
+    queue: OrderedDict[str, None] = field(default_factory=OrderedDict)
+
+
+class MemoryTurnSlots:
+    """The same rules in memory, for the brain's unit tests. `limits` are per tenant, else
+    `default_limit`. `sweep` only re-offers the sessions granted in their absence: what it
+    drops in Postgres needs the archive's view of the sessions."""
+
+    def __init__(self, default_limit: int | None = None, limits: dict[str, int] | None = None):
+        self.default_limit, self.limits = default_limit, dict(limits or {})
+        self.tenants: dict[str, _Tenant] = {}
+
+    def _limit(self, tenant: str) -> int | None:
+        return self.limits.get(tenant, self.default_limit)
+
+    def _promote(self, tenant: str) -> tuple[str, ...]:
+        t, lim, woken = self.tenants[tenant], self._limit(tenant), []
+        while t.queue and (lim is None or len(t.slots) < lim):
+            head, _ = t.queue.popitem(last=False)
+            t.slots.setdefault(head, False)
+            woken.append(head)
+        return tuple(woken)
+
+    async def take(self, tenant: str, session_id: str) -> SlotAnswer:
+        t = self.tenants.setdefault(tenant, _Tenant())
+        lim = self._limit(tenant)
+        if session_id in t.slots:
+            t.slots[session_id] = True
+            return SlotAnswer(True, len(t.slots), lim)
+        woken = self._promote(tenant)
+        if session_id in woken:
+            t.slots[session_id] = True
+            return SlotAnswer(True, len(t.slots), lim, tuple(w for w in woken if w != session_id))
+        if (lim is None or len(t.slots) < lim) and not t.queue:
+            t.slots[session_id] = True
+            return SlotAnswer(True, len(t.slots), lim, woken)
+        t.queue.setdefault(session_id, None)
+        return SlotAnswer(False, len(t.slots), lim, woken)
+
+    async def release(self, tenant: str, session_id: str) -> tuple[str, ...]:
+        t = self.tenants.setdefault(tenant, _Tenant())
+        t.slots.pop(session_id, None)
+        t.queue.pop(session_id, None)
+        return self._promote(tenant)
+
+    async def sweep(self) -> list[tuple[str, str]]:
+        return [(name, s) for name, t in self.tenants.items() for s, started in t.slots.items() if not started]

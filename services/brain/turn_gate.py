@@ -1,0 +1,87 @@
+"""`TurnGate`: the running-sessions quota where a turn starts and ends (issue 34).
+
+The pure steps (`next_step`) know nothing of slots: a session with a turn to start gets
+`turn_started`, and a `queued` one (`awaiting_slot`) waits for an input. The gate stands
+between them and the log. Before a `turn_started` is sealed it takes one of the tenant's
+slots (`TurnSlots.take`, one Postgres statement); without one the session records
+`turn_queued` instead, once, and waits `queued`. Every later advance of a queued session (the
+wake its grant sends, any input) asks again, and a granted slot starts the turn. Once an
+advance leaves the session out of its turn, the slot goes back (`release`), and the sessions
+granted the room meanwhile are woken through the inbox (`ActorDeps.wake_sessions`).
+
+Nothing else of a turn costs a statement: its tool steps never come here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from wakeline.agent.steps import SYSTEM, Step, next_step
+from wakeline.contract import events as e
+from wakeline.log.chain import Draft
+from wakeline.log.state import SessionState, evolve
+from wakeline_brain.actor_deps import ActorView
+
+log = logging.getLogger(__name__)
+
+
+def _starts_turn(step: Step) -> bool:
+    return isinstance(step, list) and len(step) == 1 and isinstance(step[0].payload, e.TurnStartedPayload)
+
+
+def holds_slot(state: SessionState) -> bool:
+    """In a turn, or queued for one: what a slot (or a place in the queue) is held for."""
+    return state.in_turn or state.awaiting_slot
+
+
+class TurnGate:
+    def __init__(self, actor: ActorView):
+        self._actor = actor
+        self.took = False  # a slot was granted during the current advance
+
+    async def gated(self, state: SessionState, step: Step, asked: bool) -> tuple[Step, bool]:
+        """`step` as the quota lets it go: (the step, whether the slots were asked). Asked at
+        most once per advance (`asked`): a turn just queued is not asked for again at once."""
+        slots = self._actor.deps.turn_slots
+        if step is None and state.awaiting_slot:
+            if asked:
+                return None, asked
+            step = next_step(evolve(state, awaiting_slot=False))  # what the grant would let it do
+        if not _starts_turn(step):
+            return step, asked  # an end (cancelled, a budget) goes as it is, queued or not
+        if slots is None:
+            return step, asked  # no quota in force (a queued session starts)
+        try:
+            answer = await slots.take(self._actor.tenant, self._actor.session_id)
+        except Exception as err:  # the quota's bookkeeping never stops a session: it runs uncounted
+            log.warning("session %s: no running-session slot could be taken (%s); the turn starts uncounted",
+                        self._actor.session_id, err)
+            return step, True
+        await self._wake(answer.woken)
+        if answer.granted:
+            self.took = True
+            return step, True
+        if state.awaiting_slot:
+            return None, True  # still queued: nothing new to record
+        queued = e.TurnQueuedPayload(turn=state.turns + 1, running=answer.running, limit=answer.limit or 1)
+        return [Draft(payload=queued, actor=SYSTEM, trust="instruction")], True
+
+    async def settle(self, before: SessionState, after: SessionState) -> None:
+        """After a committed advance: the slot (or the queue's place) goes back once the session
+        is out of its turn, and the sessions granted the room are woken."""
+        took, self.took = self.took, False
+        slots = self._actor.deps.turn_slots
+        if slots is None or holds_slot(after) or not (took or holds_slot(before)):
+            return
+        try:
+            woken = await slots.release(self._actor.tenant, self._actor.session_id)
+        except Exception as err:  # held until the brain's sweep finds the session out of its turn
+            log.warning("session %s: its running-session slot could not be given back (%s); the sweep will",
+                        self._actor.session_id, err)
+            return
+        await self._wake(woken)
+
+    async def _wake(self, sessions: tuple[str, ...]) -> None:
+        wake = self._actor.deps.wake_sessions
+        if sessions and wake is not None:
+            await wake(self._actor.tenant, sessions)  # never raises: a lost wake is the sweep's
