@@ -6,10 +6,14 @@ between them and the log. Before a `turn_started` is sealed it takes one of the 
 slots (`TurnSlots.take`, one Postgres statement); without one the session records
 `turn_queued` instead, once, and waits `queued`. Every later advance of a queued session (the
 wake its grant sends, any input) asks again, and a granted slot starts the turn. Once an
-advance leaves the session out of its turn, the slot goes back (`release`), and the sessions
-granted the room meanwhile are woken through the inbox (`ActorDeps.wake_sessions`).
+advance leaves the session waiting for an input (idle, ended, deleted), the slot goes back
+(`release`), and the sessions granted the room meanwhile are woken through the inbox
+(`ActorDeps.wake_sessions`). A session going on by itself from one turn to the next (a tool's
+result, then the next model call) keeps its slot: "running" is a session at work, not one
+model call.
 
-Nothing else of a turn costs a statement: its tool steps never come here.
+Nothing else costs a statement: the actor remembers the slot it holds, so the next turns of
+a session at work start without asking.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ class TurnGate:
     def __init__(self, actor: ActorView):
         self._actor = actor
         self.took = False  # a slot was granted during the current advance
+        # This actor knows it holds the slot: the next turns of a session going on by itself
+        # (a tool's result, then the next model call) start without asking, so a tool step
+        # costs no statement. Asked again after a wake (another brain may have held it).
+        self.held = False
 
     async def gated(self, state: SessionState, step: Step, asked: bool) -> tuple[Step, bool]:
         """`step` as the quota lets it go: (the step, whether the slots were asked). Asked at
@@ -49,8 +57,8 @@ class TurnGate:
             step = next_step(evolve(state, awaiting_slot=False))  # what the grant would let it do
         if not _starts_turn(step):
             return step, asked  # an end (cancelled, a budget) goes as it is, queued or not
-        if slots is None:
-            return step, asked  # no quota in force (a queued session starts)
+        if slots is None or self.held:
+            return step, asked  # no quota in force (a queued session starts), or the slot is ours
         try:
             answer = await slots.take(self._actor.tenant, self._actor.session_id)
         except Exception as err:  # the quota's bookkeeping never stops a session: it runs uncounted
@@ -59,7 +67,7 @@ class TurnGate:
             return step, True
         await self._wake(answer.woken)
         if answer.granted:
-            self.took = True
+            self.took = self.held = True
             return step, True
         if state.awaiting_slot:
             return None, True  # still queued: nothing new to record
@@ -71,8 +79,9 @@ class TurnGate:
         is out of its turn, and the sessions granted the room are woken."""
         took, self.took = self.took, False
         slots = self._actor.deps.turn_slots
-        if slots is None or holds_slot(after) or not (took or holds_slot(before)):
-            return
+        if slots is None or holds_slot(after) or next_step(after) is not None or not (took or holds_slot(before)):
+            return  # still in its turn, or going on by itself: the slot stays
+        self.held = False
         try:
             woken = await slots.release(self._actor.tenant, self._actor.session_id)
         except Exception as err:  # held until the brain's sweep finds the session out of its turn
