@@ -28,13 +28,13 @@ DELETION = st.one_of(st.none(), st.tuples(st.integers(0, 40), st.sampled_from(["
 
 
 def valid_log(steps: list[tuple[str, object]], deletion: tuple[int, str] | None = None) -> list:
-    """The steps as the brain would record them: it starts no turn in an ended or deleted
-    session (`steps.next_step`), and refuses a second deletion (rejection code `deleted`)."""
+    """The steps as the brain would record them: it starts (or queues) no turn in an ended or
+    deleted session (`steps.next_step`), and refuses a second deletion (rejection code `deleted`)."""
     if deletion is not None:
         steps = steps[:deletion[0]] + [("deleted", deletion[1])] + steps[deletion[0]:]
     drafts, ended, deleted, waiting = [created()], False, False, set()
     for kind, arg in steps:
-        if kind == "turn_started" and (ended or deleted):
+        if kind in ("turn_started", "turn_queued") and (ended or deleted):
             continue
         if kind == "client_call" and arg not in waiting:  # a call id is issued once
             waiting.add(arg)

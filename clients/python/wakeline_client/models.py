@@ -942,6 +942,29 @@ class TurnEndedPayload(Model):
     turn: int
 
 
+class TurnQueued(Model):
+    actor: str
+    causation_id: str | None = None
+    event_id: str
+    hash: str
+    payload: TurnQueuedPayload
+    prev_hash: str
+    seq: int
+    session_id: str
+    tenant: str
+    trust: Literal['instruction', 'data']
+    ts: datetime
+    type: Literal['turn_queued'] = 'turn_queued'
+
+
+class TurnQueuedPayload(Model):
+    "The turn waits for one of its tenant's running-session slots (issue 34): the tenant had\n`running` sessions in a turn against its quota of `limit`. The session is `queued` until a\nslot is granted to it, in arrival order across the tenant's sessions, and then records\n`turn_started` as any turn does. What Postgres answered the brain, like a model reply: the\nreplay check takes it as recorded."
+
+    limit: int
+    running: int
+    turn: int
+
+
 class TurnStarted(Model):
     actor: str
     causation_id: str | None = None
@@ -1009,7 +1032,7 @@ class WokePayload(Model):
     reason: str
 
 
-Event = Annotated[Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded, ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived, ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack, TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked, ModelUnavailable, BudgetChanged], Field(discriminator="type")]
+Event = Annotated[Union[SessionCreated, UserMessageReceived, MessageQueued, TurnStarted, ModelResponded, ToolCallRequested, ApprovalRequested, ApprovalGranted, ApprovalDenied, ToolResultReceived, ContextCompacted, TurnEnded, SessionEnded, Woke, HandsTakenOver, HandsHandedBack, TitleGenerated, FileReferenced, InputRejected, SessionDeleted, SnapshotTaken, SessionForked, ModelUnavailable, BudgetChanged, TurnQueued], Field(discriminator="type")]
 
 
 for _model in list(globals().values()):

@@ -82,7 +82,7 @@ export interface ApprovalRequestedPayload {
 
 export interface AuditEventsPublic {
   count: number;
-  data: (SessionCreated | UserMessageReceived | MessageQueued | TurnStarted | ModelResponded | ToolCallRequested | ApprovalRequested | ApprovalGranted | ApprovalDenied | ToolResultReceived | ContextCompacted | TurnEnded | SessionEnded | Woke | HandsTakenOver | HandsHandedBack | TitleGenerated | FileReferenced | InputRejected | SessionDeleted | SnapshotTaken | SessionForked | ModelUnavailable | BudgetChanged)[];
+  data: (SessionCreated | UserMessageReceived | MessageQueued | TurnStarted | ModelResponded | ToolCallRequested | ApprovalRequested | ApprovalGranted | ApprovalDenied | ToolResultReceived | ContextCompacted | TurnEnded | SessionEnded | Woke | HandsTakenOver | HandsHandedBack | TitleGenerated | FileReferenced | InputRejected | SessionDeleted | SnapshotTaken | SessionForked | ModelUnavailable | BudgetChanged | TurnQueued)[];
   /** Pass as `cursor` for the next page; null on the last. */
   next_cursor: string | null;
 }
@@ -252,7 +252,7 @@ export interface Envelope {
 
 export interface EventsPublic {
   count: number;
-  data: (SessionCreated | UserMessageReceived | MessageQueued | TurnStarted | ModelResponded | ToolCallRequested | ApprovalRequested | ApprovalGranted | ApprovalDenied | ToolResultReceived | ContextCompacted | TurnEnded | SessionEnded | Woke | HandsTakenOver | HandsHandedBack | TitleGenerated | FileReferenced | InputRejected | SessionDeleted | SnapshotTaken | SessionForked | ModelUnavailable | BudgetChanged)[];
+  data: (SessionCreated | UserMessageReceived | MessageQueued | TurnStarted | ModelResponded | ToolCallRequested | ApprovalRequested | ApprovalGranted | ApprovalDenied | ToolResultReceived | ContextCompacted | TurnEnded | SessionEnded | Woke | HandsTakenOver | HandsHandedBack | TitleGenerated | FileReferenced | InputRejected | SessionDeleted | SnapshotTaken | SessionForked | ModelUnavailable | BudgetChanged | TurnQueued)[];
   session_id: string;
 }
 
@@ -995,6 +995,32 @@ export interface TurnEndedPayload {
   turn: number;
 }
 
+export interface TurnQueued {
+  actor: string;
+  causation_id?: string | null;
+  event_id: string;
+  hash: string;
+  payload: TurnQueuedPayload;
+  prev_hash: string;
+  seq: number;
+  session_id: string;
+  tenant: string;
+  trust: "instruction" | "data";
+  ts: string;
+  type?: "turn_queued";
+}
+
+/** The turn waits for one of its tenant's running-session slots (issue 34): the tenant had
+ * `running` sessions in a turn against its quota of `limit`. The session is `queued` until a
+ * slot is granted to it, in arrival order across the tenant's sessions, and then records
+ * `turn_started` as any turn does. What Postgres answered the brain, like a model reply: the
+ * replay check takes it as recorded. */
+export interface TurnQueuedPayload {
+  limit: number;
+  running: number;
+  turn: number;
+}
+
 export interface TurnStarted {
   actor: string;
   causation_id?: string | null;
@@ -1128,7 +1154,7 @@ export interface Operations {
       /** Events before. */
       until?: string | null;
       /** Only these types (repeatable). */
-      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed")[];
+      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed" | "turn_queued")[];
       /** Tool calls and results of this tool. */
       tool?: string | null;
       session_id?: string | null;
@@ -1161,7 +1187,7 @@ export interface Operations {
       /** Events before. */
       until?: string | null;
       /** Only these types (repeatable). */
-      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed")[];
+      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed" | "turn_queued")[];
       /** Tool calls and results of this tool. */
       tool?: string | null;
       session_id?: string | null;
@@ -1196,7 +1222,7 @@ export interface Operations {
       /** Events before. */
       until?: string | null;
       /** Only these types (repeatable). */
-      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed")[];
+      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed" | "turn_queued")[];
       /** Tool calls and results of this tool. */
       tool?: string | null;
       session_id?: string | null;
@@ -1278,7 +1304,7 @@ export interface Operations {
     query: {
       limit?: number;
       cursor?: string | null;
-      status?: ("new" | "idle" | "running" | "waiting_model" | "waiting_client" | "ended") | null;
+      status?: ("new" | "idle" | "queued" | "running" | "waiting_model" | "waiting_client" | "ended") | null;
       /** Part of the owner, any case (`alice`). */
       owner?: string | null;
       /** Part of the model name, any case. */
@@ -1437,7 +1463,7 @@ export interface Operations {
       before?: number | null;
       limit?: number;
       /** Only these types (repeatable). */
-      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed")[];
+      type?: ("session_created" | "user_message" | "message_queued" | "turn_started" | "model_turn" | "tool_call" | "approval_requested" | "approval_granted" | "approval_denied" | "tool_result" | "compaction" | "turn_ended" | "session_ended" | "woke" | "takeover" | "handback" | "title_generated" | "file_reference" | "input_rejected" | "deleted" | "snapshot" | "forked" | "model_unavailable" | "budget_changed" | "turn_queued")[];
     };
     headers: Record<string, never>;
     body: never;

@@ -58,7 +58,9 @@ class StatusMove:
 STATUS_MOVES: Mapping[str, StatusMove] = {
     "turn_queued": StatusMove(queued=True),
     "turn_started": StatusMove(in_turn=True, waiting_model=False, queued=False),
-    "turn_ended": StatusMove(in_turn=False, waiting_model=False),
+    # (A wait for a slot is before a turn, never in one; the end clears it all the same, so
+    # the row, which keeps no flag the status hides, and the fold agree on any log.)
+    "turn_ended": StatusMove(in_turn=False, waiting_model=False, queued=False),
     # Parked by an unavailable model: the turn goes on once it answers.
     "model_unavailable": StatusMove(waiting_model=True),
     "model_turn": StatusMove(waiting_model=False),

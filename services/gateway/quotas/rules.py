@@ -25,7 +25,7 @@ MAXIMUM: dict[QuotaName, int] = {name: 10**15 if name == "tokens_per_day" else 1
 # The rate quotas the gateway admits commands against, each with its window in seconds. The
 # others are stored and shown, not yet enforced (issue 34 leaves them for later).
 WINDOW_S: dict[QuotaName, int] = {"sessions_per_minute": 60, "commands_per_second": 1}
-ENFORCED: tuple[QuotaName, ...] = tuple(WINDOW_S)
+ENFORCED: tuple[QuotaName, ...] = (*WINDOW_S, "running_sessions")  # the rates at the gateway, running at the brain
 
 
 def counted_against(command: CommandBase) -> tuple[QuotaName, ...]:
