@@ -59,3 +59,34 @@ def test_over_its_running_quota_a_tenants_sessions_wait_queued_and_start_in_arri
         for sid in ids:
             check = user.get(f"/v1/sessions/{sid}/replay", params={"check": "true"}).json()["check"]
             assert check["clean"], check
+
+
+def test_the_queue_and_the_quota_survive_the_brain_and_the_gateway_killed_while_sessions_wait(stack, client):
+    tenant = f"fair-{uuid.uuid4().hex[:8]}"
+    with tenant_client(stack, tenant, "fair-admin", "admin") as admin:
+        assert admin.put("/v1/quotas", json={"running_sessions": 1}).status_code == 200
+    with tenant_client(stack, tenant, "fair") as user:
+        ids = []
+        for n in range(3):
+            answer = user.post("/v1/sessions", json={"message": f"hold {n}", "wait": False,
+                                                     "config": {"model": "scripted:hold2"}})
+            assert answer.status_code == 202, answer.text
+            ids.append(answer.json()["session_id"])
+        wait_for(lambda: all(user.get(f"/v1/sessions/{sid}").json().get("status") == "queued" for sid in ids[1:]),
+                 30, "the second and third sessions to show queued", stack, every=0.1)
+    stack.services["brain"].kill9()
+    stack.services["gateway"].kill9()
+    stack.start("brain", "brain", WAKELINE_HOST="brain-2")
+    stack.start("gateway", "gateway", WAKELINE_HOST="gateway-2")
+    stack.wait_gateway()
+    with tenant_client(stack, tenant, "fair-admin", "admin") as admin, tenant_client(stack, tenant, "fair") as user:
+        quotas = admin.get("/v1/quotas").json()
+        assert quotas["own"]["running_sessions"] == 1 and quotas["effective"]["running_sessions"] == 1, quotas
+        ended = [wait_ended(user, stack, sid, timeout=120) for sid in ids]
+        assert [s["ended_reason"] for s in ended] == ["completed"] * 3, ended
+    logs = [assert_log_whole(sid, tenant) for sid in ids]
+    starts = [next(e.ts for e in log if e.type == "turn_started") for log in logs]
+    ends = [log[-1].ts for log in logs]
+    assert starts[1] >= ends[0] and starts[2] >= ends[1], (starts, ends)  # still one at a time, in order
+    for log in logs:  # every tool ran once, none lost to the crash
+        assert [e.type for e in log].count("tool_result") == 1, [e.type for e in log]
