@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from wakeline_gateway.quotas.rules import MAXIMUM, QuotaName
+from wakeline.contract.quotas import MAXIMUM, QuotaName
 from wakeline_gateway.shapes.base import Body
 
 Count = Annotated[int | None, Field(ge=1, le=MAXIMUM["commands_per_second"])]
