@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
 from wakeline.agent.model import Model
+from wakeline.contract import commands as c
 from wakeline.contract import events as e
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
+from wakeline.contract.quotas import Refusal
 from wakeline.runtime.fair_slots import FairSlots
 from wakeline_brain.writer import PartitionWriter
 
@@ -56,6 +58,9 @@ class ActorDeps:
     model_linger_s: float = 0.0
     # Where a session given a budget (created, forked or raised) binds its model's price from.
     prices: PriceTable = DEFAULT_TABLE
+    # Counts a command a Kafka client other than the gateway sent against its tenant's rate
+    # quotas (`wakeline.storage.quota_counts.QuotaCounts.admit`): its Refusal, or None. None: not counted.
+    admit: Callable[[c.CommandBase], Awaitable[Refusal | None]] | None = None
 
     def model_slot(self, tenant: str) -> AbstractAsyncContextManager[Any]:
         """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no bound."""

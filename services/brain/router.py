@@ -2,8 +2,10 @@
 
 Malformed records go to the dead-letter topic, records on the wrong partition (a
 producer with another partitioner) are re-routed to the right one — inside a transaction
-with the offset, so never sequenced twice — and the rest to their session's actor, waking
-it if this brain does not hold it. The consume loop and the clients live in `app.py`.
+with the offset, so never sequenced twice, with their headers — and the rest to their
+session's actor, waking it if this brain does not hold it. A command without the gateway's
+`wakeline-admitted` header goes as `Uncounted`: its actor counts it against its tenant's
+rate quotas before handling it (quota_admission.py). The consume loop and the clients live in `app.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import asyncio
 import json
 import logging
 from datetime import datetime, timezone
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer
@@ -21,7 +23,8 @@ from aiokafka.structs import ConsumerRecord, TopicPartition
 from wakeline.contract import topics
 from wakeline.runtime import tracing
 from wakeline.contract.codec import MalformedRecord, decode, dead_letter_for, encode
-from wakeline.contract.commands import ToolResultReport, parse_command
+from wakeline.contract.commands import CommandBase, ToolResultReport, parse_command
+from wakeline.contract.quotas import ADMITTED_HEADER, Refusal, counted_against
 from wakeline.contract.ids import time_ordered_id
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.events import RejectionCode
@@ -30,7 +33,7 @@ from wakeline.transport.offsets import OffsetTracker
 from wakeline.runtime.fair_slots import FairSlots
 from wakeline_brain.actor import SessionActor
 from wakeline_brain.actor_deps import ActorDeps
-from wakeline_brain.mail import MalformedInput
+from wakeline_brain.mail import MalformedInput, Uncounted
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.open_transactions import Held
@@ -43,7 +46,8 @@ class Brain:
     def __init__(self, settings: BrainSettings, load, model_for, tools: list[dict[str, Any]],
                  new_producer: Callable[[int], TransactionalProducer],
                  open_before: Callable[[int], Awaitable[list[Held]]] | None = None, load_prefix=None,
-                 publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None):
+                 publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None,
+                 admit: Callable[[CommandBase], Awaitable[Refusal | None]] | None = None):
         self.settings = settings
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
@@ -59,7 +63,8 @@ class Brain:
             snapshot_on_evict_after=settings.snapshot_on_evict_after, load_prefix=load_prefix,
             model_slots=FairSlots(settings.model_concurrency), model_retry_s=settings.model_retry_s,
             model_retry_max_s=settings.model_retry_max_s, publish_delta=publish_delta,
-            model_linger_s=settings.model_linger_ms / 1000, prices=PriceTable.with_overrides(settings.model_prices))
+            model_linger_s=settings.model_linger_ms / 1000, prices=PriceTable.with_overrides(settings.model_prices),
+            admit=admit)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)
@@ -92,10 +97,12 @@ class Brain:
                 self._malformed(record, writer, token, f"{len(record.value)} bytes on the wrong partition; the"
                                 f" limit is {self.settings.max_record_bytes} (max_record_bytes)", "too_large")
                 return
-            self._side_write(writer, [Record(record.topic, topics.record_key(item.session_id), record.value, right)],
-                             token)
+            # With its headers: a command the gateway admitted stays marked so (and keeps its trace).
+            self._side_write(writer, [Record(record.topic, topics.record_key(item.session_id), record.value, right,
+                                             list(record.headers) or None)], token)
             return
-        self._actor_for(item.session_id, item.tenant, record.partition, writer).mailbox.put_nowait((item, token))
+        mail = Uncounted(item) if record.topic == topics.INBOX and _uncounted(item, record.headers) else item
+        self._actor_for(item.session_id, item.tenant, record.partition, writer).mailbox.put_nowait((mail, token))
 
     def _malformed(self, record: ConsumerRecord, writer: PartitionWriter, token: Any, reason: str,
                    code: RejectionCode = "malformed") -> None:
@@ -172,6 +179,12 @@ class Brain:
     async def close(self) -> None:
         """After the consumer stopped: also closes writers handed over while stopping."""
         await self.partitions.close()
+
+
+def _uncounted(command: CommandBase, headers: Sequence[tuple[str, bytes]] | None) -> bool:
+    """A command that counts against a rate quota, from a client that did not count it (the
+    gateway marks what it counted). Counted on its own partition only, so a re-routed one once."""
+    return bool(counted_against(command)) and not any(key == ADMITTED_HEADER for key, _ in headers or ())
 
 
 def _session_hint(value: bytes | None) -> tuple[str, str, str | None] | None:

@@ -9,10 +9,14 @@ from pydantic import AliasChoices, Field
 
 from wakeline.storage.archive_position import ARCHIVER_GROUP
 from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.quotas import QuotaDefaults
 from wakeline.contract.topics import BRAIN_GROUP
 
 
-class BrainSettings(CommonSettings):
+class BrainSettings(CommonSettings, QuotaDefaults):
+    """`QuotaDefaults` (`WAKELINE_QUOTA_*`, the gateway's too): what a tenant with no quota of its
+    own is held to when a Kafka client other than the gateway sends commands to the inbox."""
+
     kafka_username: str = "brain"  # the only principal that may write wakeline.events
     group_id: str = BRAIN_GROUP  # `<prefix>-brain`; its transactional ids are `<group_id>-p<p>`
     # The archive a wake reads: the same `WAKELINE_ARCHIVER_GROUP` the archiver runs under.
