@@ -18,7 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.harness import ROUND_TRIPS, service, summary
+from bench.harness import ROUND_TRIPS, UNLIMITED_QUOTAS, service, summary
 from tests.e2e.stack import Stack
 from wakeline.contract.commands import CreateSession
 from wakeline.transport.kafka_io import make_producer
@@ -117,7 +117,8 @@ async def log_figures(ids: list[str]) -> dict:
 
 
 def start(stack: Stack, name: str, kind: str | None = None, **env: str) -> int:
-    service_ = stack.start(name, kind, WAKELINE_POLICY_DIR=str(POLICIES), WAKELINE_IDLE_EVICT_S="600", **env)
+    service_ = stack.start(name, kind, WAKELINE_POLICY_DIR=str(POLICIES), WAKELINE_IDLE_EVICT_S="600",
+                           **UNLIMITED_QUOTAS, **env)
     assert service_.proc is not None
     return service_.proc.pid
 
