@@ -49,7 +49,7 @@ async def read_session(actor: ActorView) -> tuple[SessionState, list[e.Event]]:
 async def _load(actor: ActorView, whole: bool = False) -> list[e.Event]:
     try:
         return await retried(f"waking {actor.session_id}",
-                              lambda: actor.deps.load(actor.session_id, actor.tenant, actor.partition, whole))
+                             lambda: actor.deps.load(actor.session_id, actor.tenant, actor.partition, whole))
     except Exception as err:  # not weather: a fact about the log
         raise SessionUnwakeable(f"its log cannot be read: {type(err).__name__}: {err}") from err
 
@@ -71,7 +71,7 @@ async def open_fork(actor: ActorView, cmd: c.CreateSession) -> tuple[SessionStat
         if load_prefix is None:
             raise ForkRefused("this brain was started without a prefix reader")
         prefix = await retried(f"session {actor.session_id}",
-                                lambda: load_prefix(origin.session_id, cmd.tenant, origin.seq))
+                               lambda: load_prefix(origin.session_id, cmd.tenant, origin.seq))
         state = fold(prefix)
         return state, fork_drafts(state, prefix, cmd, actor.deps.prices)
     except (PrefixUnavailable, FoldError, ForkRefused) as err:

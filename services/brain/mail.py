@@ -2,9 +2,10 @@
 
 Inputs come from the router as `(input, token)`: a command, a tool result, a command
 `Uncounted` (from a Kafka client other than the gateway: to count against its tenant's rate
-quotas first), or a `MalformedInput` where the record could not be read but names its session. The `token` is
-opaque to the actor, handed back to `ActorDeps.release` once the input is settled. The rest
-is the actor's own mail: a model's answer or summary, a backoff or a harness's wait run out.
+quotas first), or a `MalformedInput` where the record could not be read but names its
+session. The `token` is opaque to the actor, handed back to `ActorDeps.release` once the
+input is settled. The rest is the actor's own mail: a model's answer or summary, a backoff
+or a harness's wait run out.
 """
 
 from __future__ import annotations

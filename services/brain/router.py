@@ -5,7 +5,8 @@ producer with another partitioner) are re-routed to the right one — inside a t
 with the offset, so never sequenced twice, with their headers — and the rest to their
 session's actor, waking it if this brain does not hold it. A command without the gateway's
 `wakeline-admitted` header goes as `Uncounted`: its actor counts it against its tenant's
-rate quotas before handling it (quota_admission.py). The consume loop and the clients live in `app.py`.
+rate quotas before handling it (quota_admission.py). The consume loop and the clients live
+in `app.py`.
 """
 
 from __future__ import annotations
