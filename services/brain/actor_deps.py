@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
 from wakeline.agent.model import Model
+from wakeline.contract import commands as c
 from wakeline.contract import events as e
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
+from wakeline.contract.quotas import Refusal
 from wakeline.runtime.fair_slots import FairSlots
 from wakeline.storage.turn_slots import TurnSlots
 from wakeline_brain.writer import PartitionWriter
@@ -62,6 +64,9 @@ class ActorDeps:
     # on the inbox. A wake lost on the way is sent again by the brain's sweep.
     turn_slots: TurnSlots | None = None
     wake_sessions: Callable[[str, tuple[str, ...]], Awaitable[None]] | None = None
+    # Counts a command a Kafka client other than the gateway sent against its tenant's rate
+    # quotas (`wakeline.storage.quota_counts.QuotaCounts.admit`): its Refusal, or None. None: not counted.
+    admit: Callable[[c.CommandBase], Awaitable[Refusal | None]] | None = None
 
     def model_slot(self, tenant: str) -> AbstractAsyncContextManager[Any]:
         """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no bound."""

@@ -1,7 +1,8 @@
 """What feeds the brain's metrics (declared below): a producer wrapper timing each
 partition transaction and counting the events it commits, a model wrapper timing calls and
-counting tokens, and a sampler of the sessions in memory and the consumer's lag. The writer,
-the actors and the model adapters know nothing of it; app.py and models.py put it in place.
+counting tokens, a quota-count wrapper counting refusals, and a sampler of the sessions in
+memory and the consumer's lag. The writer, the actors and the model adapters know nothing of
+it; app.py and models.py put it in place.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 from prometheus_client import Counter, Gauge, Histogram
 
 from wakeline.runtime import metrics, tracing
+from wakeline.contract.commands import CommandBase
+from wakeline.contract.quotas import Refusal
 from wakeline.contract.topics import EVENTS
 from wakeline.agent.model import DeltaSink, Model, ModelReply, ModelRequest
 
@@ -32,9 +35,26 @@ WAKE_SECONDS = Histogram("wakeline_brain_wake_seconds", "Waking a session: readi
                          "the tail, folding it, appending `woke`", buckets=metrics.SECONDS)
 MODEL_SECONDS = Histogram("wakeline_model_call_seconds", "One model call, request to reply or error",
                           ["adapter", "outcome"], buckets=metrics.SECONDS)
+QUOTA_REFUSALS = Counter("wakeline_brain_quota_rejections_total", "Commands from Kafka clients other than the "
+                         "gateway refused because the tenant was over a rate quota: dead-lettered, and recorded "
+                         "as input_rejected quota_exceeded where the session exists", ["tenant", "quota"])
 MODEL_TOKENS = Counter("wakeline_model_tokens_total", "Tokens the model reported: input (uncached), output, and "
                        "the input the prompt cache wrote (cache_creation) and served (cache_read)",
                        ["adapter", "direction"])
+
+
+class CountedRefusals:
+    """The quota count (`QuotaCounts`), as the actors use it, with every refusal counted by tenant
+    and quota: a tenant label is bounded by the tenants an operator created."""
+
+    def __init__(self, counts: Any):
+        self._counts = counts
+
+    async def admit(self, command: CommandBase) -> Refusal | None:
+        refusal = await self._counts.admit(command)
+        if refusal is not None:
+            QUOTA_REFUSALS.labels(command.tenant, refusal.quota).inc()
+        return refusal
 
 
 class TimedProducer:

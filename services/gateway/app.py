@@ -16,6 +16,7 @@ from fastapi.telemetry import TelemetryConfig
 from wakeline.contract.prices import PriceTable
 from wakeline.transport.kafka_io import make_producer
 from wakeline.storage.pg import TenantPool
+from wakeline.storage.quota_counts import QuotaCounts
 from wakeline.storage.postgres_store import PostgresEventStore
 from wakeline.contract.topics import INBOX
 from wakeline_gateway.bodylimit import BodyLimit, body_cap
@@ -49,7 +50,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             app.state.audit = AuditStore(pool)
             app.state.leases = Leases(pool)
             app.state.quotas = QuotaStore(pool)
-            app.state.quota_gate = CountedRefusals(QuotaGate(app.state.quotas, settings.quota_defaults()))
+            app.state.quota_gate = CountedRefusals(QuotaGate(QuotaCounts(pool, settings.quota_defaults())))
             app.state.inbox = Inbox(producer, settings.partitions)
             async with events_feed(settings) as feed:
                 app.state.feed = feed

@@ -372,7 +372,7 @@ class InputRejected(Model):
 
 class InputRejectedPayload(Model):
     budget_change: BudgetChangedPayload | None = None
-    code: Literal['conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'too_large', 'internal_error', 'budget_exhausted'] | None = None
+    code: Literal['conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'too_large', 'internal_error', 'budget_exhausted', 'quota_exceeded'] | None = None
     command_id: str
     expected_seq: int | None = None
     reason: str

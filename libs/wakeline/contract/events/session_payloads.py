@@ -29,6 +29,7 @@ RejectionCode = Literal[
     "too_large",             # the input's event would exceed max_record_bytes
     "internal_error",        # handling the input raised: the session's input is parked here
     "budget_exhausted",      # a message to a session whose budget is spent, raising it too little or not at all
+    "quota_exceeded",        # a Kafka client's command over its tenant's rate quota (the gateway answers 429 itself)
 ]
 REJECTION_CODES: tuple[str, ...] = get_args(RejectionCode)
 

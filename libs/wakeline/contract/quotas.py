@@ -1,10 +1,14 @@
 """The quotas' rules, pure: their names, the rate quotas' windows, which a command counts
-against, the values that apply to a tenant, and how long a refused caller should wait.
+against, the values that apply to a tenant, how long a refused caller should wait, the
+defaults every service that admits commands reads (`QuotaDefaults`), and the header that
+marks a command already admitted. The gateway admits what it sends (429 over a quota); the
+brain admits what any other Kafka client produced to the inbox (`input_rejected`
+`quota_exceeded`).
 
-The count itself is Postgres's (`admit_quotas`, migration 0026): a sliding-window estimate,
-this window's count plus the previous window's weighted by how much of it still lies within
-one window of now. `retry_after_s` solves that same estimate for the first moment one more
-would fit.
+The count itself is Postgres's (`admit_quotas`, migration 0026; `wakeline.storage.quota_counts`):
+a sliding-window estimate, this window's count plus the previous window's weighted by how much
+of it still lies within one window of now. `retry_after_s` solves that same estimate for the
+first moment one more would fit.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from pydantic import BaseModel, Field, field_validator
+
 from wakeline.contract.commands import CommandBase, CreateSession, SubmitToolResult
 
 QuotaName = Literal["running_sessions", "sessions_per_minute", "commands_per_second", "tool_calls_in_flight",
@@ -22,10 +28,15 @@ QUOTA_NAMES: tuple[QuotaName, ...] = get_args(QuotaName)
 QuotaValues = Mapping[str, int | None]
 # The largest value each may take (the columns are integer, tokens per day bigint).
 MAXIMUM: dict[QuotaName, int] = {name: 10**15 if name == "tokens_per_day" else 10**9 for name in QUOTA_NAMES}
-# The rate quotas the gateway admits commands against, each with its window in seconds. The
-# others are stored and shown, not yet enforced (issue 34 leaves them for later).
+# The rate quotas commands are admitted against, each with its window in seconds. The others
+# are stored and shown, not yet enforced (issue 34 leaves them for later).
 WINDOW_S: dict[QuotaName, int] = {"sessions_per_minute": 60, "commands_per_second": 1}
-ENFORCED: tuple[QuotaName, ...] = (*WINDOW_S, "running_sessions")  # the rates at the gateway, running at the brain
+ENFORCED: tuple[QuotaName, ...] = (*WINDOW_S, "running_sessions")  # the rates at every edge, running at the brain
+# On an inbox record: the gateway has counted this command against its tenant's quotas, so the
+# brain does not count it again. Whoever may write the inbox may set it, as it may name any
+# tenant: inbox producers are trusted already (docs/producing-tasks.md); the count is for a
+# trusted client that sends too much, not for one that forges what it is.
+ADMITTED_HEADER = "wakeline-admitted"
 
 
 def counted_against(command: CommandBase) -> tuple[QuotaName, ...]:
@@ -77,3 +88,31 @@ def retry_after_s(refusal: Refusal) -> int:
 def unit(quota: str) -> str:
     """`sessions_per_minute` → `sessions per minute`."""
     return quota.replace("_", " ")
+
+
+class QuotaDefaults(BaseModel):
+    """Each tenant's quotas unless its admin set its own (PUT /v1/quotas), as settings
+    (`WAKELINE_QUOTA_<NAME>`: a number, or `unlimited`); mixed into the settings of every
+    service that admits commands (gateway, brain), so both apply the same. Sized so one tenant
+    on a laptop never meets them (`make bench` creates ~8 sessions a second and its pool answers
+    ~60 tool calls a second). Enforced today: sessions per minute and commands per second."""
+
+    quota_running_sessions: int | None = Field(default=100, ge=1, le=MAXIMUM["running_sessions"])
+    quota_sessions_per_minute: int | None = Field(default=600, ge=1, le=MAXIMUM["sessions_per_minute"])
+    quota_commands_per_second: int | None = Field(default=200, ge=1, le=MAXIMUM["commands_per_second"])
+    quota_tool_calls_in_flight: int | None = Field(default=200, ge=1, le=MAXIMUM["tool_calls_in_flight"])
+    quota_tokens_per_day: int | None = Field(default=None, ge=1, le=MAXIMUM["tokens_per_day"])
+
+    @field_validator(*(f"quota_{name}" for name in QUOTA_NAMES), mode="before")
+    @classmethod
+    def _unlimited(cls, value: object) -> object:
+        """`WAKELINE_QUOTA_TOKENS_PER_DAY=unlimited` (or empty): no default limit."""
+        return None if isinstance(value, str) and value.strip().lower() in ("", "unlimited") else value
+
+    def quota_defaults(self) -> dict[str, int | None]:
+        return {name: getattr(self, f"quota_{name}") for name in QUOTA_NAMES}
+
+
+def exceeded(tenant: str, refusal: Refusal) -> str:
+    """The words a refusal is told in, by the gateway (429) and the brain (`input_rejected`)."""
+    return f"tenant {tenant!r} is over its quota of {refusal.limit} {unit(refusal.quota)}"
