@@ -19,6 +19,7 @@ from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
 from wakeline.runtime.fair_slots import FairSlots
 from wakeline.storage.turn_slots import TurnSlots
+from wakeline_brain.tenant_quotas import TenantQuotas
 from wakeline_brain.writer import PartitionWriter
 
 _NO_LIMIT = nullcontext()
@@ -62,6 +63,9 @@ class ActorDeps:
     # on the inbox. A wake lost on the way is sent again by the brain's sweep.
     turn_slots: TurnSlots | None = None
     wake_sessions: Callable[[str, tuple[str, ...]], Awaitable[None]] | None = None
+    # The tenant's tokens per day, checked before each model call and counted after it, and
+    # its tool calls in flight, carried to the runners (None: neither is enforced).
+    tenant_quotas: TenantQuotas | None = None
 
     def model_slot(self, tenant: str) -> AbstractAsyncContextManager[Any]:
         """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no bound."""

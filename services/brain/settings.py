@@ -93,6 +93,15 @@ class BrainSettings(CommonSettings):
     # cache_control breakpoints on Claude requests (claude.cache_breakpoints); off only to
     # measure what they save (bench/prompt_cache.py).
     anthropic_prompt_cache: bool = True
+    # Each tenant's tokens per day and tool calls in flight unless its admin set its own (PUT
+    # /v1/quotas); None: unlimited. The same variables as the gateway's defaults
+    # (WAKELINE_QUOTA_TOKENS_PER_DAY, WAKELINE_QUOTA_TOOL_CALLS_IN_FLIGHT): set both alike.
+    quota_tokens_per_day: int | None = Field(default=None, ge=1, le=10**15)
+    quota_tool_calls_in_flight: int | None = Field(default=200, ge=1, le=10**9)
+    # How long a brain trusts a tenant's token count under its quota before reading it again
+    # (tenant_quotas.TenantQuotas): other brains' calls of this long may go past the quota.
+    quota_fresh_s: float = Field(default=2.0, ge=0, le=3600)
+
     # At most this many model calls at once in this brain, across its sessions.
     model_concurrency: int = Field(default=32, ge=1, le=10_000)
     # A parked turn calls again after model_retry_s * 2**(attempt-1), at most model_retry_max_s.
@@ -106,7 +115,8 @@ class BrainSettings(CommonSettings):
     # out of its turn, a wake lost): `sweep_turn_slots`, migration 0027.
     turn_slot_sweep_s: float = Field(default=10.0, gt=0, le=3600)
 
-    @field_validator("quota_running_sessions", mode="before")
+    @field_validator("quota_running_sessions", "quota_tokens_per_day", "quota_tool_calls_in_flight", mode="before")
     @classmethod
     def _unlimited(cls, value: object) -> object:
+        """`WAKELINE_QUOTA_TOKENS_PER_DAY=unlimited` (or empty): no default limit, as the gateway reads it."""
         return None if isinstance(value, str) and value.strip().lower() in ("", "unlimited") else value

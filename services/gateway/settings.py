@@ -59,8 +59,10 @@ class GatewaySettings(CommonSettings):
     pool_max_size: int = Field(default=10, ge=1)
     # Each tenant's quotas unless its admin set its own (PUT /v1/quotas); None: unlimited. Sized so
     # one tenant on a laptop never meets them (`make bench` creates ~8 sessions a second and its
-    # pool answers ~60 tool calls a second). Enforced today: sessions per minute and commands
-    # per second, at the gateway (429). The others are stored and shown (docs/operations.md).
+    # pool answers ~60 tool calls a second). Enforced: sessions per minute and commands per
+    # second at the gateway (429); tool calls in flight and tokens per day inside, by the
+    # runners and brains, which read the same variables (set them alike for every service;
+    # docs/operations.md). Running sessions is stored and shown.
     quota_running_sessions: int | None = Field(default=100, ge=1, le=MAXIMUM["running_sessions"])
     quota_sessions_per_minute: int | None = Field(default=600, ge=1, le=MAXIMUM["sessions_per_minute"])
     quota_commands_per_second: int | None = Field(default=200, ge=1, le=MAXIMUM["commands_per_second"])

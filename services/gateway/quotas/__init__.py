@@ -7,6 +7,7 @@ row, its change log, the shared count); `gate`'s `QuotaGate` is what the dispatc
 before a command goes to Kafka. The HTTP side is `routes/quotas.py` and `shapes/quotas.py`,
 the metric of refusals `metrics.py`, the defaults `settings.py`.
 
-Stored and shown but not enforced yet: running sessions, tool calls in flight, tokens per
-day. Commands produced straight to `wakeline.inbox` are not counted here.
+Tool calls in flight are held by the runners and tokens per day by the brains, from the same
+rows (`wakeline_brain.tenant_quotas`); running sessions is stored and shown, not enforced yet.
+Commands produced straight to `wakeline.inbox` are not counted here.
 """

@@ -22,10 +22,11 @@ QUOTA_NAMES: tuple[QuotaName, ...] = get_args(QuotaName)
 QuotaValues = Mapping[str, int | None]
 # The largest value each may take (the columns are integer, tokens per day bigint).
 MAXIMUM: dict[QuotaName, int] = {name: 10**15 if name == "tokens_per_day" else 10**9 for name in QUOTA_NAMES}
-# The rate quotas the gateway admits commands against, each with its window in seconds. The
-# others are stored and shown, not yet enforced (issue 34 leaves them for later).
+# The rate quotas the gateway admits commands against, each with its window in seconds.
 WINDOW_S: dict[QuotaName, int] = {"sessions_per_minute": 60, "commands_per_second": 1}
-ENFORCED: tuple[QuotaName, ...] = (*WINDOW_S, "running_sessions")  # the rates at the gateway, running at the brain
+# Those enforced: the rates by the gateway, running sessions by the brains' turn slots, tool
+# calls in flight by the runners, tokens per day by the brains (docs/operations.md, "Quotas").
+ENFORCED: tuple[QuotaName, ...] = (*WINDOW_S, "running_sessions", "tool_calls_in_flight", "tokens_per_day")
 
 
 def counted_against(command: CommandBase) -> tuple[QuotaName, ...]:
