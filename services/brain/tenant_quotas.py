@@ -6,11 +6,13 @@ day's tokens (the session then records `agent.quota.quota_end` instead of the ca
 (migration 0028), one statement that adds (or only reads) and returns the day's total with
 the tenant's quotas, so every brain sees one count and a raised quota is learnt at once.
 
-The cost is one round trip per model call, the add. A check reuses what the last add or read
-said for the tenant while it is younger than `fresh_s` and under the quota; otherwise (and
-always before refusing) it reads again, so a refusal is never decided on a stale figure. The
-price: calls in flight when the quota is reached, and other brains' calls of the last
-`fresh_s`, may go past it: the quota is a daily cap, not an exact one.
+The cost is one round trip per model call, the add, and none for a tenant with no quota in
+force (unlimited, the default): its tokens are not added, so a quota set during the day counts
+from when the brains learn it (within `fresh_s`). A check reuses what the last add or read said
+for the tenant while it is younger than `fresh_s` and under the quota; otherwise (and always
+before refusing) it reads again, so a refusal is never decided on a stale figure. The price:
+calls in flight when the quota is reached, and other brains' calls of the last `fresh_s`, may
+go past it: the quota is a daily cap, not an exact one.
 
 Tool calls in flight: the tenant's quota as the last add or read said it
 (`calls_in_flight`), carried to the runners on each tool call, which hold it
@@ -30,6 +32,7 @@ import asyncpg
 from wakeline.agent.quota import TokenDay, tokens_counted
 from wakeline.contract.events import Usage
 from wakeline.storage.pg import TenantPool
+from wakeline_brain.metrics import QUOTA_STOPS, TENANT_TOKENS
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +75,18 @@ class TenantQuotas:
                 and known.day.day == self._today()):
             return None
         day = await self._count(tenant, 0)
-        return day if day.spent else None
+        if not day.spent:
+            return None
+        QUOTA_STOPS.labels(tenant).inc()
+        return day
 
     async def count(self, tenant: str, usage: Usage) -> None:
         """Adds a call's tokens to the tenant's day. A failed add is kept and sent with the
         next: the reply it counts is good, and a count late by a call is better than none."""
+        TENANT_TOKENS.labels(tenant).inc(tokens_counted(usage))
+        known = self._known.get(tenant)
+        if known is not None and known.day.limit is None:
+            return  # no quota to count against: no round trip (a new one is read within fresh_s)
         tokens = tokens_counted(usage) + self._unsent.pop(tenant, 0)
         if tokens <= 0:
             return

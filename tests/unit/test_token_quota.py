@@ -188,3 +188,18 @@ async def test_tool_calls_carry_the_tenants_calls_in_flight_quota_to_the_runners
     [call] = [decode(s.value, c.ToolCallRequest.model_validate_json) for t in part.producer.committed
               for s in t.sent if s.topic == TOOL_CALLS]
     assert call.tenant_calls_in_flight == 2
+
+
+async def test_a_tenant_with_no_quota_costs_no_round_trip_per_call_and_a_new_quota_is_learnt() -> None:
+    counter, clock = FakeCounter(), Clock()
+    quotas = quotas_over(counter, tokens_per_day=None, clock=clock)
+    assert await quotas.spent("t") is None
+    for _ in range(5):
+        await quotas.count("t", Usage(input_tokens=100))
+    assert counter.calls == [("t", 0)]  # the one read: unlimited, so nothing is added
+    counter.own["t"] = (150, None)  # set during the day: counted from when the brain learns it
+    clock.now = 3.0
+    assert await quotas.spent("t") is None
+    await quotas.count("t", Usage(input_tokens=100))
+    await quotas.count("t", Usage(input_tokens=100))
+    assert await quotas.spent("t") == TokenDay("t", DAY, 200, 150)

@@ -22,10 +22,13 @@ class QuotasSet(Body):
     commands_per_second: Count = Field(default=None, description="Commands sent through the gateway per second, "
                                                                  "of every kind: creates, messages, approvals, "
                                                                  "tool results, ...")
-    tool_calls_in_flight: Count = Field(default=None, description="Tool calls issued and not yet answered "
-                                                                  "(not enforced yet).")
+    tool_calls_in_flight: Count = Field(default=None, description="Tool calls running at once, held by each "
+                                                                  "runner: a call over it waits (never fails) "
+                                                                  "and the session stays running.")
     tokens_per_day: Annotated[int | None, Field(ge=1, le=MAXIMUM["tokens_per_day"])] = Field(
-        default=None, description="Model tokens per day (not enforced yet).")
+        default=None, description="Model tokens (input, cached or not, and output) per UTC day across the "
+                                  "tenant's sessions: once used, a session ends `quota` before its next model "
+                                  "call, and a message continues it once the day rolls over or this is raised.")
 
 
 class QuotaValues(BaseModel):
@@ -49,8 +52,9 @@ class QuotasPublic(BaseModel):
                                                "null: unlimited.")
     own: QuotaValues = Field(description="What the tenant's admin set; null: the default applies.")
     defaults: QuotaValues = Field(description="The gateway's defaults (WAKELINE_QUOTA_*).")
-    enforced: list[QuotaName] = Field(description="The quotas the gateway enforces today (429 with Retry-After); "
-                                                  "the others are kept for what comes next.")
+    enforced: list[QuotaName] = Field(description="The quotas enforced today: the rates by the gateway (429 with "
+                                                  "Retry-After), tool calls in flight by the runners, tokens per "
+                                                  "day by the brains; the others are kept for what comes next.")
     set_by: str | None
     set_at: datetime | None
     history: list[QuotaChangePublic] = Field(description="The newest changes (at most 100), oldest first; "

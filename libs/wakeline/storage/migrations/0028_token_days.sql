@@ -22,6 +22,7 @@ SELECT wakeline_tenant_scoped('tenant_token_days');
 CREATE FUNCTION count_tenant_tokens(p_tenant text, p_tokens bigint)
 RETURNS TABLE (day date, used bigint, tokens_per_day bigint, tool_calls_in_flight integer)
 LANGUAGE plpgsql VOLATILE SECURITY INVOKER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
 DECLARE
   today CONSTANT date := (now() AT TIME ZONE 'UTC')::date;
   total bigint;
@@ -34,6 +35,8 @@ BEGIN
   END IF;
   PERFORM set_config('wakeline.tenant', p_tenant, true);
   IF p_tokens > 0 THEN
+    -- The add need not wait for its WAL flush: a crash loses at most the last moment's counts.
+    PERFORM set_config('synchronous_commit', 'off', true);
     INSERT INTO public.tenant_token_days AS t (tenant, day, tokens) VALUES (p_tenant, today, p_tokens)
       ON CONFLICT (tenant, day) DO UPDATE SET tokens = t.tokens + EXCLUDED.tokens
       RETURNING t.tokens INTO total;
