@@ -16,7 +16,7 @@ go past it: the quota is a daily cap, not an exact one.
 
 Tool calls in flight: the tenant's quota as the last add or read said it
 (`calls_in_flight`), carried to the runners on each tool call, which hold it
-(`wakeline_runner.keyed`). A tool call follows the model call whose add read it.
+(the runner's `keyed.py`). A tool call follows the model call whose add read it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,6 @@ import asyncpg
 import pytest
 
 from conftest_pg import fresh_tenant, require_postgres, service_connection, set_tenant
-from test_postgres_quotas import set_quotas
 from wakeline.runtime.settings import CommonSettings
 from wakeline.storage.pg import TenantPool
 from wakeline_brain.tenant_quotas import postgres_counter
@@ -20,6 +19,14 @@ from wakeline_brain.tenant_quotas import postgres_counter
 pytestmark = pytest.mark.postgres
 
 COUNT = "SELECT * FROM count_tenant_tokens($1, $2)"
+
+
+async def set_quotas(tenant: str, tokens_per_day: int, tool_calls_in_flight: int) -> None:
+    """As the gateway does it: an upsert in a tenant transaction, as the service role."""
+    async with service_connection() as conn, conn.transaction():
+        await set_tenant(conn, tenant)
+        await conn.execute("INSERT INTO tenant_quotas (tenant, tokens_per_day, tool_calls_in_flight, set_by) "
+                           "VALUES ($1, $2, $3, 'user:admin')", tenant, tokens_per_day, tool_calls_in_flight)
 
 
 async def test_adds_to_the_tenants_utc_day_and_reads_back_the_total_with_its_quotas() -> None:
@@ -33,7 +40,7 @@ async def test_adds_to_the_tenants_utc_day_and_reads_back_the_total_with_its_quo
         after = await conn.fetchrow(COUNT, tenant, 30)
         assert after["used"] == 150
         assert (await conn.fetchrow(COUNT, other, 0))["used"] == 0  # tenants apart
-    await set_quotas(tenant, "user:admin", tokens_per_day=1000, tool_calls_in_flight=3)
+    await set_quotas(tenant, tokens_per_day=1000, tool_calls_in_flight=3)
     async with service_connection() as conn:
         read = await conn.fetchrow(COUNT, tenant, 0)
         assert (read["used"], read["tokens_per_day"], read["tool_calls_in_flight"]) == (150, 1000, 3)

@@ -8,6 +8,6 @@ before a command goes to Kafka. The HTTP side is `routes/quotas.py` and `shapes/
 the metric of refusals `metrics.py`, the defaults `settings.py`.
 
 Tool calls in flight are held by the runners and tokens per day by the brains, from the same
-rows (`wakeline_brain.tenant_quotas`); running sessions is stored and shown, not enforced yet.
+rows (the brain's `tenant_quotas.py`); running sessions is stored and shown, not enforced yet.
 Commands produced straight to `wakeline.inbox` are not counted here.
 """
