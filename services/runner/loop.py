@@ -80,12 +80,22 @@ class ToolCallLoop:
             work, key, tenant, cap = partial(self._dead_letter, record, reason), DEAD_LETTERS, DEAD_LETTERS, None
         else:
             tracing.remember(request.tool_call_id, record.headers)  # continued where the call runs
-            work, key, tenant = partial(self._execute_and_publish, request), request.session_id, request.tenant
+            work, key, tenant = partial(self._execute_and_publish, self._aged_here(request)), request.session_id, \
+                request.tenant
             cap = request.tenant_calls_in_flight  # the tenant's quota, held per runner
         # A task either way: a dead letter waits for the broker as a result does, and is
         # committed past only once sent (or given up on), without holding up the loop.
         task = self.scheduler.submit(key, work, tenant, cap)
         task.add_done_callback(partial(self._finished, partition, record.offset))
+
+    def _aged_here(self, request: ToolCallRequest) -> ToolCallRequest:
+        """A call is judged stale as it arrives, not as it starts: one that came in fresh never
+        expires while it waits here (behind its session's earlier call, for a slot, or at its
+        tenant's tool calls in flight quota). The record keeps its issue time: a runner that
+        gets it again after a crash judges it again."""
+        if request.issued_at is None or self.executor.stale(request):
+            return request
+        return request.model_copy(update={"issued_at": None})
 
     async def _dead_letter(self, record, reason: str) -> None:
         key = record.key[:1000] if record.key is not None else None  # a letter must fit where the record did
