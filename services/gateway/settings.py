@@ -60,9 +60,9 @@ class GatewaySettings(CommonSettings):
     # Each tenant's quotas unless its admin set its own (PUT /v1/quotas); None: unlimited. Sized so
     # one tenant on a laptop never meets them (`make bench` creates ~8 sessions a second and its
     # pool answers ~60 tool calls a second). Enforced: sessions per minute and commands per
-    # second at the gateway (429); tool calls in flight and tokens per day inside, by the
-    # runners and brains, which read the same variables (set them alike for every service;
-    # docs/operations.md). Running sessions is stored and shown.
+    # second at the gateway (429); running sessions, tool calls in flight and tokens per day
+    # inside, by the brains and runners, the brains reading the same variables (set them alike
+    # for gateways and brains; docs/operations.md).
     quota_running_sessions: int | None = Field(default=100, ge=1, le=MAXIMUM["running_sessions"])
     quota_sessions_per_minute: int | None = Field(default=600, ge=1, le=MAXIMUM["sessions_per_minute"])
     quota_commands_per_second: int | None = Field(default=200, ge=1, le=MAXIMUM["commands_per_second"])

@@ -7,7 +7,7 @@ row, its change log, the shared count); `gate`'s `QuotaGate` is what the dispatc
 before a command goes to Kafka. The HTTP side is `routes/quotas.py` and `shapes/quotas.py`,
 the metric of refusals `metrics.py`, the defaults `settings.py`.
 
-Tool calls in flight are held by the runners and tokens per day by the brains, from the same
-rows (the brain's `tenant_quotas.py`); running sessions is stored and shown, not enforced yet.
+Running sessions are held by the brains (their `turn_gate.py`), tool calls in flight by the
+runners and tokens per day by the brains (their `tenant_quotas.py`), from the same rows.
 Commands produced straight to `wakeline.inbox` are not counted here.
 """
