@@ -21,6 +21,7 @@ from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
 from wakeline.contract.quotas import Refusal
 from wakeline.runtime.fair_slots import FairSlots
 from wakeline.storage.turn_slots import TurnSlots
+from wakeline_brain.tenant_quotas import TenantQuotas
 from wakeline_brain.writer import PartitionWriter
 
 _NO_LIMIT = nullcontext()
@@ -67,6 +68,9 @@ class ActorDeps:
     # Counts a command a Kafka client other than the gateway sent against its tenant's rate
     # quotas (`wakeline.storage.quota_counts.QuotaCounts.admit`): its Refusal, or None. None: not counted.
     admit: Callable[[c.CommandBase], Awaitable[Refusal | None]] | None = None
+    # The tenant's tokens per day, checked before each model call and counted after it, and
+    # its tool calls in flight, carried to the runners (None: neither is enforced).
+    tenant_quotas: TenantQuotas | None = None
 
     def model_slot(self, tenant: str) -> AbstractAsyncContextManager[Any]:
         """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no bound."""

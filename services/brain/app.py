@@ -26,6 +26,7 @@ from wakeline_brain.router import Brain
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.open_transactions import OpenTransactions
 from wakeline_brain.tail_reads import TailReader, tail_consumer
+from wakeline_brain.tenant_quotas import TenantQuotas, postgres_counter
 from wakeline_brain.wake import SessionLoader
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,9 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
                       new_producer=partial(partition_producer, settings), open_before=open_txns,
                       load_prefix=loader.prefix,
                       publish_delta=DeltaPublisher(deltas, settings.partitions).publish, turn_slots=slots,
-                      admit=CountedRefusals(QuotaCounts(pool, settings.quota_defaults())).admit)
+                      admit=CountedRefusals(QuotaCounts(pool, settings.quota_defaults())).admit,
+                      tenant_quotas=TenantQuotas(postgres_counter(pool), settings.quota_tokens_per_day,
+                                                 settings.quota_tool_calls_in_flight, settings.quota_fresh_s))
         # The assignor gives a brain the same partition numbers of every input topic, so
         # the owner of inbox p also owns tool-results p and writes events p, and keeps a
         # brain's partitions when another joins or dies. Only one assignor: aiokafka 0.14

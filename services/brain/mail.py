@@ -43,6 +43,7 @@ class ModelDone:
     error: str | None = None
     retryable: bool = False  # the cause passes: park the turn `waiting_model`, do not end it
     compaction: Draft | None = None  # the model's token count says: compact first, then call
+    ended: Draft | None = None  # not called: the tenant's day of tokens is used (agent.quota)
 
 
 @dataclass

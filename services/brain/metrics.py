@@ -42,6 +42,11 @@ MODEL_TOKENS = Counter("wakeline_model_tokens_total", "Tokens the model reported
                        "the input the prompt cache wrote (cache_creation) and served (cache_read)",
                        ["adapter", "direction"])
 
+TENANT_TOKENS = Counter("wakeline_tenant_tokens_total", "Tokens a tenant's model calls used (input, cached or not, "
+                        "and output), as its tokens_per_day quota counts them", ["tenant"])
+QUOTA_STOPS = Counter("wakeline_brain_quota_stops_total", "Model calls not made because the tenant's tokens_per_day "
+                      "quota was used: each ended its session `quota`", ["tenant"])
+
 
 class CountedRefusals:
     """The quota count (`QuotaCounts`), as the actors use it, with every refusal counted by tenant

@@ -38,6 +38,7 @@ from wakeline_brain.actor_deps import ActorDeps
 from wakeline_brain.mail import MalformedInput, Uncounted
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
+from wakeline_brain.tenant_quotas import TenantQuotas
 from wakeline_brain.open_transactions import Held
 from wakeline_brain.writer import PartitionWriter, Record, TransactionalProducer, WriterClosed
 
@@ -50,7 +51,8 @@ class Brain:
                  open_before: Callable[[int], Awaitable[list[Held]]] | None = None, load_prefix=None,
                  publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None,
                  turn_slots: TurnSlots | None = None,
-                 admit: Callable[[CommandBase], Awaitable[Refusal | None]] | None = None):
+                 admit: Callable[[CommandBase], Awaitable[Refusal | None]] | None = None,
+                 tenant_quotas: TenantQuotas | None = None):
         self.settings = settings
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
@@ -67,7 +69,7 @@ class Brain:
             model_slots=FairSlots(settings.model_concurrency), model_retry_s=settings.model_retry_s,
             model_retry_max_s=settings.model_retry_max_s, publish_delta=publish_delta,
             model_linger_s=settings.model_linger_ms / 1000, prices=PriceTable.with_overrides(settings.model_prices),
-            turn_slots=turn_slots, wake_sessions=self.wake_sessions, admit=admit)
+            turn_slots=turn_slots, wake_sessions=self.wake_sessions, admit=admit, tenant_quotas=tenant_quotas)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)

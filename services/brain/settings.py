@@ -97,6 +97,10 @@ class BrainSettings(CommonSettings, QuotaDefaults):
     # cache_control breakpoints on Claude requests (claude.cache_breakpoints); off only to
     # measure what they save (bench/prompt_cache.py).
     anthropic_prompt_cache: bool = True
+    # How long a brain trusts a tenant's token count under its quota before reading it again
+    # (tenant_quotas.TenantQuotas): other brains' calls of this long may go past the quota.
+    quota_fresh_s: float = Field(default=2.0, ge=0, le=3600)
+
     # At most this many model calls at once in this brain, across its sessions.
     model_concurrency: int = Field(default=32, ge=1, le=10_000)
     # A parked turn calls again after model_retry_s * 2**(attempt-1), at most model_retry_max_s.

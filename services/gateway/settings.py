@@ -57,5 +57,5 @@ class GatewaySettings(CommonSettings, QuotaDefaults):
     deletion_enabled: bool = True
     default_model: str = "scripted:demo"
     pool_max_size: int = Field(default=10, ge=1)
-    # Each tenant's quotas unless its admin set its own: `QuotaDefaults` (`WAKELINE_QUOTA_*`), the
-    # brain's too, which counts what other Kafka clients send to the inbox.
+    # Each tenant's quotas unless its admin set its own: `QuotaDefaults` (`WAKELINE_QUOTA_*`), read
+    # by the brains too (set them alike for gateways and brains; docs/operations.md).

@@ -561,7 +561,7 @@ export interface QuotasPublic {
   defaults: QuotaValues;
   /** What applies: the tenant's own value, else the default; null: unlimited. */
   effective: QuotaValues;
-  /** The quotas enforced today: the rates at the gateway (429 with Retry-After) and on the inbox (input_rejected quota_exceeded), running sessions by the brain (queued); the others are kept for what comes next. */
+  /** The quotas enforced today: the rates at the gateway (429 with Retry-After) and on the inbox (input_rejected quota_exceeded), running sessions by the brains (queued), tool calls in flight by the runners, tokens per day by the brains (session_ended quota). */
   enforced: ("running_sessions" | "sessions_per_minute" | "commands_per_second" | "tool_calls_in_flight" | "tokens_per_day")[];
   /** The newest changes (at most 100), oldest first; the database keeps every one. */
   history: QuotaChangePublic[];
@@ -580,9 +580,9 @@ export interface QuotasSet {
   running_sessions?: number | null;
   /** Sessions created (and forked) per minute. */
   sessions_per_minute?: number | null;
-  /** Model tokens per day (not enforced yet). */
+  /** Model tokens (input, cached or not, and output) per UTC day across the tenant's sessions: once used, a session ends `quota` before its next model call, and a message continues it once the day rolls over or this is raised. */
   tokens_per_day?: number | null;
-  /** Tool calls issued and not yet answered (not enforced yet). */
+  /** Tool calls running at once, held by each runner: a call over it waits (never fails) and the session stays running. */
   tool_calls_in_flight?: number | null;
 }
 
@@ -738,7 +738,7 @@ export interface SessionEnded {
 export interface SessionEndedPayload {
   budget?: Budget | null;
   detail?: string | null;
-  reason: "completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget";
+  reason: "completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget" | "quota";
   spent?: Spent | null;
 }
 
@@ -760,7 +760,7 @@ export interface SessionForked {
 export interface SessionListedPublic {
   cost?: SessionCostBrief;
   created_at: string;
-  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget") | string | null;
+  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget" | "quota") | string | null;
   fork_seq?: number | null;
   last_seq: number;
   model: string | null;
@@ -776,7 +776,7 @@ export interface SessionListedPublic {
 
 export interface SessionPublic {
   created_at: string;
-  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget") | string | null;
+  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget" | "quota") | string | null;
   fork_seq?: number | null;
   last_seq: number;
   model: string | null;

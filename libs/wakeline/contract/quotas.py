@@ -28,10 +28,12 @@ QUOTA_NAMES: tuple[QuotaName, ...] = get_args(QuotaName)
 QuotaValues = Mapping[str, int | None]
 # The largest value each may take (the columns are integer, tokens per day bigint).
 MAXIMUM: dict[QuotaName, int] = {name: 10**15 if name == "tokens_per_day" else 10**9 for name in QUOTA_NAMES}
-# The rate quotas commands are admitted against, each with its window in seconds. The others
-# are stored and shown, not yet enforced (issue 34 leaves them for later).
+# The rate quotas commands are admitted against, each with its window in seconds.
 WINDOW_S: dict[QuotaName, int] = {"sessions_per_minute": 60, "commands_per_second": 1}
-ENFORCED: tuple[QuotaName, ...] = (*WINDOW_S, "running_sessions")  # the rates at every edge, running at the brain
+# Those enforced: the rates by the gateway and the brains (what other Kafka clients send),
+# running sessions by the brains' turn slots, tool calls in flight by the runners, tokens per
+# day by the brains (docs/operations.md, "Quotas").
+ENFORCED: tuple[QuotaName, ...] = (*WINDOW_S, "running_sessions", "tool_calls_in_flight", "tokens_per_day")
 # On an inbox record: the gateway has counted this command against its tenant's quotas, so the
 # brain does not count it again. Whoever may write the inbox may set it, as it may name any
 # tenant: inbox producers are trusted already (docs/producing-tasks.md); the count is for a
@@ -95,7 +97,9 @@ class QuotaDefaults(BaseModel):
     (`WAKELINE_QUOTA_<NAME>`: a number, or `unlimited`); mixed into the settings of every
     service that admits commands (gateway, brain), so both apply the same. Sized so one tenant
     on a laptop never meets them (`make bench` creates ~8 sessions a second and its pool answers
-    ~60 tool calls a second). Enforced today: sessions per minute and commands per second."""
+    ~60 tool calls a second). Enforced: the rates by the gateway and the brains, running
+    sessions and tokens per day by the brains, tool calls in flight by the runners (as the
+    brains carry it to them)."""
 
     quota_running_sessions: int | None = Field(default=100, ge=1, le=MAXIMUM["running_sessions"])
     quota_sessions_per_minute: int | None = Field(default=600, ge=1, le=MAXIMUM["sessions_per_minute"])

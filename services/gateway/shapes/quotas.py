@@ -25,10 +25,13 @@ class QuotasSet(Body):
                                                                  "straight on the inbox, of every kind (creates, "
                                                                  "messages, approvals, ...) but a declared tool's "
                                                                  "result.")
-    tool_calls_in_flight: Count = Field(default=None, description="Tool calls issued and not yet answered "
-                                                                  "(not enforced yet).")
+    tool_calls_in_flight: Count = Field(default=None, description="Tool calls running at once, held by each "
+                                                                  "runner: a call over it waits (never fails) "
+                                                                  "and the session stays running.")
     tokens_per_day: Annotated[int | None, Field(ge=1, le=MAXIMUM["tokens_per_day"])] = Field(
-        default=None, description="Model tokens per day (not enforced yet).")
+        default=None, description="Model tokens (input, cached or not, and output) per UTC day across the "
+                                  "tenant's sessions: once used, a session ends `quota` before its next model "
+                                  "call, and a message continues it once the day rolls over or this is raised.")
 
 
 class QuotaValues(BaseModel):
@@ -54,8 +57,9 @@ class QuotasPublic(BaseModel):
     defaults: QuotaValues = Field(description="The gateway's defaults (WAKELINE_QUOTA_*).")
     enforced: list[QuotaName] = Field(description="The quotas enforced today: the rates at the gateway (429 with "
                                                   "Retry-After) and on the inbox (input_rejected quota_exceeded), "
-                                                  "running sessions by the brain (queued); the others are kept "
-                                                  "for what comes next.")
+                                                  "running sessions by the brains (queued), tool calls in flight "
+                                                  "by the runners, tokens per day by the brains (session_ended "
+                                                  "quota).")
     set_by: str | None
     set_at: datetime | None
     history: list[QuotaChangePublic] = Field(description="The newest changes (at most 100), oldest first; "

@@ -13,7 +13,8 @@ from wakeline.contract.events.frozen import Frozen
 from wakeline.contract.prices import ModelPrice
 
 # `budget`: a cap of the budget in force was reached before a model call (issue 34).
-EndReason = Literal["completed", "max_turns", "error", "interrupted", "cancelled", "budget"]
+# `quota`: the tenant's daily token quota was used up before a model call (agent/quota.py).
+EndReason = Literal["completed", "max_turns", "error", "interrupted", "cancelled", "budget", "quota"]
 # Why the brain refused an input: machine-readable, so the gateway maps it to an HTTP
 # status and clients branch on it without reading the English `reason`.
 RejectionCode = Literal[
