@@ -9,7 +9,8 @@ the owner a wake learns from the log, or deps replaced before a run, reach every
 from __future__ import annotations
 
 import asyncio
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
@@ -19,9 +20,8 @@ from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
 from wakeline.runtime.fair_slots import FairSlots
 from wakeline.storage.turn_slots import TurnSlots
+from wakeline_brain.metrics import calling_tenant
 from wakeline_brain.writer import PartitionWriter
-
-_NO_LIMIT = nullcontext()
 
 
 @dataclass
@@ -63,9 +63,16 @@ class ActorDeps:
     turn_slots: TurnSlots | None = None
     wake_sessions: Callable[[str, tuple[str, ...]], Awaitable[None]] | None = None
 
-    def model_slot(self, tenant: str) -> AbstractAsyncContextManager[Any]:
-        """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no bound."""
-        return self.model_slots.slot(tenant) if self.model_slots is not None else _NO_LIMIT
+    @asynccontextmanager
+    async def model_slot(self, tenant: str) -> AsyncIterator[None]:
+        """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no
+        bound; the tokens its calls report are counted as `tenant`'s (wakeline_tenant_model_tokens_total)."""
+        with calling_tenant(tenant):
+            if self.model_slots is None:
+                yield
+                return
+            async with self.model_slots.slot(tenant):
+                yield
 
 
 class ActorView(Protocol):

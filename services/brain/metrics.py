@@ -1,14 +1,17 @@
 """What feeds the brain's metrics (declared below): a producer wrapper timing each
 partition transaction and counting the events it commits, a model wrapper timing calls and
-counting tokens, and a sampler of the sessions in memory and the consumer's lag. The writer,
-the actors and the model adapters know nothing of it; app.py and models.py put it in place.
+counting tokens (by adapter, and by the tenant whose call it is), and a sampler of the
+sessions in memory and the consumer's lag. The writer, the actors and the model adapters
+know nothing of it; app.py and models.py put it in place, and `ActorDeps.model_slot`, which
+every model call holds, names the calling tenant (`calling_tenant`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -35,6 +38,21 @@ MODEL_SECONDS = Histogram("wakeline_model_call_seconds", "One model call, reques
 MODEL_TOKENS = Counter("wakeline_model_tokens_total", "Tokens the model reported: input (uncached), output, and "
                        "the input the prompt cache wrote (cache_creation) and served (cache_read)",
                        ["adapter", "direction"])
+# Per tenant: bounded by the tenants an operator created, and "who spends the tokens" (against
+# `tokens_per_day`) is the question. `unknown`: a call made outside `ActorDeps.model_slot`.
+TENANT_TOKENS = Counter("wakeline_tenant_model_tokens_total", "Tokens the model reported for the tenant's "
+                        "sessions' calls, by direction as wakeline_model_tokens_total", ["tenant", "direction"])
+_CALLING_TENANT: ContextVar[str] = ContextVar("wakeline_calling_tenant", default="unknown")
+
+
+@contextmanager
+def calling_tenant(tenant: str) -> Iterator[None]:
+    """The model calls made in this block (this task) are `tenant`'s."""
+    token = _CALLING_TENANT.set(tenant)
+    try:
+        yield
+    finally:
+        _CALLING_TENANT.reset(token)
 
 
 class TimedProducer:
@@ -102,13 +120,14 @@ class TimedModel:
             outcome = "ok"
         finally:
             MODEL_SECONDS.labels(self._adapter, outcome).observe(asyncio.get_running_loop().time() - began)
-        usage = reply.usage
-        MODEL_TOKENS.labels(self._adapter, "input").inc(usage.input_tokens)
-        MODEL_TOKENS.labels(self._adapter, "output").inc(usage.output_tokens)
+        usage, tenant = reply.usage, _CALLING_TENANT.get()
         # Input the prompt cache wrote and served, apart from `input` (the API counts them
         # apart): their ratio is the hit rate an operator watches (docs/operations.md).
-        MODEL_TOKENS.labels(self._adapter, "cache_creation").inc(usage.cache_creation_input_tokens)
-        MODEL_TOKENS.labels(self._adapter, "cache_read").inc(usage.cache_read_input_tokens)
+        for direction, tokens in (("input", usage.input_tokens), ("output", usage.output_tokens),
+                                  ("cache_creation", usage.cache_creation_input_tokens),
+                                  ("cache_read", usage.cache_read_input_tokens)):
+            MODEL_TOKENS.labels(self._adapter, direction).inc(tokens)
+            TENANT_TOKENS.labels(tenant, direction).inc(tokens)
         return reply
 
 

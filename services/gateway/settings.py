@@ -57,6 +57,9 @@ class GatewaySettings(CommonSettings):
     deletion_enabled: bool = True
     default_model: str = "scripted:demo"
     pool_max_size: int = Field(default=10, ge=1)
+    # How often `wakeline_tenant_sessions` is read from the sessions projection (one scan of
+    # it, every replica: docs/operations.md).
+    tenant_sessions_sample_s: float = Field(default=15.0, gt=0)
     # Each tenant's quotas unless its admin set its own (PUT /v1/quotas); None: unlimited. Sized so
     # one tenant on a laptop never meets them (`make bench` creates ~8 sessions a second and its
     # pool answers ~60 tool calls a second). Enforced today: sessions per minute and commands
