@@ -14,7 +14,6 @@ CREATE FUNCTION tenant_session_counts() RETURNS TABLE (tenant text, status text,
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   PERFORM set_config('wakeline.session_counts', 'on', true);
-  PERFORM set_config('wakeline.viewer', '', true);  -- counts for the operator, not on a user's behalf
   RETURN QUERY
     SELECT s.tenant, s.status, count(*) FROM public.sessions s
      WHERE s.status NOT IN ('ended', 'deleted') GROUP BY s.tenant, s.status;
