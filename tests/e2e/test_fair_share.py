@@ -117,9 +117,10 @@ def test_a_tenant_flooding_at_ten_times_its_quota_is_refused_loses_nothing_and_s
     report = {k: v for k, v in got.items() if k != "flood"} | {"answers": flood.answers}
     assert set(flood.answers) <= {"201", "202", "429"}, report
     assert flood.answers["429"] > 0, report
-    # A minute's quota, all of it taken within the flood's first seconds (a sliding window
-    # may add a little of the next minute's): at least that many accepted, never all.
-    assert PER_MINUTE <= len(flood.accepted) < sum(flood.answers.values()), report
+    # About a minute's quota, taken within the flood's first seconds: the sliding window lets
+    # the next minute add at most its share of the flood's span (and a flood straddling the
+    # minute may round a little short of the quota).
+    assert 0.9 * PER_MINUTE <= len(flood.accepted) <= PER_MINUTE * (1 + FLOOD_S / 60), report
     # None lost: every accepted session has its row, and ended or is visibly still open.
     assert left["no_row"] == 0, report
     assert sum(n for status, n in left.items() if status != "no_row") == len(flood.accepted), report
