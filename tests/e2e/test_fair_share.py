@@ -121,6 +121,8 @@ def test_a_tenant_flooding_at_ten_times_its_quota_is_refused_loses_nothing_and_s
     # the next minute add at most its share of the flood's span (and a flood straddling the
     # minute may round a little short of the quota).
     assert 0.9 * PER_MINUTE <= len(flood.accepted) <= PER_MINUTE * (1 + FLOOD_S / 60), report
+    # Past its running quota the accepted ones wait, visibly: more arrive a second than two can run.
+    assert got["seen"]["queued"] > 0, report
     # None lost: every accepted session has its row, and ended or is visibly still open.
     assert left["no_row"] == 0, report
     assert sum(n for status, n in left.items() if status != "no_row") == len(flood.accepted), report
