@@ -16,6 +16,7 @@ from bench import (
     archiver_throughput, audit_query, client_tools, console_render, flood, fold_speed, http_commands, prompt_cache,
     scale, tail_reads, tool_roundtrip, wake_time,
 )
+from bench.harness import UNLIMITED_QUOTAS
 from tests.e2e.stack import Stack
 
 POLICIES = Path(__file__).resolve().parent / "policies"
@@ -38,7 +39,7 @@ def main() -> None:
     stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-")))
     started = time.monotonic()
     for name in ("archiver", "runner", "brain"):
-        stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES))
+        stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES), **(UNLIMITED_QUOTAS if name == "brain" else {}))
     emit({"bench": "section_s", "section": "services_start", "s": round(time.monotonic() - started, 1)})
     try:
         timed("tool_roundtrip", lambda: asyncio.run(tool_roundtrip.run_against_floor((3, 100), repeats=2)))

@@ -20,6 +20,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # Each tool call's round trip from the log: the brain's `ts` of the call and of its result.
+# The bench's brains count the sessions it creates straight on the inbox (as any Kafka client's)
+# against the tenant's quotas, at their cost, but never refuse them: a bench creates hundreds of
+# sessions in a minute, past the default 600 a minute.
+UNLIMITED_QUOTAS = {"WAKELINE_QUOTA_SESSIONS_PER_MINUTE": "unlimited",
+                    "WAKELINE_QUOTA_COMMANDS_PER_SECOND": "unlimited",
+                    "WAKELINE_QUOTA_RUNNING_SESSIONS": "unlimited"}
 ROUND_TRIPS = ("SELECT c.ts AS called, r.ts AS answered FROM events c JOIN events r"
                " ON r.session_id = c.session_id AND r.type = 'tool_result'"
                " AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id'"

@@ -18,7 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.harness import ROUND_TRIPS, service, summary
+from bench.harness import ROUND_TRIPS, UNLIMITED_QUOTAS, service, summary
 from tests.e2e.stack import Stack
 from wakeline.contract.commands import CreateSession
 from wakeline.transport.kafka_io import make_producer
@@ -117,10 +117,10 @@ async def log_figures(ids: list[str]) -> dict:
 
 
 def start(stack: Stack, name: str, kind: str | None = None, **env: str) -> int:
-    # The whole loop at 500 and 1,000 sessions of one tenant measures the loop, not the
-    # running-sessions quota (default 100, which would queue most of them): unlimited here.
+    # The whole loop at 500 and 1,000 sessions of one tenant measures the loop, not the quotas
+    # (the running-sessions default of 100 would queue most of them): unlimited here.
     service_ = stack.start(name, kind, WAKELINE_POLICY_DIR=str(POLICIES), WAKELINE_IDLE_EVICT_S="600",
-                           WAKELINE_QUOTA_RUNNING_SESSIONS="unlimited", **env)
+                           **UNLIMITED_QUOTAS, **env)
     assert service_.proc is not None
     return service_.proc.pid
 

@@ -37,8 +37,9 @@ from wakeline_brain.actor_deps import ActorDeps
 from wakeline_brain.compaction_counts import CompactionCounts
 from wakeline_brain.log_reads import SessionUnwakeable, open_fork, read_session
 from wakeline_brain.metrics import WAKE_SECONDS
-from wakeline_brain.mail import ClientTimeout, MalformedInput, ModelDone, RetryModel, SummaryDone, Token
+from wakeline_brain.mail import ClientTimeout, MalformedInput, ModelDone, RetryModel, SummaryDone, Token, Uncounted
 from wakeline_brain.model_driver import ModelDriver
+from wakeline_brain.quota_admission import refused
 from wakeline_brain.sequencer import Sequencer
 from wakeline_brain.session_log import SessionLog
 from wakeline_brain.tool_calls import ClientCallTimers
@@ -116,13 +117,16 @@ class SessionActor:
 
     async def _guarded(self, item: Any) -> None:
         """Handles one mailbox item (None: just advance); a failure parks it, never the brain."""
+        uncounted = isinstance(item, tuple) and isinstance(item[0], Uncounted)
+        if uncounted:
+            item = (item[0].command, item[1])
         payload = item[0] if isinstance(item, tuple) else item  # (input, token), or the model's answer
         logs.bind(seq=self.state.last_seq, tool_call_id=getattr(payload, "tool_call_id", None))
         # The input's trace goes on here, and on in what this task writes from now on (wakeline.runtime.tracing).
         span = tracing.follow(item[1], f"brain {type(payload).__name__}", **{"wakeline.session_id": self.session_id}) \
             if isinstance(item, tuple) else None
         try:
-            drafts, token = await self._handle(item) if item is not None else ([], None)
+            drafts, token = await self._handle(item, uncounted) if item is not None else ([], None)
             await self.sequencer.advance(drafts)
             if token is not None:
                 self._held.append(token)
@@ -138,14 +142,17 @@ class SessionActor:
             if span is not None:
                 span.end()
 
-    async def _handle(self, item: Any) -> tuple[list[Draft], Token | None]:
-        """The drafts a mailbox item makes, and its input's token (held once they are written)."""
+    async def _handle(self, item: Any, uncounted: bool = False) -> tuple[list[Draft], Token | None]:
+        """The drafts a mailbox item makes, and its input's token (held once they are written).
+        `uncounted`: a command from a Kafka client, counted against its tenant's quotas first."""
         if isinstance(item, (ModelDone, SummaryDone, RetryModel)):
             return self.model_driver.settle(item, self.state), None
         if isinstance(item, ClientTimeout):
             self.client_timers.expired(item.tool_call_id)
             return client_timeout_drafts(self.state, item.tool_call_id), None
         payload, token = item
+        if uncounted and (refusal := await refused(self.deps, self.state, payload)) is not None:
+            return refusal, token
         if isinstance(payload, c.WakeSession):
             self.model_driver.call_now()
         if isinstance(payload, MalformedInput):
@@ -197,6 +204,7 @@ class SessionActor:
             item = self.mailbox.get_nowait()
             if isinstance(item, tuple):
                 payload, token = item
+                payload = payload.command if isinstance(payload, Uncounted) else payload
                 if not isinstance(payload, MalformedInput):
                     await self.deps.dead_letter(payload, f"internal_error: {reason}")
                 self.deps.release([token])

@@ -9,19 +9,22 @@ the owner a wake learns from the log, or deps replaced before a run, reach every
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Protocol
 
 from wakeline.agent.model import Model
+from wakeline.contract import commands as c
 from wakeline.contract import events as e
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.prices import DEFAULT_TABLE, PriceTable
+from wakeline.contract.quotas import Refusal
 from wakeline.runtime.fair_slots import FairSlots
 from wakeline.storage.turn_slots import TurnSlots
-from wakeline_brain.metrics import calling_tenant
+from wakeline_brain.tenant_quotas import TenantQuotas
 from wakeline_brain.writer import PartitionWriter
+
+_NO_LIMIT = nullcontext()
 
 
 @dataclass
@@ -62,17 +65,16 @@ class ActorDeps:
     # on the inbox. A wake lost on the way is sent again by the brain's sweep.
     turn_slots: TurnSlots | None = None
     wake_sessions: Callable[[str, tuple[str, ...]], Awaitable[None]] | None = None
+    # Counts a command a Kafka client other than the gateway sent against its tenant's rate
+    # quotas (`wakeline.storage.quota_counts.QuotaCounts.admit`): its Refusal, or None. None: not counted.
+    admit: Callable[[c.CommandBase], Awaitable[Refusal | None]] | None = None
+    # The tenant's tokens per day, checked before each model call and counted after it, and
+    # its tool calls in flight, carried to the runners (None: neither is enforced).
+    tenant_quotas: TenantQuotas | None = None
 
-    @asynccontextmanager
-    async def model_slot(self, tenant: str) -> AsyncIterator[None]:
-        """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no
-        bound; the tokens its calls report are counted as `tenant`'s (wakeline_tenant_model_tokens_total)."""
-        with calling_tenant(tenant):
-            if self.model_slots is None:
-                yield
-                return
-            async with self.model_slots.slot(tenant):
-                yield
+    def model_slot(self, tenant: str) -> AbstractAsyncContextManager[Any]:
+        """One of the brain's `model_slots` for a request to the model's API, in `tenant`'s turn, or no bound."""
+        return self.model_slots.slot(tenant) if self.model_slots is not None else _NO_LIMIT
 
 
 class ActorView(Protocol):

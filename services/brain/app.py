@@ -15,9 +15,10 @@ from wakeline.contract.limits import producer_max_request_size
 from wakeline.storage.pg import TenantPool
 from wakeline.storage.postgres_store import PostgresEventStore
 from wakeline.storage.turn_slots import PostgresTurnSlots
+from wakeline.storage.quota_counts import QuotaCounts
 from wakeline.contract.tools import tool_schemas
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
-from wakeline_brain.metrics import TimedProducer, start_samplers
+from wakeline_brain.metrics import CountedRefusals, TimedProducer, start_samplers
 from wakeline_brain.deltas import DeltaPublisher
 from wakeline_brain.models import ModelRegistry
 from wakeline_brain.partitions import INPUT_TOPICS
@@ -25,6 +26,7 @@ from wakeline_brain.router import Brain
 from wakeline_brain.settings import BrainSettings
 from wakeline_brain.open_transactions import OpenTransactions
 from wakeline_brain.tail_reads import TailReader, tail_consumer
+from wakeline_brain.tenant_quotas import TenantQuotas, postgres_counter
 from wakeline_brain.wake import SessionLoader
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,10 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         brain = Brain(settings, loader.load, models.model_for, tool_schemas(),
                       new_producer=partial(partition_producer, settings), open_before=open_txns,
                       load_prefix=loader.prefix,
-                      publish_delta=DeltaPublisher(deltas, settings.partitions).publish, turn_slots=slots)
+                      publish_delta=DeltaPublisher(deltas, settings.partitions).publish, turn_slots=slots,
+                      admit=CountedRefusals(QuotaCounts(pool, settings.quota_defaults())).admit,
+                      tenant_quotas=TenantQuotas(postgres_counter(pool), settings.quota_tokens_per_day,
+                                                 settings.quota_tool_calls_in_flight, settings.quota_fresh_s))
         # The assignor gives a brain the same partition numbers of every input topic, so
         # the owner of inbox p also owns tool-results p and writes events p, and keeps a
         # brain's partitions when another joins or dies. Only one assignor: aiokafka 0.14

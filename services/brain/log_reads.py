@@ -48,8 +48,8 @@ async def read_session(actor: ActorView) -> tuple[SessionState, list[e.Event]]:
 
 async def _load(actor: ActorView, whole: bool = False) -> list[e.Event]:
     try:
-        return await _retried(f"waking {actor.session_id}",
-                              lambda: actor.deps.load(actor.session_id, actor.tenant, actor.partition, whole))
+        return await retried(f"waking {actor.session_id}",
+                             lambda: actor.deps.load(actor.session_id, actor.tenant, actor.partition, whole))
     except Exception as err:  # not weather: a fact about the log
         raise SessionUnwakeable(f"its log cannot be read: {type(err).__name__}: {err}") from err
 
@@ -70,8 +70,8 @@ async def open_fork(actor: ActorView, cmd: c.CreateSession) -> tuple[SessionStat
     try:
         if load_prefix is None:
             raise ForkRefused("this brain was started without a prefix reader")
-        prefix = await _retried(f"session {actor.session_id}",
-                                lambda: load_prefix(origin.session_id, cmd.tenant, origin.seq))
+        prefix = await retried(f"session {actor.session_id}",
+                               lambda: load_prefix(origin.session_id, cmd.tenant, origin.seq))
         state = fold(prefix)
         return state, fork_drafts(state, prefix, cmd, actor.deps.prices)
     except (PrefixUnavailable, FoldError, ForkRefused) as err:
@@ -81,7 +81,7 @@ async def open_fork(actor: ActorView, cmd: c.CreateSession) -> tuple[SessionStat
         return None
 
 
-async def _retried(what: str, read: Callable[[], Awaitable[T]]) -> T:
+async def retried(what: str, read: Callable[[], Awaitable[T]]) -> T:
     """What `read` returns, once the weather lets it; any other failure is raised."""
     delay = 0.2
     while True:

@@ -1,9 +1,11 @@
 """What a session actor's mailbox carries.
 
-Inputs come from the router as `(input, token)`: a command, a tool result, or a
-`MalformedInput` where the record could not be read but names its session. The `token` is
-opaque to the actor, handed back to `ActorDeps.release` once the input is settled. The rest
-is the actor's own mail: a model's answer or summary, a backoff or a harness's wait run out.
+Inputs come from the router as `(input, token)`: a command, a tool result, a command
+`Uncounted` (from a Kafka client other than the gateway: to count against its tenant's rate
+quotas first), or a `MalformedInput` where the record could not be read but names its
+session. The `token` is opaque to the actor, handed back to `ActorDeps.release` once the
+input is settled. The rest is the actor's own mail: a model's answer or summary, a backoff
+or a harness's wait run out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wakeline.agent.model import ModelReply
+from wakeline.contract import commands as c
 from wakeline.contract import events as e
 from wakeline.log.chain import Draft
 
@@ -25,6 +28,14 @@ class MalformedInput:
     code: e.RejectionCode = "malformed"
 
 
+@dataclass(frozen=True)
+class Uncounted:
+    """A command no gateway counted against its tenant's rate quotas (the record has no
+    `wakeline-admitted` header): the actor counts it before handling it (quota_admission.py)."""
+
+    command: c.CommandBase
+
+
 @dataclass
 class ModelDone:
     turn: int
@@ -32,6 +43,7 @@ class ModelDone:
     error: str | None = None
     retryable: bool = False  # the cause passes: park the turn `waiting_model`, do not end it
     compaction: Draft | None = None  # the model's token count says: compact first, then call
+    ended: Draft | None = None  # not called: the tenant's day of tokens is used (agent.quota)
 
 
 @dataclass

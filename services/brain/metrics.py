@@ -1,22 +1,22 @@
 """What feeds the brain's metrics (declared below): a producer wrapper timing each
 partition transaction and counting the events it commits, a model wrapper timing calls and
-counting tokens (by adapter, and by the tenant whose call it is), and a sampler of the
-sessions in memory and the consumer's lag. The writer, the actors and the model adapters
-know nothing of it; app.py and models.py put it in place, and `ActorDeps.model_slot`, which
-every model call holds, names the calling tenant (`calling_tenant`).
+counting tokens, a quota-count wrapper counting refusals, and a sampler of the sessions in
+memory and the consumer's lag. The writer, the actors and the model adapters know nothing of
+it; app.py and models.py put it in place.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
 from wakeline.runtime import metrics, tracing
+from wakeline.contract.commands import CommandBase
+from wakeline.contract.quotas import Refusal
 from wakeline.contract.topics import EVENTS
 from wakeline.agent.model import DeltaSink, Model, ModelReply, ModelRequest
 
@@ -35,24 +35,31 @@ WAKE_SECONDS = Histogram("wakeline_brain_wake_seconds", "Waking a session: readi
                          "the tail, folding it, appending `woke`", buckets=metrics.SECONDS)
 MODEL_SECONDS = Histogram("wakeline_model_call_seconds", "One model call, request to reply or error",
                           ["adapter", "outcome"], buckets=metrics.SECONDS)
+QUOTA_REFUSALS = Counter("wakeline_brain_quota_rejections_total", "Commands from Kafka clients other than the "
+                         "gateway refused because the tenant was over a rate quota: dead-lettered, and recorded "
+                         "as input_rejected quota_exceeded where the session exists", ["tenant", "quota"])
 MODEL_TOKENS = Counter("wakeline_model_tokens_total", "Tokens the model reported: input (uncached), output, and "
                        "the input the prompt cache wrote (cache_creation) and served (cache_read)",
                        ["adapter", "direction"])
-# Per tenant: bounded by the tenants an operator created, and "who spends the tokens" (against
-# `tokens_per_day`) is the question. `unknown`: a call made outside `ActorDeps.model_slot`.
-TENANT_TOKENS = Counter("wakeline_tenant_model_tokens_total", "Tokens the model reported for the tenant's "
-                        "sessions' calls, by direction as wakeline_model_tokens_total", ["tenant", "direction"])
-_CALLING_TENANT: ContextVar[str] = ContextVar("wakeline_calling_tenant", default="unknown")
+
+TENANT_TOKENS = Counter("wakeline_tenant_tokens_total", "Tokens a tenant's model calls used (input, cached or not, "
+                        "and output), as its tokens_per_day quota counts them", ["tenant"])
+QUOTA_STOPS = Counter("wakeline_brain_quota_stops_total", "Model calls not made because the tenant's tokens_per_day "
+                      "quota was used: each ended its session `quota`", ["tenant"])
 
 
-@contextmanager
-def calling_tenant(tenant: str) -> Iterator[None]:
-    """The model calls made in this block (this task) are `tenant`'s."""
-    token = _CALLING_TENANT.set(tenant)
-    try:
-        yield
-    finally:
-        _CALLING_TENANT.reset(token)
+class CountedRefusals:
+    """The quota count (`QuotaCounts`), as the actors use it, with every refusal counted by tenant
+    and quota: a tenant label is bounded by the tenants an operator created."""
+
+    def __init__(self, counts: Any):
+        self._counts = counts
+
+    async def admit(self, command: CommandBase) -> Refusal | None:
+        refusal = await self._counts.admit(command)
+        if refusal is not None:
+            QUOTA_REFUSALS.labels(command.tenant, refusal.quota).inc()
+        return refusal
 
 
 class TimedProducer:
@@ -120,14 +127,13 @@ class TimedModel:
             outcome = "ok"
         finally:
             MODEL_SECONDS.labels(self._adapter, outcome).observe(asyncio.get_running_loop().time() - began)
-        usage, tenant = reply.usage, _CALLING_TENANT.get()
+        usage = reply.usage
+        MODEL_TOKENS.labels(self._adapter, "input").inc(usage.input_tokens)
+        MODEL_TOKENS.labels(self._adapter, "output").inc(usage.output_tokens)
         # Input the prompt cache wrote and served, apart from `input` (the API counts them
         # apart): their ratio is the hit rate an operator watches (docs/operations.md).
-        for direction, tokens in (("input", usage.input_tokens), ("output", usage.output_tokens),
-                                  ("cache_creation", usage.cache_creation_input_tokens),
-                                  ("cache_read", usage.cache_read_input_tokens)):
-            MODEL_TOKENS.labels(self._adapter, direction).inc(tokens)
-            TENANT_TOKENS.labels(tenant, direction).inc(tokens)
+        MODEL_TOKENS.labels(self._adapter, "cache_creation").inc(usage.cache_creation_input_tokens)
+        MODEL_TOKENS.labels(self._adapter, "cache_read").inc(usage.cache_read_input_tokens)
         return reply
 
 

@@ -8,6 +8,11 @@ with a passing cause (overload, rate limit) parks the turn `waiting_model` and c
 after a backoff (`unavailable`); any other failure ends the turn with an error. A compaction
 whose summary the model writes is a call of its own (`summarize`), which falls back to the
 mechanical summary. Every request to the model's API takes one of the brain's model slots.
+
+Before a call, the tenant's daily token quota (`TenantQuotas.spent`): once it is used the
+call is not made and the answer is the session's end, reason `quota` (`agent.quota`), which
+`settle` records like a reply; a count that cannot be read parks the turn as an unavailable
+model does. After each call (a summary's too), its tokens are counted for the tenant.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import logging
 
 from wakeline.agent.context import build_request
 from wakeline.agent.model import Model, ModelError, ModelReply, ModelRequest
+from wakeline.agent.quota import quota_end
 from wakeline.agent.steps import failed_model_drafts, model_drafts
 from wakeline.agent.summary import model_compaction, summary_request
 from wakeline.contract import events as e
@@ -68,6 +74,8 @@ class ModelDriver:
         self.task = None
         if not (state.awaiting_model and state.turns == item.turn):
             return []
+        if item.ended is not None:
+            return [item.ended]
         if item.compaction is not None:
             self._counts.counted_plan = item.compaction  # the advance starts it, as any compaction
             return []
@@ -81,19 +89,36 @@ class ModelDriver:
         """The model's answer to `state`'s request; runs beside the actor's loop, and only the
         loop appends what it says (inline in the advance, or through the mailbox: `forward`)."""
         done = ModelDone(turn=state.turns, reply=None)
+        quotas = self._actor.deps.tenant_quotas
         try:
+            if quotas is not None and not await self._within_quota(done):
+                return done
             model = self._actor.deps.model_for(state.config.model)
             request = build_request(state, self._actor.deps.tools)
             async with self._actor.deps.model_slot(self._actor.tenant):
                 done.compaction = await self._counts.counted_compaction(model, state, request)
                 if done.compaction is None:
                     done.reply = await self._complete(model, request, state.turns)
+            if quotas is not None and done.reply is not None:
+                await quotas.count(self._actor.tenant, done.reply.usage)
         except ModelError as err:
             done.error, done.retryable = str(err), err.retryable
         except Exception as err:  # a bug in an adapter must end the turn, not hang the session
             log.exception("model call failed for %s", self._actor.session_id)
             done.error = f"{type(err).__name__}: {err}"
         return done
+
+    async def _within_quota(self, done: ModelDone) -> bool:
+        """False when the tenant's tokens for the day are used: `done` then ends the session. A
+        count that cannot be read is a passing cause, as an overloaded model is."""
+        assert self._actor.deps.tenant_quotas is not None
+        try:
+            spent = await self._actor.deps.tenant_quotas.spent(self._actor.tenant)
+        except Exception as err:  # the database restarting: wait it out, as the model's weather
+            raise ModelError(f"the tenant's token count could not be read: {err!r}", retryable=True) from err
+        if spent is not None:
+            done.ended = quota_end(spent)
+        return spent is None
 
     async def forward(self, answered: asyncio.Task[ModelDone]) -> None:
         """The answer through the mailbox; cancelling this cancels the call."""
@@ -136,6 +161,8 @@ class ModelDriver:
             model = self._actor.deps.model_for(state.config.model)
             async with self._actor.deps.model_slot(self._actor.tenant):
                 reply = await model.complete(summary_request(state, plan))
+            if self._actor.deps.tenant_quotas is not None:
+                await self._actor.deps.tenant_quotas.count(self._actor.tenant, reply.usage)
             compaction = model_compaction(plan, reply, state.config.model)
         except Exception:
             log.exception("session %s: the summary call failed; compacting mechanically", self._actor.session_id)

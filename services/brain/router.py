@@ -2,8 +2,11 @@
 
 Malformed records go to the dead-letter topic, records on the wrong partition (a
 producer with another partitioner) are re-routed to the right one — inside a transaction
-with the offset, so never sequenced twice — and the rest to their session's actor, waking
-it if this brain does not hold it. The consume loop and the clients live in `app.py`.
+with the offset, so never sequenced twice, with their headers — and the rest to their
+session's actor, waking it if this brain does not hold it. A command without the gateway's
+`wakeline-admitted` header goes as `Uncounted`: its actor counts it against its tenant's
+rate quotas before handling it (quota_admission.py). The consume loop and the clients live
+in `app.py`.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from aiokafka.structs import ConsumerRecord, TopicPartition
 from wakeline.contract import topics
 from wakeline.runtime import tracing
 from wakeline.contract.codec import MalformedRecord, decode, dead_letter_for, encode
-from wakeline.contract.commands import ToolResultReport, WakeSession, parse_command
+from wakeline.contract.commands import CommandBase, ToolResultReport, WakeSession, parse_command
+from wakeline.contract.quotas import ADMITTED_HEADER, Refusal, counted_against
 from wakeline.contract.ids import time_ordered_id
 from wakeline.contract.deltas import ModelDelta
 from wakeline.contract.events import RejectionCode
@@ -31,9 +35,10 @@ from wakeline.runtime.fair_slots import FairSlots
 from wakeline.storage.turn_slots import TurnSlots
 from wakeline_brain.actor import SessionActor
 from wakeline_brain.actor_deps import ActorDeps
-from wakeline_brain.mail import MalformedInput
+from wakeline_brain.mail import MalformedInput, Uncounted
 from wakeline_brain.partitions import PartitionSet
 from wakeline_brain.settings import BrainSettings
+from wakeline_brain.tenant_quotas import TenantQuotas
 from wakeline_brain.open_transactions import Held
 from wakeline_brain.writer import PartitionWriter, Record, TransactionalProducer, WriterClosed
 
@@ -45,7 +50,9 @@ class Brain:
                  new_producer: Callable[[int], TransactionalProducer],
                  open_before: Callable[[int], Awaitable[list[Held]]] | None = None, load_prefix=None,
                  publish_delta: Callable[[ModelDelta], Awaitable[None]] | None = None,
-                 turn_slots: TurnSlots | None = None):
+                 turn_slots: TurnSlots | None = None,
+                 admit: Callable[[CommandBase], Awaitable[Refusal | None]] | None = None,
+                 tenant_quotas: TenantQuotas | None = None):
         self.settings = settings
         self.tracker = OffsetTracker()  # keyed by TopicPartition of the input topics
         self.actors: dict[str, tuple[SessionActor, asyncio.Task]] = {}
@@ -62,7 +69,7 @@ class Brain:
             model_slots=FairSlots(settings.model_concurrency), model_retry_s=settings.model_retry_s,
             model_retry_max_s=settings.model_retry_max_s, publish_delta=publish_delta,
             model_linger_s=settings.model_linger_ms / 1000, prices=PriceTable.with_overrides(settings.model_prices),
-            turn_slots=turn_slots, wake_sessions=self.wake_sessions)
+            turn_slots=turn_slots, wake_sessions=self.wake_sessions, admit=admit, tenant_quotas=tenant_quotas)
 
     def attach(self, consumer: AIOKafkaConsumer) -> None:
         self.partitions.attach(consumer)
@@ -95,10 +102,12 @@ class Brain:
                 self._malformed(record, writer, token, f"{len(record.value)} bytes on the wrong partition; the"
                                 f" limit is {self.settings.max_record_bytes} (max_record_bytes)", "too_large")
                 return
-            self._side_write(writer, [Record(record.topic, topics.record_key(item.session_id), record.value, right)],
-                             token)
+            # With its headers: a command the gateway admitted stays marked so (and keeps its trace).
+            self._side_write(writer, [Record(record.topic, topics.record_key(item.session_id), record.value, right,
+                                             list(record.headers) or None)], token)
             return
-        self._actor_for(item.session_id, item.tenant, record.partition, writer).mailbox.put_nowait((item, token))
+        mail = Uncounted(item) if record.topic == topics.INBOX and _uncounted(item, record.headers) else item
+        self._actor_for(item.session_id, item.tenant, record.partition, writer).mailbox.put_nowait((mail, token))
 
     def _malformed(self, record: ConsumerRecord, writer: PartitionWriter, token: Any, reason: str,
                    code: RejectionCode = "malformed") -> None:
@@ -144,10 +153,12 @@ class Brain:
         writer = next(iter(self.writers.values()), None)
         if writer is None or not session_ids:
             return
+        # Marked admitted: the brain's own wake is no command of the tenant's to count.
         records = [Record(topics.INBOX, topics.record_key(sid),
                           encode(WakeSession(command_id=time_ordered_id(), session_id=sid, tenant=tenant,
                                              actor="system:brain")),
-                          topics.partition_for(sid, self.settings.partitions)) for sid in session_ids]
+                          topics.partition_for(sid, self.settings.partitions), headers=[(ADMITTED_HEADER, b"brain")])
+                   for sid in session_ids]
         try:
             await writer.append(records)
         except Exception as err:
@@ -210,6 +221,12 @@ class Brain:
     async def close(self) -> None:
         """After the consumer stopped: also closes writers handed over while stopping."""
         await self.partitions.close()
+
+
+def _uncounted(command: CommandBase, headers: Sequence[tuple[str, bytes]] | None) -> bool:
+    """A command that counts against a rate quota, from a client that did not count it (the
+    gateway marks what it counted). Counted on its own partition only, so a re-routed one once."""
+    return bool(counted_against(command)) and not any(key == ADMITTED_HEADER for key, _ in headers or ())
 
 
 def _session_hint(value: bytes | None) -> tuple[str, str, str | None] | None:

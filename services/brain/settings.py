@@ -5,14 +5,18 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field
 
 from wakeline.storage.archive_position import ARCHIVER_GROUP
 from wakeline.runtime.settings import CommonSettings
+from wakeline.contract.quotas import QuotaDefaults
 from wakeline.contract.topics import BRAIN_GROUP
 
 
-class BrainSettings(CommonSettings):
+class BrainSettings(CommonSettings, QuotaDefaults):
+    """`QuotaDefaults` (`WAKELINE_QUOTA_*`, the gateway's too): what a tenant with no quota of its
+    own is held to when a Kafka client other than the gateway sends commands to the inbox."""
+
     kafka_username: str = "brain"  # the only principal that may write wakeline.events
     group_id: str = BRAIN_GROUP  # `<prefix>-brain`; its transactional ids are `<group_id>-p<p>`
     # The archive a wake reads: the same `WAKELINE_ARCHIVER_GROUP` the archiver runs under.
@@ -93,20 +97,15 @@ class BrainSettings(CommonSettings):
     # cache_control breakpoints on Claude requests (claude.cache_breakpoints); off only to
     # measure what they save (bench/prompt_cache.py).
     anthropic_prompt_cache: bool = True
+    # How long a brain trusts a tenant's token count under its quota before reading it again
+    # (tenant_quotas.TenantQuotas): other brains' calls of this long may go past the quota.
+    quota_fresh_s: float = Field(default=2.0, ge=0, le=3600)
+
     # At most this many model calls at once in this brain, across its sessions.
     model_concurrency: int = Field(default=32, ge=1, le=10_000)
     # A parked turn calls again after model_retry_s * 2**(attempt-1), at most model_retry_max_s.
     model_retry_s: float = Field(default=2.0, gt=0, le=3600)
     model_retry_max_s: float = Field(default=60.0, gt=0, le=3600)
-    # The running-sessions quota (issue 34): each tenant's unless its admin set its own. The
-    # same variable as the gateway's (WAKELINE_QUOTA_RUNNING_SESSIONS), so both show and keep
-    # one default; None (or "unlimited"): unlimited.
-    quota_running_sessions: int | None = Field(default=100, ge=1)
     # How often the brain puts right what a crash left of the slots (a slot held by a session
     # out of its turn, a wake lost): `sweep_turn_slots`, migration 0027.
     turn_slot_sweep_s: float = Field(default=10.0, gt=0, le=3600)
-
-    @field_validator("quota_running_sessions", mode="before")
-    @classmethod
-    def _unlimited(cls, value: object) -> object:
-        return None if isinstance(value, str) and value.strip().lower() in ("", "unlimited") else value

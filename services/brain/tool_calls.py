@@ -3,7 +3,8 @@
 `call_records` turns the pending calls the runners answer into records for the tool-calls
 topic, which `SessionLog.write` sends in the same transaction as the events that made them
 issuable; on wake every pending call is issued again with the same id (a runner returns the
-result it recorded). A declared tool's call is the session's own harness's and never goes
+result it recorded). Each carries the tenant's tool calls in flight quota, which the runner
+holds it to (`TenantQuotas.calls_in_flight`). A declared tool's call is the session's own harness's and never goes
 to a runner: where the config sets `client_tool_timeout_s`, `ClientCallTimers` mails the
 actor a `ClientTimeout` once the call has waited that long.
 """
@@ -27,6 +28,8 @@ def call_records(actor: ActorView, state: SessionState, issued: set[str]) -> dic
     if state.hands is not None or state.status in ("ended", "deleted"):
         return {}
     records = {}
+    quotas = actor.deps.tenant_quotas
+    calls_in_flight = quotas.calls_in_flight(actor.tenant) if quotas is not None else None
     for call in state.pending_tool_calls:
         if call.tool_call_id in issued or call.tool_call_id in state.awaiting_approval:
             continue
@@ -35,7 +38,7 @@ def call_records(actor: ActorView, state: SessionState, issued: set[str]) -> dic
         request = c.ToolCallRequest(session_id=actor.session_id, tenant=actor.tenant,
                                     tool_call_id=call.tool_call_id, name=call.name, input=call.input,
                                     timeout_s=state.config.tool_timeout_s, causation_seq=state.last_seq,
-                                    issued_at=actor.deps.now())
+                                    issued_at=actor.deps.now(), tenant_calls_in_flight=calls_in_flight)
         value = encode(request)
         check_record(value, actor.deps.max_record_bytes, f"tool call {call.tool_call_id}")
         records[call.tool_call_id] = Record(TOOL_CALLS, record_key(actor.session_id), value)

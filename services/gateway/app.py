@@ -19,6 +19,7 @@ from wakeline.runtime import metrics
 from wakeline.contract.prices import PriceTable
 from wakeline.transport.kafka_io import make_producer
 from wakeline.storage.pg import TenantPool
+from wakeline.storage.quota_counts import QuotaCounts
 from wakeline.storage.postgres_store import PostgresEventStore
 from wakeline.contract.topics import INBOX
 from wakeline_gateway.bodylimit import BodyLimit, body_cap
@@ -53,7 +54,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             app.state.audit = AuditStore(pool)
             app.state.leases = Leases(pool)
             app.state.quotas = QuotaStore(pool)
-            app.state.quota_gate = CountedRefusals(QuotaGate(app.state.quotas, settings.quota_defaults()))
+            app.state.quota_gate = CountedRefusals(QuotaGate(QuotaCounts(pool, settings.quota_defaults())))
             app.state.inbox = Inbox(producer, settings.partitions)
             if settings.metrics_enabled:
                 sampling.append(metrics.every(settings.tenant_sessions_sample_s, lambda: sample_tenant_sessions(pool)))

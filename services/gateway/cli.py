@@ -5,7 +5,7 @@ one). `wakeline keys`, `wakeline retention` and the commands of `wakeline.ops.op
 (`migrate`, `topics`, `acls`, `checkpoints`) are operator commands that talk to Postgres
 or Kafka directly, not to the gateway.
 
-`wakeline run` exits with the session's terminal reason: 0 completed, 2 max_turns,
+`wakeline run` exits with the session's terminal reason: 0 completed, 2 max_turns, budget or quota,
 3 error, 4 interrupted or cancelled; 1 means the gateway refused or could not be reached.
 """
 

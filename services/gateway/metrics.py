@@ -5,7 +5,7 @@ values stay as few as the routes; a request no route matched is `unmatched`. And
 refused by a quota, counted by a wrapper of the quota gate, per tenant and quota: a tenant
 label is bounded by the tenants an operator created, and "which tenant is throttled" is the
 question. And each tenant's open sessions by status, sampled from the `sessions` projection
-(`tenant_session_counts`, migration 0028): the same bound, times the statuses a session is
+(`tenant_session_counts`, migration 0029): the same bound, times the statuses a session is
 in before it ends (idle, running, waiting_model, waiting_client, queued, ...).
 """
 

@@ -5,6 +5,8 @@ state now (`budget_exhausted`: a message to a session whose budget is spent, rai
 little or not at all); `internal_error` is 409 too -- handling the input failed and the session's
 input is parked (recorded in its log), which a wake or a later command can move past,
 so it is a state of the session, not a fault in the request. 413/422: the request itself.
+429: the brain refused a command from a Kafka client over its tenant's rate quota; the
+gateway refuses its own before sending (quotas/gate.py), so it reads this one only in a log.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ REJECTION_STATUS: dict[str, int] = {
     "too_large": 413,
     "malformed": 422,
     "budget_exhausted": 409,
+    "quota_exceeded": 429,
 }
 # Events recorded before codes existed carry only words: read them as the gateway used to.
 LEGACY_REASONS: tuple[tuple[str, str], ...] = (

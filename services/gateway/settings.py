@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from wakeline.evidence.checkpoints import CheckpointSettings
 from wakeline.runtime.settings import CommonSettings
 from wakeline.evidence.witnesses import EvidenceSettings
-from wakeline_gateway.quotas.rules import MAXIMUM, QUOTA_NAMES
+from wakeline.contract.quotas import QuotaDefaults
 
 _CHECKPOINT_DEFAULTS = CheckpointSettings.model_fields
 _EVIDENCE_DEFAULTS = EvidenceSettings.model_fields
 
 
-class GatewaySettings(CommonSettings):
+class GatewaySettings(CommonSettings, QuotaDefaults):
     kafka_username: str = "gateway"  # writes the inbox, reads the events feed
     # Verify reads the checkpoint tool's key and anchor files: the same variables
     # (`WAKELINE_CHECKPOINT_KEY_FILE`, `WAKELINE_CHECKPOINT_DIR`) and defaults, read here.
@@ -60,21 +60,5 @@ class GatewaySettings(CommonSettings):
     # How often `wakeline_tenant_sessions` is read from the sessions projection (one scan of
     # it, every replica: docs/operations.md).
     tenant_sessions_sample_s: float = Field(default=15.0, gt=0)
-    # Each tenant's quotas unless its admin set its own (PUT /v1/quotas); None: unlimited. Sized so
-    # one tenant on a laptop never meets them (`make bench` creates ~8 sessions a second and its
-    # pool answers ~60 tool calls a second). Enforced today: sessions per minute and commands
-    # per second, at the gateway (429). The others are stored and shown (docs/operations.md).
-    quota_running_sessions: int | None = Field(default=100, ge=1, le=MAXIMUM["running_sessions"])
-    quota_sessions_per_minute: int | None = Field(default=600, ge=1, le=MAXIMUM["sessions_per_minute"])
-    quota_commands_per_second: int | None = Field(default=200, ge=1, le=MAXIMUM["commands_per_second"])
-    quota_tool_calls_in_flight: int | None = Field(default=200, ge=1, le=MAXIMUM["tool_calls_in_flight"])
-    quota_tokens_per_day: int | None = Field(default=None, ge=1, le=MAXIMUM["tokens_per_day"])
-
-    @field_validator(*(f"quota_{name}" for name in QUOTA_NAMES), mode="before")
-    @classmethod
-    def _unlimited(cls, value: object) -> object:
-        """`WAKELINE_QUOTA_TOKENS_PER_DAY=unlimited` (or empty): no default limit."""
-        return None if isinstance(value, str) and value.strip().lower() in ("", "unlimited") else value
-
-    def quota_defaults(self) -> dict[str, int | None]:
-        return {name: getattr(self, f"quota_{name}") for name in QUOTA_NAMES}
+    # Each tenant's quotas unless its admin set its own: `QuotaDefaults` (`WAKELINE_QUOTA_*`), read
+    # by the brains too (set them alike for gateways and brains; docs/operations.md).

@@ -14,7 +14,8 @@ from typing import Any
 # C0/C1 controls (ESC starts terminal escape sequences) and bidi embedding/override marks.
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 WIDTH = 160
-EXIT_CODES = {"completed": 0, "max_turns": 2, "budget": 2, "error": 3, "interrupted": 4, "cancelled": 4, "deleted": 4}
+EXIT_CODES = {"completed": 0, "max_turns": 2, "budget": 2, "quota": 2, "error": 3, "interrupted": 4, "cancelled": 4,
+              "deleted": 4}
 
 
 def safe(text: str) -> str:

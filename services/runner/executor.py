@@ -86,7 +86,7 @@ class Executor:
         # A call that started (its bash tool launched) is adopted however old it is; only a
         # call that never started may be refused as expired. A fresh re-issue of the same
         # id (after a wake) carries a new issued_at and still runs.
-        if self._stale(request) and not call.started.exists():
+        if self.stale(request) and not call.started.exists():
             return self._report(request, ToolError(error_kind="expired", message=(
                 f"issued at {request.issued_at.isoformat()}, more than {self.settings.stale_after_s:g} s ago;"
                 " not started")), began)
@@ -137,7 +137,8 @@ class Executor:
             return masked(text, self.settings.sandbox_root)
         return masked(text, self.settings.sandbox_root, dirs.work, dirs.seen_as)
 
-    def _stale(self, request: ToolCallRequest) -> bool:
+    def stale(self, request: ToolCallRequest) -> bool:
+        """Issued longer than `stale_after_s` ago (a call with no issue time never is)."""
         if request.issued_at is None:
             return False
         issued = request.issued_at

@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 # The scheduler key dead letters share: not a session id (those start with a letter or digit),
 # so a letter never waits behind a session's calls.
 DEAD_LETTERS = "\x00dead-letters"
+# Fetching stops at this many times `max_in_flight` records in flight, however many of them
+# wait at their tenant's tool calls in flight quota (`_throttle`).
+_AT_QUOTA_ROOM = 8
 
 
 class ToolCallLoop:
@@ -74,14 +77,25 @@ class ToolCallLoop:
             request = decode(record.value, ToolCallRequest.model_validate_json)
         except Exception as bad:  # noqa: BLE001 - malformed, or a decoder bug: this record's problem only
             reason = bad.reason if isinstance(bad, MalformedRecord) else f"cannot be decoded: {bad!r}"
-            work, key, tenant = partial(self._dead_letter, record, reason), DEAD_LETTERS, DEAD_LETTERS
+            work, key, tenant, cap = partial(self._dead_letter, record, reason), DEAD_LETTERS, DEAD_LETTERS, None
         else:
             tracing.remember(request.tool_call_id, record.headers)  # continued where the call runs
-            work, key, tenant = partial(self._execute_and_publish, request), request.session_id, request.tenant
+            work, key, tenant = partial(self._execute_and_publish, self._aged_here(request)), request.session_id, \
+                request.tenant
+            cap = request.tenant_calls_in_flight  # the tenant's quota, held per runner
         # A task either way: a dead letter waits for the broker as a result does, and is
         # committed past only once sent (or given up on), without holding up the loop.
-        task = self.scheduler.submit(key, work, tenant)
+        task = self.scheduler.submit(key, work, tenant, cap)
         task.add_done_callback(partial(self._finished, partition, record.offset))
+
+    def _aged_here(self, request: ToolCallRequest) -> ToolCallRequest:
+        """A call is judged stale as it arrives, not as it starts: one that came in fresh never
+        expires while it waits here (behind its session's earlier call, for a slot, or at its
+        tenant's tool calls in flight quota). The record keeps its issue time: a runner that
+        gets it again after a crash judges it again."""
+        if request.issued_at is None or self.executor.stale(request):
+            return request
+        return request.model_copy(update={"issued_at": None})
 
     async def _dead_letter(self, record, reason: str) -> None:
         key = record.key[:1000] if record.key is not None else None  # a letter must fit where the record did
@@ -133,7 +147,11 @@ class ToolCallLoop:
             log.warning("commit failed (%r); retrying on the next round", err)
 
     def _throttle(self) -> None:
-        if self.tracker.in_flight() >= self.max_in_flight:
+        # Calls waiting at their tenant's quota do not count, up to a hard bound: a tenant
+        # over its quota must not stop this runner fetching the other tenants' calls.
+        in_flight = self.tracker.in_flight()
+        at_quota = sum(self.scheduler.over_cap().values()) if in_flight >= self.max_in_flight else 0
+        if in_flight - at_quota >= self.max_in_flight or in_flight >= self.max_in_flight * _AT_QUOTA_ROOM:
             self.consumer.pause(*self.consumer.assignment())
         elif self.consumer.paused():
             self.consumer.resume(*self.consumer.paused())

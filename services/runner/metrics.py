@@ -21,6 +21,8 @@ TOOL_SECONDS = Histogram("wakeline_tool_call_seconds", "One tool call in the run
                          ["tool", "outcome"], buckets=metrics.SECONDS)
 RUNNER_QUEUE = Gauge("wakeline_runner_queue_depth", "Tool calls accepted by this runner and not yet running "
                      "(behind the same session's earlier call, or waiting for a slot)")
+RUNNER_AT_QUOTA = Gauge("wakeline_runner_calls_at_quota", "Tool calls waiting in this runner because their tenant "
+                        "runs its tool calls in flight quota's worth here already", ["tenant"])
 RUNNER_RUNNING = Gauge("wakeline_runner_calls_running", "Tool calls running in this runner's sandboxes")
 
 log = logging.getLogger(__name__)
@@ -72,4 +74,7 @@ def start_samplers(loop: Any, executor: TimedExecutor, consumer: Any) -> list[as
     """Queue depth (accepted calls not running) and the consumer's lag, every second."""
     async def queue() -> None:
         RUNNER_QUEUE.set(max(0, len(loop.scheduler.tasks) - executor.running))
+        RUNNER_AT_QUOTA.clear()
+        for tenant, waiting in loop.scheduler.over_cap().items():
+            RUNNER_AT_QUOTA.labels(tenant).set(waiting)
     return [metrics.every(1.0, queue), metrics.every(1.0, lambda: metrics.sample_consumer_lag(consumer, "runner"))]

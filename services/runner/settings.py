@@ -49,9 +49,10 @@ class RunnerSettings(CommonSettings):
     # Control groups (v1 or v2) the runner may create its session groups under; "" = none.
     # Detected at start; limits per session are memory_bytes and nproc.
     cgroup_parent: str = "wakeline"
-    # A call issued longer ago than this is answered `expired` instead of run: its brain
-    # has moved on or will issue it again when it wakes the session. A call that already
-    # started (its bash tool launched) is adopted however old it is, never reported expired.
+    # A call issued longer ago than this when it reaches the runner is answered `expired`
+    # instead of run: its brain has moved on or will issue it again when it wakes the session.
+    # A call that already started (its bash tool launched) is adopted however old it is, never
+    # reported expired; one that came in fresh never expires while it waits here (loop.py).
     stale_after_s: float = Field(default=300.0, gt=0)
 
     @field_validator("use_bwrap", mode="before")

@@ -26,6 +26,7 @@ class Sent:
     value: bytes
     key: bytes | None
     partition: int | None
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 @dataclass
@@ -78,7 +79,7 @@ class FakeProducer:
 
     async def send(self, topic: str, value: bytes | None = None, key: bytes | None = None,
                    partition: int | None = None, headers: list | None = None) -> asyncio.Future:
-        sent = Sent(topic, value or b"", key, partition)
+        sent = Sent(topic, value or b"", key, partition, tuple(headers or ()))
         if self._open is not None:
             self._open.sent.append(sent)
         else:
@@ -90,7 +91,7 @@ class FakeProducer:
 
     async def send_and_wait(self, topic: str, value: bytes | None = None, key: bytes | None = None,
                             partition: int | None = None, headers: list | None = None) -> None:
-        return await (await self.send(topic, value, key, partition))
+        return await (await self.send(topic, value, key, partition, headers))
 
     async def send_offsets_to_transaction(self, offsets: dict[TopicPartition, int], group_id: str) -> None:
         assert self._open is not None, "offsets sent outside a transaction"

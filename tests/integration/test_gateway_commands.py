@@ -170,7 +170,8 @@ async def test_stale_expected_seq_answers_409_with_both_seqs(played) -> None:
 # The status each rejection code answers, stated here apart from the gateway's own table.
 STATUS_OF_CODE = {"conflict": 409, "wrong_tenant": 404, "deleted": 404, "unknown_session": 404,
                   "already_exists": 409, "already_ended": 409, "not_awaiting_approval": 409, "not_pending": 409,
-                  "internal_error": 409, "too_large": 413, "malformed": 422, "budget_exhausted": 409}
+                  "internal_error": 409, "too_large": 413, "malformed": 422, "budget_exhausted": 409,
+                  "quota_exceeded": 429}
 
 
 def test_every_rejection_code_is_covered_here() -> None:

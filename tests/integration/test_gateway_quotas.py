@@ -76,7 +76,8 @@ async def test_an_admin_sets_the_quotas_every_key_reads_them_and_each_change_is_
                              "tool_calls_in_flight": None, "tokens_per_day": None}  # a PUT replaces them all
     assert answer["effective"] == {**settings.quota_defaults(), "sessions_per_minute": 9, "commands_per_second": 30}
     assert answer["defaults"] == settings.quota_defaults()
-    assert answer["enforced"] == ["sessions_per_minute", "commands_per_second"]
+    assert answer["enforced"] == ["sessions_per_minute", "commands_per_second", "running_sessions",
+                                  "tool_calls_in_flight", "tokens_per_day"]
     changes = [(c["old"] and c["old"]["commands_per_second"], c["new"]["commands_per_second"],
                 c["new"]["tokens_per_day"], c["set_by"]) for c in answer["history"]]
     assert changes == [(None, 40, 5_000_000, "user:adam"), (40, 30, None, "user:adam")]

@@ -306,7 +306,8 @@ def quotas_answer(tenant: str = "acme", **own) -> dict:
     values = {"running_sessions": None, "sessions_per_minute": None, "commands_per_second": None,
               "tool_calls_in_flight": None, "tokens_per_day": None}
     return {"tenant": tenant, "own": {**values, **own}, "effective": values, "defaults": values,
-            "enforced": ["sessions_per_minute", "commands_per_second"], "set_by": None, "set_at": None, "history": []}
+            "enforced": ["sessions_per_minute", "commands_per_second", "running_sessions"], "set_by": None,
+            "set_at": None, "history": []}
 
 
 def test_quotas_set_changes_only_the_quotas_named_and_default_resets_one(capsys) -> None:

@@ -15,7 +15,8 @@ from wakeline.contract.commands import CommandBase, CreateSession, ForkOrigin, P
 from wakeline_gateway.dispatch import CommandDispatcher, Waits
 from wakeline_gateway.metrics import CountedRefusals
 from wakeline_gateway.quotas.gate import QuotaExceeded, QuotaGate
-from wakeline_gateway.quotas.rules import QUOTA_NAMES, Refusal, counted_against, effective, retry_after_s
+from wakeline.contract.quotas import QUOTA_NAMES, Refusal, counted_against, effective, retry_after_s
+from wakeline.storage.quota_counts import QuotaCounts
 from wakeline_gateway.settings import GatewaySettings
 
 IDS = {"command_id": "c", "session_id": "s", "tenant": "acme", "actor": "user:a"}
@@ -85,13 +86,18 @@ def test_retry_after_is_never_early_and_at_most_a_second_late(limit, previous, c
     assert wait == 1 or not fits(wait - 1 - 1e-6)
 
 
-class FullStore:
+class FakePool:
+    """`TenantPool.system_statement` answering `admit_quotas` with one row (a refusal) or none."""
+
     def __init__(self, refusal: Refusal | None):
         self.refusal, self.asked = refusal, []
 
-    async def admit(self, tenant, quotas, windows_s, defaults):
+    async def system_statement(self, run, tenant, quotas, windows_s, defaults):
         self.asked.append((tenant, tuple(quotas), tuple(windows_s), tuple(defaults)))
-        return self.refusal
+        r = self.refusal
+        return None if r is None else {"refused": r.quota, "refused_limit": r.limit, "previous_n": r.previous,
+                                       "current_n": r.current, "window_seconds": r.window_s,
+                                       "window_elapsed": r.elapsed}
 
 
 class Inbox:
@@ -103,17 +109,17 @@ class Inbox:
 
 
 async def test_a_refused_command_is_a_429_naming_the_quota_is_counted_and_is_never_sent() -> None:
-    store = FullStore(Refusal("commands_per_second", 3, 0, 3, 1, 0.4))
+    pool = FakePool(Refusal("commands_per_second", 3, 0, 3, 1, 0.4))
     defaults = {"sessions_per_minute": 600, "commands_per_second": None}
     inbox = Inbox()
     dispatcher = CommandDispatcher(inbox, None, Waits(1, 1), 1_000_000,  # type: ignore[arg-type]
-                                   quotas=CountedRefusals(QuotaGate(store, defaults)))  # type: ignore[arg-type]
+                                   quotas=CountedRefusals(QuotaGate(QuotaCounts(pool, defaults))))  # type: ignore[arg-type]
     labels = {"tenant": "acme", "quota": "commands_per_second"}
     before = REGISTRY.get_sample_value("wakeline_gateway_quota_rejections_total", labels) or 0.0
     with pytest.raises(QuotaExceeded) as refused:
         await dispatcher.dispatch(CreateSession(**IDS), wait=False)
     assert inbox.sent == []
-    assert store.asked == [("acme", ("sessions_per_minute", "commands_per_second"), (60, 1), (600, None))]
+    assert pool.asked == [("acme", ("sessions_per_minute", "commands_per_second"), (60, 1), (600, None))]
     error = refused.value
     assert (error.status, error.code, error.extra, error.headers) == (
         429, "quota_exceeded", {"quota": "commands_per_second", "limit": 3}, {"Retry-After": "1"})
@@ -124,6 +130,6 @@ async def test_a_refused_command_is_a_429_naming_the_quota_is_counted_and_is_nev
 async def test_an_admitted_command_is_sent() -> None:
     inbox = Inbox()
     dispatcher = CommandDispatcher(inbox, None, Waits(1, 1), 1_000_000,  # type: ignore[arg-type]
-                                   quotas=QuotaGate(FullStore(None), {}))  # type: ignore[arg-type]
+                                   quotas=QuotaGate(QuotaCounts(FakePool(None), {})))  # type: ignore[arg-type]
     answer = await dispatcher.dispatch(PostMessage(**IDS, text="hi"), wait=False)
     assert answer.status == "pending" and [c.command_id for c in inbox.sent] == ["c"]

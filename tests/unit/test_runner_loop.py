@@ -107,3 +107,39 @@ async def test_a_malformed_call_is_dead_lettered_and_the_next_one_still_runs(tmp
                 if s.topic == DEAD_LETTER]
     assert (letter.topic, letter.partition, letter.offset) == (TOOL_CALLS, 2, 0)
     assert [(r.tool_call_id, r.is_error) for r in runner.results()] == [("tc-2", False)]
+
+
+class SlowFirst:
+    """The executor, with the first call it runs held for `hold_s` (a long tool)."""
+
+    def __init__(self, executor: Executor, hold_s: float):
+        self._executor, self._hold_s = executor, hold_s
+        self.started: list[tuple[str, float]] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self._executor, name)
+
+    async def execute(self, request: ToolCallRequest) -> ToolResultReport:
+        self.started.append((request.tool_call_id, asyncio.get_running_loop().time()))
+        if len(self.started) == 1:
+            await asyncio.sleep(self._hold_s)
+        return await self._executor.execute(request)
+
+
+async def test_a_call_waiting_at_its_tenants_quota_runs_after_the_one_ahead_and_does_not_expire(tmp_path):
+    runner = Runner(tmp_path)
+    runner.settings = runner.settings.model_copy(update={"stale_after_s": 0.2})
+    executor = Executor(runner.settings, runner.loop.executor.sandbox)
+    runner.loop.executor = slow = SlowFirst(executor, hold_s=0.5)
+    records = []
+    for offset, (call_id, sid) in enumerate((("tc-1", "s1"), ("tc-2", "s2"))):  # two sessions of tenant t
+        request = ToolCallRequest(session_id=sid, tenant="t", tool_call_id=call_id, name="list_files", input={},
+                                  causation_seq=4, issued_at=datetime.now(UTC), tenant_calls_in_flight=1)
+        records.append(consumer_record(TP.topic, TP.partition, offset, record_key(sid),
+                                       request.model_dump_json().encode()))
+    runner.consumer.feed(*records)
+    await runner.run_until_committed(2)
+    (first, at_first), (second, at_second) = slow.started
+    assert (first, second) == ("tc-1", "tc-2") and at_second - at_first >= 0.45  # held apart by the quota
+    results = {r.tool_call_id: r for r in runner.results()}
+    assert not results["tc-2"].is_error, results["tc-2"]  # waited 0.5 s, past stale_after_s: still ran

@@ -372,7 +372,7 @@ class InputRejected(Model):
 
 class InputRejectedPayload(Model):
     budget_change: BudgetChangedPayload | None = None
-    code: Literal['conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'too_large', 'internal_error', 'budget_exhausted'] | None = None
+    code: Literal['conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'too_large', 'internal_error', 'budget_exhausted', 'quota_exceeded'] | None = None
     command_id: str
     expected_seq: int | None = None
     reason: str
@@ -704,7 +704,7 @@ class SessionEnded(Model):
 class SessionEndedPayload(Model):
     budget: Budget | None = None
     detail: str | None = None
-    reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled', 'budget']
+    reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled', 'budget', 'quota']
     spent: Spent | None = None
 
 
@@ -726,7 +726,7 @@ class SessionForked(Model):
 class SessionListedPublic(Model):
     cost: SessionCostBrief = Field(default_factory=lambda: {'input_tokens': 0, 'model_calls': 0, 'output_tokens': 0})
     created_at: datetime
-    ended_reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled', 'budget'] | str | None = None
+    ended_reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled', 'budget', 'quota'] | str | None = None
     fork_seq: int | None = None
     last_seq: int
     model: str | None
@@ -741,7 +741,7 @@ class SessionListedPublic(Model):
 
 class SessionPublic(Model):
     created_at: datetime
-    ended_reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled', 'budget'] | str | None = None
+    ended_reason: Literal['completed', 'max_turns', 'error', 'interrupted', 'cancelled', 'budget', 'quota'] | str | None = None
     fork_seq: int | None = None
     last_seq: int
     model: str | None

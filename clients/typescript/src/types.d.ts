@@ -373,7 +373,7 @@ export interface InputRejected {
 
 export interface InputRejectedPayload {
   budget_change?: BudgetChangedPayload | null;
-  code?: ("conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "too_large" | "internal_error" | "budget_exhausted") | null;
+  code?: ("conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "too_large" | "internal_error" | "budget_exhausted" | "quota_exceeded") | null;
   command_id: string;
   expected_seq?: number | null;
   reason: string;
@@ -561,7 +561,7 @@ export interface QuotasPublic {
   defaults: QuotaValues;
   /** What applies: the tenant's own value, else the default; null: unlimited. */
   effective: QuotaValues;
-  /** The quotas the gateway enforces today (429 with Retry-After); the others are kept for what comes next. */
+  /** The quotas enforced today: the rates at the gateway (429 with Retry-After) and on the inbox (input_rejected quota_exceeded), running sessions by the brains (queued), tool calls in flight by the runners, tokens per day by the brains (session_ended quota). */
   enforced: ("running_sessions" | "sessions_per_minute" | "commands_per_second" | "tool_calls_in_flight" | "tokens_per_day")[];
   /** The newest changes (at most 100), oldest first; the database keeps every one. */
   history: QuotaChangePublic[];
@@ -574,15 +574,15 @@ export interface QuotasPublic {
 
 /** The tenant's quotas, all of them: one left out or null falls back to the gateway's default. */
 export interface QuotasSet {
-  /** Commands sent through the gateway per second, of every kind: creates, messages, approvals, tool results, ... */
+  /** Commands per second, through the gateway or straight on the inbox, of every kind (creates, messages, approvals, ...) but a declared tool's result. */
   commands_per_second?: number | null;
-  /** Sessions running at once (not enforced yet). */
+  /** Sessions at work at once (from a turn's start until the session waits for an input or ends); past it a session waits `queued` and starts in arrival order. */
   running_sessions?: number | null;
   /** Sessions created (and forked) per minute. */
   sessions_per_minute?: number | null;
-  /** Model tokens per day (not enforced yet). */
+  /** Model tokens (input, cached or not, and output) per UTC day across the tenant's sessions: once used, a session ends `quota` before its next model call, and a message continues it once the day rolls over or this is raised. */
   tokens_per_day?: number | null;
-  /** Tool calls issued and not yet answered (not enforced yet). */
+  /** Tool calls running at once, held by each runner: a call over it waits (never fails) and the session stays running. */
   tool_calls_in_flight?: number | null;
 }
 
@@ -738,7 +738,7 @@ export interface SessionEnded {
 export interface SessionEndedPayload {
   budget?: Budget | null;
   detail?: string | null;
-  reason: "completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget";
+  reason: "completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget" | "quota";
   spent?: Spent | null;
 }
 
@@ -760,7 +760,7 @@ export interface SessionForked {
 export interface SessionListedPublic {
   cost?: SessionCostBrief;
   created_at: string;
-  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget") | string | null;
+  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget" | "quota") | string | null;
   fork_seq?: number | null;
   last_seq: number;
   model: string | null;
@@ -776,7 +776,7 @@ export interface SessionListedPublic {
 
 export interface SessionPublic {
   created_at: string;
-  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget") | string | null;
+  ended_reason?: ("completed" | "max_turns" | "error" | "interrupted" | "cancelled" | "budget" | "quota") | string | null;
   fork_seq?: number | null;
   last_seq: number;
   model: string | null;

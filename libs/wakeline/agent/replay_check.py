@@ -27,8 +27,9 @@ What it takes as recorded, unchecked: markers (woke, snapshots, titles, file ref
 a turn queued for a running-session slot and the slot's grant (the turn then starts as
 the code says),
 the session's creation or fork, commands it cannot rebuild from their events (cancel,
-delete, takeover, handback, a person's tool result), and a session ended by an error (a
-failed model call or a parked input: the failure is the recorded input).
+delete, takeover, handback, a person's tool result), a session ended by an error (a
+failed model call or a parked input: the failure is the recorded input), and one ended by its
+tenant's daily token quota (`quota`: the tenant's count, read from Postgres, is the input).
 
 Reading the histories is the callers' part: `replay_command` (`wakeline-replay-check`) reads
 them from Postgres or JSON lines; the gateway hands over the history it read

@@ -124,6 +124,9 @@ class ToolCallRequest(Frozen):
     # The brain's clock when it issued (or re-issued) the call: a runner does not start a
     # call that sat in the topic for longer than it is willing to trust.
     issued_at: datetime | None = None
+    # The tenant's tool calls in flight quota as the brain last read it: a runner runs at most
+    # this many of the tenant's calls at once, the rest wait (None: no bound). Per runner.
+    tenant_calls_in_flight: int | None = Field(default=None, ge=1)
 
 
 class ToolResultReport(Frozen):

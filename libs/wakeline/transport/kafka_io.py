@@ -10,6 +10,7 @@ Creating the topics and checking their configuration is topic_admin.py's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -68,8 +69,9 @@ def make_consumer(settings: CommonSettings, *topics: str, group_id: str | None, 
 
 
 async def send_keyed(producer: AIOKafkaProducer, topic: str, session_id: str, model: BaseModel,
-                     partitions: int) -> Any:
-    """Sends one record keyed by session id to the session's partition, with the current trace
-    context in its headers (none when not tracing); waits for the ack."""
+                     partitions: int, headers: Sequence[tuple[str, bytes]] = ()) -> Any:
+    """Sends one record keyed by session id to the session's partition, with `headers` and the
+    current trace context in its headers (none when not tracing); waits for the ack."""
+    sent = [*headers, *(tracing.headers() or ())] or None
     return await producer.send_and_wait(topic, encode(model), key=record_key(session_id),
-                                        partition=partition_for(session_id, partitions), headers=tracing.headers())
+                                        partition=partition_for(session_id, partitions), headers=sent)

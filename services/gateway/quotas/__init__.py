@@ -7,6 +7,7 @@ row, its change log, the shared count); `gate`'s `QuotaGate` is what the dispatc
 before a command goes to Kafka. The HTTP side is `routes/quotas.py` and `shapes/quotas.py`,
 the metric of refusals `metrics.py`, the defaults `settings.py`.
 
-Stored and shown but not enforced yet: running sessions, tool calls in flight, tokens per
-day. Commands produced straight to `wakeline.inbox` are not counted here.
+Running sessions are held by the brains (their `turn_gate.py`), tool calls in flight by the
+runners and tokens per day by the brains (their `tenant_quotas.py`), from the same rows.
+Commands produced straight to `wakeline.inbox` are not counted here.
 """

@@ -10,16 +10,15 @@ from __future__ import annotations
 from typing import Protocol
 
 from wakeline.contract.commands import CommandBase
+from wakeline.contract.quotas import Refusal, exceeded, retry_after_s
 from wakeline_gateway.errors import ApiError
-from wakeline_gateway.quotas.rules import WINDOW_S, QuotaValues, Refusal, counted_against, retry_after_s, unit
-from wakeline_gateway.quotas.store import QuotaStore
 
 
 class QuotaExceeded(ApiError):
     def __init__(self, tenant: str, refusal: Refusal):
         wait = retry_after_s(refusal)
-        super().__init__(429, f"tenant {tenant!r} is over its quota of {refusal.limit} {unit(refusal.quota)}; "
-                              f"nothing was sent: retry in {wait} s", headers={"Retry-After": str(wait)},
+        super().__init__(429, f"{exceeded(tenant, refusal)}; nothing was sent: retry in {wait} s",
+                         headers={"Retry-After": str(wait)},
                          code="quota_exceeded", quota=refusal.quota, limit=refusal.limit)
         self.tenant, self.quota = tenant, refusal.quota
 
@@ -35,16 +34,18 @@ class AdmitAll:
         return None
 
 
+class Counts(Protocol):
+    """`wakeline.storage.quota_counts.QuotaCounts`, as the gate uses it."""
+
+    async def admit(self, command: CommandBase) -> Refusal | None: ...
+
+
 class QuotaGate:
-    def __init__(self, store: QuotaStore, defaults: QuotaValues):
-        self._store, self._defaults = store, defaults
+    def __init__(self, counts: Counts):
+        self._counts = counts
 
     async def admit(self, command: CommandBase) -> None:
         """Counts the command against its quotas, or raises `QuotaExceeded` having counted nothing."""
-        quotas = counted_against(command)
-        if not quotas:
-            return  # nothing to count: no round trip
-        refusal = await self._store.admit(command.tenant, quotas, [WINDOW_S[q] for q in quotas],
-                                          [self._defaults.get(q) for q in quotas])
+        refusal = await self._counts.admit(command)
         if refusal is not None:
             raise QuotaExceeded(command.tenant, refusal)

@@ -1,21 +1,20 @@
-"""`QuotaStore`: the tenant's quotas and their history in Postgres, and the count that admits
-commands (migration 0026). Not `events` or `sessions`, so the SQL lives here, beside its use.
+"""`QuotaStore`: the tenant's quotas and their history in Postgres (migration 0026). Not
+`events` or `sessions`, so the SQL lives here, beside its use. The count that admits commands
+is shared with the brain: `wakeline.storage.quota_counts`.
 
 The quotas are written only by upsert: a trigger appends each change, old and new, to
-`tenant_quota_changes`, which nobody can change or delete. Admission is `admit_quotas`,
-one statement that is its own transaction: one round trip per command.
+`tenant_quota_changes`, which nobody can change or delete.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
 
 from wakeline.storage.pg import TenantPool
-from wakeline_gateway.quotas.rules import QUOTA_NAMES, QuotaValues, Refusal
+from wakeline.contract.quotas import QUOTA_NAMES, QuotaValues
 
 HISTORY = 100  # the newest changes a read returns
 _COLUMNS = ", ".join(QUOTA_NAMES)
@@ -26,11 +25,6 @@ UPSERT = (f"INSERT INTO tenant_quotas (tenant, {_COLUMNS}, set_by, set_at) "
 CURRENT = f"SELECT {_COLUMNS}, set_by, set_at FROM tenant_quotas WHERE tenant = $1"
 CHANGES = ("SELECT old, new, set_by, set_at FROM (SELECT * FROM tenant_quota_changes WHERE tenant = $1 "
            "ORDER BY id DESC LIMIT $2) newest ORDER BY id")
-
-
-async def _admit(conn: asyncpg.Connection, tenant: str, quotas: Sequence[str], windows_s: Sequence[int],
-                 defaults: Sequence[int | None]) -> asyncpg.Record | None:
-    return await conn.fetchrow("SELECT * FROM admit_quotas($1, $2, $3, $4)", tenant, quotas, windows_s, defaults)
 
 
 class QuotaStore:
@@ -48,14 +42,6 @@ class QuotaStore:
             await conn.execute(UPSERT, tenant, *(values.get(name) for name in QUOTA_NAMES), by)
             return await _read(conn, tenant)
 
-    async def admit(self, tenant: str, quotas: Sequence[str], windows_s: Sequence[int],
-                    defaults: Sequence[int | None]) -> Refusal | None:
-        """Counts one command against each quota, or none when one is full: that one's Refusal."""
-        row = await self._pool.system_statement(_admit, tenant, list(quotas), list(windows_s), list(defaults))
-        if row is None:
-            return None
-        return Refusal(row["refused"], row["refused_limit"], row["previous_n"], row["current_n"],
-                       row["window_seconds"], row["window_elapsed"])
 
 
 async def _read(conn: asyncpg.Connection, tenant: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 from wakeline_gateway.auth import Caller
 from wakeline_gateway.deps import QuotaReader, QuotasDep, QuotaSetter, SettingsDep
 from wakeline_gateway.problem import responses
-from wakeline_gateway.quotas.rules import ENFORCED, effective
+from wakeline.contract.quotas import ENFORCED, effective
 from wakeline_gateway.settings import GatewaySettings
 from wakeline_gateway.shapes.quotas import QuotasPublic, QuotasSet
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from wakeline_gateway.quotas.rules import MAXIMUM, QuotaName
+from wakeline.contract.quotas import MAXIMUM, QuotaName
 from wakeline_gateway.shapes.base import Body
 
 Count = Annotated[int | None, Field(ge=1, le=MAXIMUM["commands_per_second"])]
@@ -17,15 +17,21 @@ Count = Annotated[int | None, Field(ge=1, le=MAXIMUM["commands_per_second"])]
 class QuotasSet(Body):
     """The tenant's quotas, all of them: one left out or null falls back to the gateway's default."""
 
-    running_sessions: Count = Field(default=None, description="Sessions running at once (not enforced yet).")
+    running_sessions: Count = Field(default=None, description="Sessions at work at once (from a turn's start "
+                              "until the session waits for an input or ends); past it a session waits `queued` and "
+                              "starts in arrival order.")
     sessions_per_minute: Count = Field(default=None, description="Sessions created (and forked) per minute.")
-    commands_per_second: Count = Field(default=None, description="Commands sent through the gateway per second, "
-                                                                 "of every kind: creates, messages, approvals, "
-                                                                 "tool results, ...")
-    tool_calls_in_flight: Count = Field(default=None, description="Tool calls issued and not yet answered "
-                                                                  "(not enforced yet).")
+    commands_per_second: Count = Field(default=None, description="Commands per second, through the gateway or "
+                                                                 "straight on the inbox, of every kind (creates, "
+                                                                 "messages, approvals, ...) but a declared tool's "
+                                                                 "result.")
+    tool_calls_in_flight: Count = Field(default=None, description="Tool calls running at once, held by each "
+                                                                  "runner: a call over it waits (never fails) "
+                                                                  "and the session stays running.")
     tokens_per_day: Annotated[int | None, Field(ge=1, le=MAXIMUM["tokens_per_day"])] = Field(
-        default=None, description="Model tokens per day (not enforced yet).")
+        default=None, description="Model tokens (input, cached or not, and output) per UTC day across the "
+                                  "tenant's sessions: once used, a session ends `quota` before its next model "
+                                  "call, and a message continues it once the day rolls over or this is raised.")
 
 
 class QuotaValues(BaseModel):
@@ -49,8 +55,11 @@ class QuotasPublic(BaseModel):
                                                "null: unlimited.")
     own: QuotaValues = Field(description="What the tenant's admin set; null: the default applies.")
     defaults: QuotaValues = Field(description="The gateway's defaults (WAKELINE_QUOTA_*).")
-    enforced: list[QuotaName] = Field(description="The quotas the gateway enforces today (429 with Retry-After); "
-                                                  "the others are kept for what comes next.")
+    enforced: list[QuotaName] = Field(description="The quotas enforced today: the rates at the gateway (429 with "
+                                                  "Retry-After) and on the inbox (input_rejected quota_exceeded), "
+                                                  "running sessions by the brains (queued), tool calls in flight "
+                                                  "by the runners, tokens per day by the brains (session_ended "
+                                                  "quota).")
     set_by: str | None
     set_at: datetime | None
     history: list[QuotaChangePublic] = Field(description="The newest changes (at most 100), oldest first; "

@@ -13,7 +13,8 @@ from wakeline.contract.events.frozen import Frozen
 from wakeline.contract.prices import ModelPrice
 
 # `budget`: a cap of the budget in force was reached before a model call (issue 34).
-EndReason = Literal["completed", "max_turns", "error", "interrupted", "cancelled", "budget"]
+# `quota`: the tenant's daily token quota was used up before a model call (agent/quota.py).
+EndReason = Literal["completed", "max_turns", "error", "interrupted", "cancelled", "budget", "quota"]
 # Why the brain refused an input: machine-readable, so the gateway maps it to an HTTP
 # status and clients branch on it without reading the English `reason`.
 RejectionCode = Literal[
@@ -29,6 +30,7 @@ RejectionCode = Literal[
     "too_large",             # the input's event would exceed max_record_bytes
     "internal_error",        # handling the input raised: the session's input is parked here
     "budget_exhausted",      # a message to a session whose budget is spent, raising it too little or not at all
+    "quota_exceeded",        # a Kafka client's command over its tenant's rate quota (the gateway answers 429 itself)
 ]
 REJECTION_CODES: tuple[str, ...] = get_args(RejectionCode)
 

@@ -1,4 +1,4 @@
--- 0028: open sessions per tenant and status, for the gateway's metrics (issue 34, item 6).
+-- 0029: open sessions per tenant and status, for the gateway's metrics (issue 34, item 6).
 --
 -- `wakeline_tenant_sessions` shows every tenant's running (and, once they exist, queued)
 -- sessions. RLS hides other tenants' rows from the service role, so the gateway asks this
