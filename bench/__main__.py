@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import (
-    archiver_throughput, audit_query, client_tools, console_render, fold_speed, http_commands, prompt_cache, scale,
-    tail_reads, tool_roundtrip, wake_time,
+    archiver_throughput, audit_query, client_tools, console_render, flood, fold_speed, http_commands, prompt_cache,
+    scale, tail_reads, tool_roundtrip, wake_time,
 )
 from bench.harness import UNLIMITED_QUOTAS
 from tests.e2e.stack import Stack
@@ -47,6 +47,8 @@ def main() -> None:
         timed("client_tools", lambda: asyncio.run(client_tools.run()))  # its own gateway, a harness per session
         timed("http_commands", lambda: asyncio.run(http_commands.run()))
         timed("wake_time", lambda: asyncio.run(wake_time.run(repeats=3)))
+        # quiet, then beside a tenant flooding at 10x its quota; its own gateway, its sessions drained after
+        timed("fair_share_flood", lambda: asyncio.run(flood.run()))
         timed("console_render", console_render.run)  # its own gateway and Chromium beside these services
     finally:
         stack.stop_all()

@@ -7,11 +7,14 @@ model-deltas feeds (unless `events_feed` is off) and closes them on shutdown; ro
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
+
+from wakeline.runtime import metrics
 
 from wakeline.contract.prices import PriceTable
 from wakeline.transport.kafka_io import make_producer
@@ -25,7 +28,7 @@ from wakeline_gateway.openapi import problem_openapi
 from wakeline_gateway.feed import DeltasFeed, EventsFeed, FeedState, feed_consumer
 from wakeline_gateway.inbox import Inbox
 from wakeline_gateway.listeners import Listeners
-from wakeline_gateway.metrics import CountedRefusals, HttpMetrics
+from wakeline_gateway.metrics import CountedRefusals, HttpMetrics, sample_tenant_sessions
 from wakeline_gateway.pool import Leases
 from wakeline_gateway.quotas.gate import QuotaGate
 from wakeline_gateway.quotas.store import QuotaStore
@@ -45,6 +48,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Each record is one request waiting for its answer: nothing to gain by lingering.
         producer = make_producer(settings, linger_ms=0)
         await producer.start()
+        sampling: list[asyncio.Task[None]] = []
         try:
             app.state.store = SessionStore(pool, PostgresEventStore(pool))
             app.state.audit = AuditStore(pool)
@@ -52,10 +56,15 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             app.state.quotas = QuotaStore(pool)
             app.state.quota_gate = CountedRefusals(QuotaGate(QuotaCounts(pool, settings.quota_defaults())))
             app.state.inbox = Inbox(producer, settings.partitions)
+            if settings.metrics_enabled:
+                sampling.append(metrics.every(settings.tenant_sessions_sample_s, lambda: sample_tenant_sessions(pool)))
             async with events_feed(settings) as feed:
                 app.state.feed = feed
                 yield
         finally:
+            for task in sampling:
+                task.cancel()
+            await asyncio.gather(*sampling, return_exceptions=True)
             await producer.stop()
 
 

@@ -57,5 +57,8 @@ class GatewaySettings(CommonSettings, QuotaDefaults):
     deletion_enabled: bool = True
     default_model: str = "scripted:demo"
     pool_max_size: int = Field(default=10, ge=1)
+    # How often `wakeline_tenant_sessions` is read from the sessions projection (one scan of
+    # it, every replica: docs/operations.md).
+    tenant_sessions_sample_s: float = Field(default=15.0, gt=0)
     # Each tenant's quotas unless its admin set its own: `QuotaDefaults` (`WAKELINE_QUOTA_*`), read
     # by the brains too (set them alike for gateways and brains; docs/operations.md).

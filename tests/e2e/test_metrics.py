@@ -3,7 +3,8 @@ metrics docs/operations.md names are there, with values the sessions must have p
 
 Sessions with tool calls go through the gateway, a malformed record goes onto the inbox
 (dead-lettered by the brain), a request for a session that does not exist gets its 404, and a
-tenant allowed one session a minute asks for a second (429): then every service is scraped
+tenant allowed one session a minute asks for a second (429), its first left waiting for a
+harness that never comes (an open session, `waiting_client`): then every service is scraped
 over HTTP, as Prometheus would.
 """
 
@@ -19,6 +20,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.e2e.harness_http import LOOKUP, RUN_QUERY
 from tests.e2e.inbox_records import produce
 from tests.e2e.sessions import create_session, wait_ended, wait_for
 from tests.e2e.stack import require_database, running_stack
@@ -36,7 +38,7 @@ def stack(tmp_path_factory):
     # brain's memory for the whole module (the stack's default evicts after 60 s idle, which a
     # slow CI run reaches while the fixture waits for the samplers: seen as 2 of 3 sessions).
     with running_stack(tmp_path_factory.mktemp("e2e-metrics"), WAKELINE_ARCHIVER_LAG_LOG_INTERVAL_S="1",
-                       WAKELINE_IDLE_EVICT_S="900") as stack:
+                       WAKELINE_IDLE_EVICT_S="900", WAKELINE_TENANT_SESSIONS_SAMPLE_S="1") as stack:
         yield stack
 
 
@@ -73,15 +75,19 @@ def scraped(stack) -> dict[str, Samples]:
                  >= 4 * 10, 30, "the archiver's counts (the warm-up's events and 3 sessions')", stack)
         wait_for(lambda: total(scrape(ports["brain"]), "wakeline_brain_sessions") >= 4, 30,
                  "the brain's sessions gauge (the warm-up and 3 sessions)", stack)
+    wait_for(lambda: total(scrape(ports["gateway"]), "wakeline_tenant_sessions", tenant=QUOTA_TENANT,
+                           status="waiting_client") == 1, 30, "the quota tenant's open session in the gauge", stack)
     return {name: scrape(port) for name, port in ports.items()}
 
 
 def over_a_quota(stack) -> httpx.Response:
-    """A tenant of its own, allowed one session a minute by its admin: the answer to its second."""
+    """A tenant of its own, allowed one session a minute by its admin: the answer to its second.
+    Its first waits for a harness to answer its declared tool's call: it stays open."""
     admin = {"Authorization": f"Bearer {stack.api_key('adam', 'admin', QUOTA_TENANT)}"}
+    waiting = {"message": "hi", "wait": False, "config": {"model": "scripted:harness", "tools": [RUN_QUERY, LOOKUP]}}
     with httpx.Client(base_url=stack.url, timeout=30, headers=admin) as client:
         assert client.put("/v1/quotas", json={"sessions_per_minute": 1}).status_code == 200
-        return [client.post("/v1/sessions", json={"message": "hi", "wait": False}) for _ in range(2)][-1]
+        return [client.post("/v1/sessions", json=waiting) for _ in range(2)][-1]
 
 
 @contextmanager
@@ -110,6 +116,9 @@ def test_the_brain_serves_transactions_appends_sessions_wakes_model_calls_lag_an
     assert model_calls >= 3 * 4  # tools3: three tool turns and a final reply each
     assert total(brain, "wakeline_model_tokens_total", adapter="scripted", direction="input") > 0
     assert total(brain, "wakeline_model_tokens_total", adapter="scripted", direction="output") >= model_calls
+    # by tenant: the suite's sessions are tenant default's; the quota tenant's one made a call too
+    assert total(brain, "wakeline_tenant_tokens_total", tenant="default") >= 3 * 4
+    assert total(brain, "wakeline_tenant_tokens_total", tenant=QUOTA_TENANT) >= 1
     lag = brain["wakeline_consumer_lag"]
     partitions = int(stack.env().get("WAKELINE_PARTITIONS", "6"))
     assert {(s["topic"], s["partition"]) for s, _ in lag if s["service"] == "brain"} == \
@@ -159,6 +168,14 @@ def test_the_gateway_counts_commands_refused_by_a_quota_by_tenant_and_quota(scra
     assert total(scraped["gateway"], "wakeline_gateway_quota_rejections_total", tenant=QUOTA_TENANT,
                  quota="sessions_per_minute") == 1
     assert total(scraped["gateway"], "wakeline_gateway_quota_rejections_total", quota="commands_per_second") == 0
+
+
+def test_the_gateway_shows_each_tenants_open_sessions_by_status(scraped):
+    """Sampled from the sessions projection: the quota tenant's one session waits for its
+    harness; nothing of theirs is counted once it has ended."""
+    gauge = scraped["gateway"]["wakeline_tenant_sessions"]
+    assert {labels["status"]: v for labels, v in gauge if labels["tenant"] == QUOTA_TENANT} == {"waiting_client": 1}
+    assert not [labels for labels, _ in gauge if labels["status"] in ("ended", "deleted")]
 
 
 def test_every_metric_a_service_serves_is_documented_with_an_alert(scraped):

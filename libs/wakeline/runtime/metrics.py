@@ -100,7 +100,7 @@ async def sample_consumer_lag(consumer: Any, service: str) -> None:
             continue
         CONSUMER_LAG.labels(service, tp.topic, str(tp.partition)).set(max(0, high - position))
         seen.add((tp.topic, str(tp.partition)))
-    for labels in _children(CONSUMER_LAG):
+    for labels in children(CONSUMER_LAG):
         if labels[0] == service and labels[1:] not in seen:
             CONSUMER_LAG.remove(*labels)
 
@@ -113,7 +113,8 @@ def _known_position(consumer: Any, tp: Any) -> int | None:
         return None
 
 
-def _children(gauge: Gauge) -> list[tuple[str, ...]]:
+def children(gauge: Gauge) -> list[tuple[str, ...]]:
+    """The label values of each series `gauge` holds now."""
     return [tuple(labels) for labels in gauge._metrics]  # noqa: SLF001 - prometheus_client lists a metric's label sets nowhere else
 
 
