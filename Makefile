@@ -13,7 +13,7 @@ TEST_TOPIC_PREFIX ?= wakeline-test
 TEST_DATABASE ?= wakeline_test
 TEST_NAMES := WAKELINE_TOPIC_PREFIX=$(TEST_TOPIC_PREFIX) WAKELINE_POSTGRES_DATABASE=$(TEST_DATABASE)
 
-.PHONY: help deps venv up test-up down status lint test unit integration demo demo-harness bench chaos cluster-up cluster-down cluster-status
+.PHONY: help deps venv up test-up down status lint test unit integration demo demo-harness bench bench-cost chaos cluster-up cluster-down cluster-status
 
 help:
 	@echo "make demo   run an agent session end to end on the local stack"
@@ -22,6 +22,7 @@ help:
 	@echo "make lint   ruff on libs, services, tests and bench; mypy (strict) on libs"
 	@echo "make up / make down / make status   the local stack (Kafka + Postgres; passwords in .data/credentials.env)"
 	@echo "make bench  print measured figures as JSON lines"
+	@echo "make bench-cost   where a tool step's CPU goes: every process, Kafka requests, Postgres statements, flame graphs (~3 min)"
 	@echo "make chaos  ~100 random kill -9 of brains, runners and the archiver under load; prints the figures"
 	@echo "make cluster-up / cluster-down / cluster-status   three KRaft brokers (topics wakeline-cluster.*, replication 3); see docs/cluster.md"
 
@@ -86,6 +87,11 @@ demo-harness: up
 bench: up
 	@bash deploy/services.sh down >/dev/null
 	$(PY) -m bench
+
+# The heavy part of the cost per step (docs/benchmarks.md, "Where the CPU goes"): flame graphs.
+bench-cost: up
+	@bash deploy/services.sh down >/dev/null
+	$(PY) -m bench.cost
 
 # Runs its own services (2 brains, 2 runners, archiver, gateway); demo ones would join their groups.
 chaos: up

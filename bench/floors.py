@@ -22,6 +22,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from bench import step_cost
 from bench.harness import summary
 from wakeline.transport.kafka_io import make_admin, make_consumer
 from wakeline.transport.topic_admin import topic_settings
@@ -184,8 +185,10 @@ async def run(sessions: int = 3, rounds: int = 20) -> dict:
     await ensure_floor_topics(settings)
     async with EchoProcess():
         await ping_pong(settings, sessions, 2)  # warm-up: connections, coordinators, metadata
-        millis = await ping_pong(settings, sessions, rounds)
-    return {"bench": "tool_round_trip_floor_ms", "concurrent_sessions": sessions, **summary(millis)}
+        async with step_cost.window(step_cost.FLOOR_PATH, postgres=False) as measured:
+            millis = await ping_pong(settings, sessions, rounds)
+    return {"bench": "tool_round_trip_floor_ms", "concurrent_sessions": sessions, **summary(millis),
+            "cost": measured.figures(len(millis))}
 
 
 if __name__ == "__main__":

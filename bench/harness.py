@@ -42,12 +42,13 @@ def summary(values: list[float]) -> dict[str, float]:
             "min": round(min(values), 3), "max": round(max(values), 3)}
 
 
-async def superuser() -> asyncpg.Connection:
-    """The local cluster's superuser over its unix socket (bypasses RLS: the raw baseline)."""
+async def superuser(database: str | None = None) -> asyncpg.Connection:
+    """The local cluster's superuser over its unix socket (bypasses RLS: the raw baseline), in
+    the services' database unless another is named."""
     status = subprocess.run(["bash", str(ROOT / "deploy/postgres/pg.sh"), "status"], capture_output=True, text=True)
     fields = dict(line.split("=", 1) for line in status.stdout.splitlines() if "=" in line)
     return await asyncpg.connect(host=fields["socket_dir"], port=int(fields["port"]), user="postgres",
-                                 database=CommonSettings().database)
+                                 database=database or CommonSettings().database)
 
 
 async def service() -> asyncpg.Connection:

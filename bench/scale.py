@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+from bench import step_cost
 from bench.harness import ROUND_TRIPS, UNLIMITED_QUOTAS, service, summary
+from bench.process_cpu import cpu_s, tree_cpu_s
 from tests.e2e.stack import Stack
 from wakeline.contract.commands import CreateSession
 from wakeline.transport.kafka_io import make_producer
@@ -26,32 +27,6 @@ from wakeline.runtime.settings import CommonSettings
 from wakeline.contract.topics import INBOX, partition_for, record_key
 
 POLICIES = Path(__file__).resolve().parent / "policies"
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU of a process and its waited-for children, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / TICK
-
-
-def tree_cpu_s(pid: int) -> float:
-    """`cpu_s` of a process and of its live descendants: a runner's fork server, whose
-    waited-for children are the calls' supervisors (and theirs the tools)."""
-    total = cpu_s(pid)
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            children = (task / "children").read_text().split()
-        except OSError:  # a thread that ended meanwhile
-            continue
-        for child in children:
-            try:
-                total += tree_cpu_s(int(child))
-            except OSError:  # ended meanwhile; its time is now in cpu_s(pid), read before
-                continue
-    return total
-
-
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -133,17 +108,19 @@ async def whole_loop(counts: tuple[int, ...], timeout_s: float = 900) -> list[di
     try:
         await asyncio.sleep(8)  # group joins and partition assignment, before the clock starts
         for count in counts:
-            before = {name: cpu_s(pid) for name, pid in pids.items()}
-            started = time.monotonic()
-            ids = await create_sessions(count, "noop10")
-            await wait_ended(ids, timeout_s)
-            complete_s = time.monotonic() - started
-            used = {name: cpu_s(pid) - before[name] for name, pid in pids.items()}
+            async with step_cost.window() as measured:  # every process on the path, the broker's and Postgres's too
+                before = {name: cpu_s(pid) for name, pid in pids.items()}
+                started = time.monotonic()
+                ids = await create_sessions(count, "noop10")
+                await wait_ended(ids, timeout_s)
+                complete_s = time.monotonic() - started
+                used = {name: cpu_s(pid) - before[name] for name, pid in pids.items()}
             figures = await log_figures(ids)
             lines.append({"bench": "scale_whole_loop", "sessions": count, "complete_s": round(complete_s, 2),
                           **figures,
                           "cpu_ms_per_event": {n: round(s * 1000 / figures["events"], 3) for n, s in used.items()},
-                          "brain_rss_mb": round(rss_kb(pids["brain"]) / 1024, 1)})
+                          "brain_rss_mb": round(rss_kb(pids["brain"]) / 1024, 1),
+                          "cost": measured.figures(figures["tool_round_trip_ms"]["n"], figures["events"])})
     finally:
         stack.stop_all()
     return lines

@@ -22,7 +22,7 @@ import time
 import uuid
 from datetime import datetime
 
-from bench import floors
+from bench import floors, step_cost
 from bench.harness import ROUND_TRIPS, service, summary
 from bench.runner_cpu import BusySampler
 from wakeline.contract.commands import CreateSession
@@ -39,8 +39,24 @@ async def _ended(conn, session_ids: list[str]) -> int:
 
 
 async def run(sessions: int = 3, timeout_s: float = 600) -> dict:
+    """The round trips of `sessions` sessions, and what they cost every process on the path
+    (`bench.cost`: from their creation to the last one's end)."""
+    ids = [str(uuid.uuid4()) for _ in range(sessions)]
+    async with step_cost.window() as measured:
+        times = await round_trip_times(sessions, timeout_s, ids)
     return {"bench": "tool_round_trip_ms", "concurrent_sessions": sessions,
-            **summary(await round_trips(sessions, timeout_s))}
+            **summary([(answered - called).total_seconds() * 1000 for called, answered in times]),
+            "cost": measured.figures(len(times), await _events(ids))}
+
+
+async def _events(ids: list[str]) -> int:
+    conn = await service()
+    try:
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
+            return await conn.fetchval("SELECT count(*) FROM events WHERE session_id = ANY($1)", ids)
+    finally:
+        await conn.close()
 
 
 async def run_against_floor(sizes: tuple[int, ...] = (3, 100), repeats: int = 2, floor_rounds: int = 20) -> list[dict]:
@@ -59,7 +75,9 @@ async def run_against_floor(sizes: tuple[int, ...] = (3, 100), repeats: int = 2,
                       "floor_p50": floor["p50"], "floor_p99": floor["p99"],
                       "p50": trip["p50"], "p99": trip["p99"],
                       "p50_ratio": round(trip["p50"] / floor["p50"], 3),
-                      "p99_ratio": round(trip["p99"] / floor["p99"], 3)})
+                      "p99_ratio": round(trip["p99"] / floor["p99"], 3),
+                      "cpu_ms_per_step": step_cost.median_per_step(r["cost"] for r in trip_runs),
+                      "floor_cpu_ms_per_step": step_cost.median_per_step(r["cost"] for r in floor_runs)})
     return lines
 
 
@@ -97,10 +115,11 @@ async def round_trips(sessions: int, timeout_s: float) -> list[float]:
         sessions, timeout_s)]
 
 
-async def round_trip_times(sessions: int, timeout_s: float) -> list[tuple[datetime, datetime]]:
+async def round_trip_times(sessions: int, timeout_s: float,
+                           ids: list[str] | None = None) -> list[tuple[datetime, datetime]]:
     """(tool_call ts, tool_result ts) of every call of `sessions` new sessions of the noop policy."""
     settings = CommonSettings()
-    ids = [str(uuid.uuid4()) for _ in range(sessions)]
+    ids = ids or [str(uuid.uuid4()) for _ in range(sessions)]
     producer = make_producer(settings)
     await producer.start()
     try:

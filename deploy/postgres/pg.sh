@@ -130,6 +130,8 @@ max_connections = 100
 logging_collector = off
 log_min_messages = warning
 log_line_prefix = '%m [%p] %q%u@%d '
+# Statements per step in \`make bench\` (bench/pg_statements.py); loaded at start only.
+shared_preload_libraries = 'pg_stat_statements'
 EOF
 }
 

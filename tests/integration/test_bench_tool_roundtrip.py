@@ -36,3 +36,19 @@ async def test_round_trip_is_reported_as_a_ratio_to_its_floor(kafka: CommonSetti
     assert 0 < loaded["p50"] <= loaded["p99"] and 0 < loaded["floor_p50"] <= loaded["floor_p99"]
     assert loaded["in_flight_s"] > 0 and isinstance(loaded["floor_within_load"], bool)
     assert loaded["machine_busy"] is None or 0 <= loaded["machine_busy"] <= 1
+
+    # What each step cost: read from /proc of real processes, never a stub's zeros
+    cost, floor_cost = trip["cost"], floor["cost"]
+    assert cost["steps"] == trip["n"] and cost["events"] > cost["steps"]
+    cpu = cost["cpu_ms_per_step"]
+    for part in ("brain", "runner", "archiver", "broker", "postgres"):
+        assert cpu[part] > 0, f"{part} used no CPU in the window: {cpu}"
+    assert cpu["sum"] >= cpu["broker"] + cpu["postgres"] and abs(sum(cost["share"].values()) - 1) < 0.01
+    # six pongs may take the echo process less than one 10 ms tick: found, if not yet seen working
+    assert floor_cost["cpu_ms_per_step"]["broker"] > 0 and floor_cost["path"] == ["bench", "floor_echo", "broker"]
+    requests = cost["kafka_requests_per_step"]
+    assert isinstance(requests, dict), requests  # "jmx: unavailable (...)" says why not
+    assert requests["Produce"] > 0 and requests["EndTxn"] > 0 and requests["Fetch"] > 0
+    postgres = cost["postgres_per_step"]
+    assert postgres["xids"] > 0  # the archiver's transactions
+    assert postgres["statements"] is None or postgres["statements"] > 0
