@@ -21,6 +21,7 @@ import httpx
 from bench.flood import Flood, batch, drained, most_seen
 from bench.harness import service
 from tests.e2e.sessions import wait_ended, wait_for
+from tests.e2e.stack import sandbox_work
 from tests.e2e.stored_log import assert_log_whole
 
 POLICY = "noop5"      # five list_files calls: small and cheap
@@ -37,16 +38,33 @@ def tenant_client(stack, tenant: str, principal: str, role: str = "user") -> htt
                         headers={"Authorization": f"Bearer {stack.api_key(principal, role, tenant)}"})
 
 
+def three_in_line(stack, user: httpx.Client) -> list[str]:
+    """A first session at work until the test releases it (`release`), then two more, which
+    wait `queued` behind it however slow the machine: the first holds the tenant's one slot."""
+    ids = []
+    for n, policy in enumerate(("holdfile", "hold2", "hold2")):
+        answer = user.post("/v1/sessions", json={"message": f"hold {n}", "wait": False,
+                                                 "config": {"model": f"scripted:{policy}"}})
+        assert answer.status_code == 202, answer.text
+        ids.append(answer.json()["session_id"])
+        if n == 0:
+            wait_for(lambda: user.get(f"/v1/sessions/{ids[0]}").json().get("status") == "running", 30,
+                     "the first session to be at work", stack, every=0.1)
+    return ids
+
+
+def release(stack, tenant: str, session_id: str) -> None:
+    """Lets a `holdfile` session's tool finish (it is waiting for this file in its work dir)."""
+    work = sandbox_work(stack, session_id, tenant)
+    wait_for(work.exists, 30, "the held session's work dir", stack)
+    (work / "release").write_text("go\n")
+
+
 def test_over_its_running_quota_a_tenants_sessions_wait_queued_and_start_in_arrival_order(stack, client):
     tenant = f"fair-{uuid.uuid4().hex[:8]}"
     with tenant_client(stack, tenant, "fair-admin", "admin") as admin, tenant_client(stack, tenant, "fair") as user:
         assert admin.put("/v1/quotas", json={"running_sessions": 1}).status_code == 200
-        ids = []
-        for n in range(3):
-            answer = user.post("/v1/sessions", json={"message": f"hold {n}", "wait": False,
-                                                     "config": {"model": "scripted:hold2"}})
-            assert answer.status_code == 202, answer.text
-            ids.append(answer.json()["session_id"])
+        ids = three_in_line(stack, user)
         seen_queued = set()
 
         def later_ones_queued():
@@ -65,6 +83,7 @@ def test_over_its_running_quota_a_tenants_sessions_wait_queued_and_start_in_arri
         wait_ended(client, stack, other_id, timeout=60)
         assert "turn_queued" not in [e.type for e in assert_log_whole(other_id)]
         assert user.get(f"/v1/sessions/{ids[2]}").json()["status"] == "queued"  # still waiting its turn
+        release(stack, tenant, ids[0])
 
         ended = [wait_ended(user, stack, sid, timeout=90) for sid in ids]
         assert [s["ended_reason"] for s in ended] == ["completed"] * 3, ended
@@ -135,12 +154,7 @@ def test_the_queue_and_the_quota_survive_the_brain_and_the_gateway_killed_while_
     with tenant_client(stack, tenant, "fair-admin", "admin") as admin:
         assert admin.put("/v1/quotas", json={"running_sessions": 1}).status_code == 200
     with tenant_client(stack, tenant, "fair") as user:
-        ids = []
-        for n in range(3):
-            answer = user.post("/v1/sessions", json={"message": f"hold {n}", "wait": False,
-                                                     "config": {"model": "scripted:hold2"}})
-            assert answer.status_code == 202, answer.text
-            ids.append(answer.json()["session_id"])
+        ids = three_in_line(stack, user)
         wait_for(lambda: all(user.get(f"/v1/sessions/{sid}").json().get("status") == "queued" for sid in ids[1:]),
                  30, "the second and third sessions to show queued", stack, every=0.1)
     stack.services["brain"].kill9()
@@ -151,6 +165,8 @@ def test_the_queue_and_the_quota_survive_the_brain_and_the_gateway_killed_while_
     with tenant_client(stack, tenant, "fair-admin", "admin") as admin, tenant_client(stack, tenant, "fair") as user:
         quotas = admin.get("/v1/quotas").json()
         assert quotas["own"]["running_sessions"] == 1 and quotas["effective"]["running_sessions"] == 1, quotas
+        assert all(user.get(f"/v1/sessions/{sid}").json()["status"] == "queued" for sid in ids[1:])
+        release(stack, tenant, ids[0])
         ended = [wait_ended(user, stack, sid, timeout=120) for sid in ids]
         assert [s["ended_reason"] for s in ended] == ["completed"] * 3, ended
     logs = [assert_log_whole(sid, tenant) for sid in ids]
