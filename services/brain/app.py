@@ -73,7 +73,9 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
                       load_prefix=loader.prefix,
                       publish_delta=DeltaPublisher(deltas, settings.partitions).publish, turn_slots=slots,
                       admit=CountedRefusals(QuotaCounts(pool, settings.quota_defaults())).admit,
-                      tenant_quotas=TenantQuotas(postgres_counter(pool), settings.quota_tokens_per_day,
+                      tenant_quotas=TenantQuotas(postgres_counter(pool, settings.quota_tokens_per_day,
+                                                                  settings.quota_tool_calls_in_flight),
+                                                 settings.quota_tokens_per_day,
                                                  settings.quota_tool_calls_in_flight, settings.quota_fresh_s))
         # The assignor gives a brain the same partition numbers of every input topic, so
         # the owner of inbox p also owns tool-results p and writes events p, and keeps a

@@ -3,8 +3,9 @@
 Tokens per day: `spent(tenant)` before each model call says whether the tenant has used its
 day's tokens (the session then records `agent.quota.quota_end` instead of the call), and
 `count(tenant, usage)` adds each call's tokens afterwards. Both are `count_tenant_tokens`
-(migration 0028), one statement that adds (or only reads) and returns the day's total with
-the tenant's quotas, so every brain sees one count and a raised quota is learnt at once.
+(migrations 0028, 0030), one statement that adds (or only reads) and returns the day's total with
+the tenant's quotas as they apply (its own under the operator's ceiling), so every brain sees one
+count and a raised quota is learnt at once.
 
 The cost is one round trip per model call, the add, and none for a tenant with no quota in
 force (unlimited, the default): its tokens are not added, so a quota set during the day counts
@@ -39,8 +40,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Counted:
-    """What `count_tenant_tokens` returns: the day, its total, the tenant's own quotas (None:
-    the default applies)."""
+    """What `count_tenant_tokens` returns: the day, its total, the tenant's quotas that apply
+    (None: the default applies, which is the counter's own default when it was told none)."""
 
     day: date
     used: int
@@ -110,10 +111,15 @@ class TenantQuotas:
         return day
 
 
-def postgres_counter(pool: TenantPool) -> Counter:
-    """`count_tenant_tokens` as one statement, its own transaction: one round trip."""
+def postgres_counter(pool: TenantPool, tokens_per_day: int | None = None,
+                     tool_calls_in_flight: int | None = None) -> Counter:
+    """`count_tenant_tokens` as one statement, its own transaction: one round trip. Told the
+    defaults, it returns the limits that apply (migration 0030: the lower of the tenant's own value
+    and its ceiling, the operator's else the default), so a tenant's admin cannot raise its own
+    quota past the default or the operator's ceiling."""
     async def run(conn: asyncpg.Connection, tenant: str, tokens: int) -> asyncpg.Record:
-        return await conn.fetchrow("SELECT * FROM count_tenant_tokens($1, $2)", tenant, tokens)
+        return await conn.fetchrow("SELECT * FROM count_tenant_tokens($1, $2, $3, $4)", tenant, tokens,
+                                   tokens_per_day, tool_calls_in_flight)
 
     async def count(tenant: str, tokens: int) -> Counted:
         row = await pool.system_statement(run, tenant, tokens)

@@ -3,6 +3,9 @@
 The key decides the tenant, as for every HTTP command; `--tenant` says which tenant the caller
 means, and a key of another tenant is refused here before anything changes. `set` changes only
 the quotas it is given (`default` puts one back to the gateway's default) and keeps the rest.
+Neither can go above the tenant's ceiling (the gateway answers 422 `above_ceiling`): that is the
+operator's, `wakeline quotas ceiling --tenant T ...`, which talks to Postgres as the schema owner,
+not to the gateway (`wakeline.ops.quota_ceilings`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import Any
 
 from wakeline_client import Wakeline
 from wakeline_client import operations as ops
+
+from wakeline.ops import quota_ceilings
 
 QUOTAS = ("running_sessions", "sessions_per_minute", "commands_per_second", "tool_calls_in_flight", "tokens_per_day")
 
@@ -28,6 +33,9 @@ def add_parser(sub: Any) -> None:
     for name in QUOTAS:
         put.add_argument("--" + name.replace("_", "-"), dest=name, type=quota_value, default=argparse.SUPPRESS,
                          metavar="N|default")
+    ceiling = actions.add_parser("ceiling", add_help=False,
+                                 help="the operator's ceiling on a tenant's quotas (as the schema owner, not HTTP)")
+    ceiling.set_defaults(direct=quota_ceilings.main)
     p.set_defaults(handler=quotas)
 
 

@@ -28,6 +28,8 @@ GATEWAY_CODES = ("unauthorized", "forbidden", "not_found", "method_not_allowed",
                  "tool_call_already_answered", "unknown_tool_call",
                  # the tenant over a rate quota (quotas/gate.py): 429 with Retry-After
                  "quota_exceeded",
+                 # a tenant's admin setting a quota above the operator's ceiling (routes/quotas.py)
+                 "above_ceiling",
                  # creating a session with a dollar cap on a model no price is known for (routes/sessions.py)
                  "unpriced_model")
 ERROR_CODES: tuple[str, ...] = tuple(dict.fromkeys(GATEWAY_CODES + REJECTION_CODES))

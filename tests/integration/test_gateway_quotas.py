@@ -18,6 +18,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from conftest_pg import owner_connection, set_tenant
+from wakeline.ops.quota_ceilings import set_ceilings
 from gateway_harness import InboxWatcher, Seeder, api_key, bearer, created, gateway_settings, running_gateway
 from wakeline.contract.commands import parse_command
 from wakeline.storage.pg import TenantPool
@@ -193,3 +194,40 @@ async def test_the_quotas_and_the_count_outlive_a_gateway_restart() -> None:
         read = (await client.get("/v1/quotas")).json()
         refused_by(await create(client, **{"Idempotency-Key": str(uuid.uuid4())}), "sessions_per_minute", 1)
     assert read["own"]["sessions_per_minute"] == read["effective"]["sessions_per_minute"] == 1
+
+
+async def test_an_admin_cannot_set_a_quota_above_its_ceiling_and_nothing_changes() -> None:
+    settings = gateway_settings()
+    async with owner_connection() as conn:
+        await set_ceilings(conn, settings.tenant, {"running_sessions": 5}, "operator:ops")
+    async with running_gateway(settings, principal="adam", role="admin") as (_, admin):
+        over_own = await admin.put("/v1/quotas", json={"running_sessions": 6, "sessions_per_minute": 9})
+        over_default = await admin.put("/v1/quotas", json={"commands_per_second": settings.quota_commands_per_second
+                                                           + 1})
+        unchanged = (await admin.get("/v1/quotas")).json()
+        lowered = await admin.put("/v1/quotas", json={"running_sessions": 3})
+    assert over_own.status_code == over_default.status_code == 422, over_own.text
+    assert over_own.headers["content-type"].startswith(PROBLEM)
+    body = over_own.json()
+    assert (body["code"], body["quota"], body["asked"], body["ceiling"]) == ("above_ceiling", "running_sessions", 6, 5)
+    assert "ceiling of 5" in body["detail"]
+    assert (over_default.json()["quota"], over_default.json()["ceiling"]) == (
+        "commands_per_second", settings.quota_commands_per_second)
+    assert unchanged["history"] == [] and unchanged["own"]["sessions_per_minute"] is None
+    assert lowered.status_code == 200 and lowered.json()["effective"]["running_sessions"] == 3
+
+
+async def test_every_key_reads_the_ceilings_and_what_applies_is_the_lower() -> None:
+    settings = gateway_settings()
+    async with owner_connection() as conn:
+        await set_ceilings(conn, settings.tenant, {"running_sessions": 500, "tokens_per_day": 1000}, "operator:ops")
+    async with running_gateway(settings, principal="adam", role="admin") as (_, admin):
+        answer = (await admin.put("/v1/quotas", json={"tokens_per_day": 900})).json()
+        async with owner_connection() as conn:  # the operator lowers a ceiling below the tenant's own value
+            await set_ceilings(conn, settings.tenant, {"tokens_per_day": 100}, "operator:ops")
+        key = bearer(await api_key(settings.tenant, "user-3", "user"))
+        after = (await admin.get("/v1/quotas", headers=key)).json()
+    assert answer["ceilings"] == {"running_sessions": 500, "sessions_per_minute": None, "commands_per_second": None,
+                                  "tool_calls_in_flight": None, "tokens_per_day": 1000}
+    assert answer["effective"]["running_sessions"] == 500 and answer["effective"]["tokens_per_day"] == 900
+    assert after["own"]["tokens_per_day"] == 900 and after["effective"]["tokens_per_day"] == 100

@@ -14,6 +14,7 @@ from wakeline_client import RetryPolicy, Wakeline
 from wakeline_client.sse import Frame, parse_frames
 from wakeline_gateway.cli import main
 from wakeline_gateway.terminal import event_line, exit_code, one_line, safe
+from wakeline.ops import quota_ceilings
 
 ESCAPE = "\x1b[2J\x1b]0;pwned\x07"
 
@@ -306,8 +307,8 @@ def quotas_answer(tenant: str = "acme", **own) -> dict:
     values = {"running_sessions": None, "sessions_per_minute": None, "commands_per_second": None,
               "tool_calls_in_flight": None, "tokens_per_day": None}
     return {"tenant": tenant, "own": {**values, **own}, "effective": values, "defaults": values,
-            "enforced": ["sessions_per_minute", "commands_per_second", "running_sessions"], "set_by": None,
-            "set_at": None, "history": []}
+            "ceilings": values, "enforced": ["sessions_per_minute", "commands_per_second", "running_sessions"],
+            "set_by": None, "set_at": None, "history": []}
 
 
 def test_quotas_set_changes_only_the_quotas_named_and_default_resets_one(capsys) -> None:
@@ -336,3 +337,27 @@ def test_quotas_refuse_a_key_of_another_tenant_and_change_nothing(capsys) -> Non
 def test_quotas_set_takes_whole_numbers_of_at_least_one_or_default(value) -> None:
     with pytest.raises(SystemExit):
         run_cli(["quotas", "set", "--tenant", "acme", "--commands-per-second", value], FakeGateway({}))
+
+
+def test_quotas_ceiling_goes_to_the_operator_module_not_the_gateway(monkeypatch) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr(quota_ceilings, "main", lambda rest: seen.append(rest) or 0)
+    gateway = FakeGateway({})
+    assert run_cli(["quotas", "ceiling", "--tenant", "acme", "--running-sessions", "50"], gateway) == 0
+    assert seen == [["--tenant", "acme", "--running-sessions", "50"]] and gateway.requests == []
+
+
+def test_quotas_ceiling_changes_only_the_ceilings_named_and_default_resets_one() -> None:
+    args = quota_ceilings.parser().parse_args(["--tenant", "acme", "--running-sessions", "50",
+                                               "--tokens-per-day", "default", "--by", "operator:ops"])
+    assert (args.tenant, args.by) == ("acme", "operator:ops")
+    assert quota_ceilings.given(args) == {"running_sessions": 50, "tokens_per_day": None}
+    assert quota_ceilings.given(quota_ceilings.parser().parse_args(["--tenant", "acme"])) == {}  # only shows
+
+
+@pytest.mark.parametrize("argv", [["--running-sessions", "50"],  # no tenant
+                                  ["--tenant", "acme", "--running-sessions", "0"],
+                                  ["--tenant", "acme", "--commands-per-second", "lots"]])
+def test_quotas_ceiling_needs_a_tenant_and_whole_numbers_or_default(argv) -> None:
+    with pytest.raises(SystemExit):
+        quota_ceilings.parser().parse_args(argv)

@@ -15,7 +15,9 @@ from wakeline.contract.commands import CommandBase, CreateSession, ForkOrigin, P
 from wakeline_gateway.dispatch import CommandDispatcher, Waits
 from wakeline_gateway.metrics import CountedRefusals
 from wakeline_gateway.quotas.gate import QuotaExceeded, QuotaGate
-from wakeline.contract.quotas import QUOTA_NAMES, Refusal, counted_against, effective, retry_after_s
+from wakeline.contract.quotas import (
+    QUOTA_NAMES, Refusal, above_ceiling, counted_against, effective, retry_after_s,
+)
 from wakeline.storage.quota_counts import QuotaCounts
 from wakeline_gateway.settings import GatewaySettings
 
@@ -133,3 +135,42 @@ async def test_an_admitted_command_is_sent() -> None:
                                    quotas=QuotaGate(QuotaCounts(FakePool(None), {})))  # type: ignore[arg-type]
     answer = await dispatcher.dispatch(PostMessage(**IDS, text="hi"), wait=False)
     assert answer.status == "pending" and [c.command_id for c in inbox.sent] == ["c"]
+
+
+DEFAULTS = {"running_sessions": 100, "sessions_per_minute": 600, "commands_per_second": 200,
+            "tool_calls_in_flight": 200, "tokens_per_day": None}
+
+
+def test_what_applies_is_the_lower_of_the_tenants_own_value_and_its_ceiling() -> None:
+    own = {"running_sessions": 500, "sessions_per_minute": 10, "commands_per_second": 500, "tokens_per_day": 9}
+    ceilings = {"running_sessions": 50, "commands_per_second": None, "tool_calls_in_flight": 300}
+    assert effective(own, DEFAULTS, ceilings) == {
+        "running_sessions": 50,  # own above the operator's ceiling: the ceiling
+        "sessions_per_minute": 10,  # own below the default: own
+        "commands_per_second": 200,  # no ceiling set: the default is the ceiling
+        "tool_calls_in_flight": 300,  # no own value: the operator's ceiling, above the default
+        "tokens_per_day": 9}  # no default, no ceiling: own
+    assert effective({}, DEFAULTS, {})["tokens_per_day"] is None  # unlimited only when all three are
+
+
+@given(own=st.none() | st.integers(1, 10**6), cap=st.none() | st.integers(1, 10**6),
+       default=st.none() | st.integers(1, 10**6))
+def test_a_tenant_can_lower_its_quota_never_raise_it_above_the_ceiling(own, cap, default) -> None:
+    applied = effective({"running_sessions": own}, {"running_sessions": default},
+                        {"running_sessions": cap})["running_sessions"]
+    ceiling = cap if cap is not None else default
+    if ceiling is not None:
+        assert applied is not None and applied <= ceiling
+    if own is not None:
+        assert applied is not None and applied <= own
+    assert applied in (own, ceiling)
+
+
+def test_only_a_new_value_above_its_ceiling_is_refused() -> None:
+    asked = {"running_sessions": 60, "commands_per_second": 300, "sessions_per_minute": 600, "tokens_per_day": 5}
+    assert above_ceiling(asked, {}, DEFAULTS, {"running_sessions": 50}) == [
+        ("running_sessions", 60, 50), ("commands_per_second", 300, 200)]
+    # a value the tenant had before the ceiling came down is kept (the ceiling caps it anyway)
+    assert above_ceiling(asked, {"running_sessions": 60, "commands_per_second": 300}, DEFAULTS,
+                         {"running_sessions": 50}) == []
+    assert above_ceiling({"tokens_per_day": 10**12}, {}, DEFAULTS, {}) == []  # no default, no ceiling

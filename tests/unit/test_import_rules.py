@@ -92,7 +92,7 @@ LAYERS: dict[str, set[str]] = {
 # decisions are the brain's, and the gateway's replay check runs them.
 FOR_SERVICES = {"runtime", "contract", "log", "transport", "storage", "agent"}
 EXTRA = {"services/gateway": {"evidence"}, "services/gateway/cli.py": {"evidence", "ops"},
-         "services/gateway/cli_commands.py": {"evidence", "ops"}}
+         "services/gateway/cli_commands.py": {"evidence", "ops"}, "services/gateway/cli_quotas.py": {"ops"}}
 
 
 def wakeline_layers(module: Path) -> set[str]:

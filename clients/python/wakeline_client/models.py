@@ -499,7 +499,7 @@ class Problem(Model):
 class ProblemDetails(Model):
     "An error (RFC 9457). Programs branch on `code`; people read `detail`."
 
-    code: Literal['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'invalid_request', 'idempotency_key_reused', 'too_large', 'not_implemented', 'unavailable', 'corrupt_event', 'server_error', 'unknown_seq', 'fork_inside_tool_call', 'prefix_unavailable', 'tool_call_already_answered', 'unknown_tool_call', 'quota_exceeded', 'unpriced_model', 'conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'internal_error', 'budget_exhausted']
+    code: Literal['unauthorized', 'forbidden', 'not_found', 'method_not_allowed', 'invalid_request', 'idempotency_key_reused', 'too_large', 'not_implemented', 'unavailable', 'corrupt_event', 'server_error', 'unknown_seq', 'fork_inside_tool_call', 'prefix_unavailable', 'tool_call_already_answered', 'unknown_tool_call', 'quota_exceeded', 'above_ceiling', 'unpriced_model', 'conflict', 'wrong_tenant', 'deleted', 'already_exists', 'already_ended', 'not_awaiting_approval', 'not_pending', 'unknown_session', 'malformed', 'internal_error', 'budget_exhausted']
     command_id: str | None = None
     current_seq: int | None = None
     detail: str
@@ -540,6 +540,7 @@ class QuotaValues(Model):
 
 
 class QuotasPublic(Model):
+    ceilings: QuotaValues
     defaults: QuotaValues
     effective: QuotaValues
     enforced: list[Literal['running_sessions', 'sessions_per_minute', 'commands_per_second', 'tool_calls_in_flight', 'tokens_per_day']]

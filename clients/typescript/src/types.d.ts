@@ -504,7 +504,7 @@ export interface Problem {
 /** An error (RFC 9457). Programs branch on `code`; people read `detail`. */
 export interface ProblemDetails {
   /** Machine-readable; the brain's rejection codes pass through unchanged. */
-  code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "invalid_request" | "idempotency_key_reused" | "too_large" | "not_implemented" | "unavailable" | "corrupt_event" | "server_error" | "unknown_seq" | "fork_inside_tool_call" | "prefix_unavailable" | "tool_call_already_answered" | "unknown_tool_call" | "quota_exceeded" | "unpriced_model" | "conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "internal_error" | "budget_exhausted";
+  code: "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "invalid_request" | "idempotency_key_reused" | "too_large" | "not_implemented" | "unavailable" | "corrupt_event" | "server_error" | "unknown_seq" | "fork_inside_tool_call" | "prefix_unavailable" | "tool_call_already_answered" | "unknown_tool_call" | "quota_exceeded" | "above_ceiling" | "unpriced_model" | "conflict" | "wrong_tenant" | "deleted" | "already_exists" | "already_ended" | "not_awaiting_approval" | "not_pending" | "unknown_session" | "malformed" | "internal_error" | "budget_exhausted";
   /** The command the error is about. */
   command_id?: string | null;
   /** 409 conflict: the session's seq now. */
@@ -557,15 +557,17 @@ export interface QuotaValues {
 }
 
 export interface QuotasPublic {
+  /** The most the tenant's admin may set, fixed by the operator for this tenant (`wakeline quotas ceiling`); null: the default is the ceiling. */
+  ceilings: QuotaValues;
   /** The gateway's defaults (WAKELINE_QUOTA_*). */
   defaults: QuotaValues;
-  /** What applies: the tenant's own value, else the default; null: unlimited. */
+  /** What applies: the lower of the tenant's own value and its ceiling (the operator's, else the default); null: unlimited. */
   effective: QuotaValues;
   /** The quotas enforced today: the rates at the gateway (429 with Retry-After) and on the inbox (input_rejected quota_exceeded), running sessions by the brains (queued), tool calls in flight by the runners, tokens per day by the brains (session_ended quota). */
   enforced: ("running_sessions" | "sessions_per_minute" | "commands_per_second" | "tool_calls_in_flight" | "tokens_per_day")[];
   /** The newest changes (at most 100), oldest first; the database keeps every one. */
   history: QuotaChangePublic[];
-  /** What the tenant's admin set; null: the default applies. */
+  /** What the tenant's admin set; null: the ceiling applies. */
   own: QuotaValues;
   set_at: string | null;
   set_by: string | null;
@@ -1283,7 +1285,9 @@ export interface Operations {
   /** Set Quotas
    *
    * Replaces the tenant's quotas (admin); one left out goes back to the default. The change, the
-   * values before and after, and who made it are kept for good. */
+   * values before and after, and who made it are kept for good. A value above its ceiling (the
+   * operator's for the tenant, else the default) is refused, 422 `above_ceiling`, and nothing
+   * changes; one the tenant already had passes (the ceiling caps it anyway). */
   "PUT /v1/quotas": {
     operationId: "set_quotas_v1_quotas_put";
     path: Record<string, never>;

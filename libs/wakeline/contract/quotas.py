@@ -55,9 +55,34 @@ def counted_against(command: CommandBase) -> tuple[QuotaName, ...]:
     return ("commands_per_second",)
 
 
-def effective(own: QuotaValues, defaults: QuotaValues) -> dict[str, int | None]:
-    """What applies to the tenant: its own value, else the default (None: unlimited)."""
-    return {name: own.get(name) if own.get(name) is not None else defaults.get(name) for name in QUOTA_NAMES}
+def ceilings_in_force(ceilings: QuotaValues, defaults: QuotaValues) -> dict[str, int | None]:
+    """The most the tenant's admin may set: the operator's ceiling for the tenant, else the
+    default (None: no ceiling)."""
+    return {name: ceilings.get(name) if ceilings.get(name) is not None else defaults.get(name)
+            for name in QUOTA_NAMES}
+
+
+def effective(own: QuotaValues, defaults: QuotaValues, ceilings: QuotaValues | None = None) -> dict[str, int | None]:
+    """What applies to the tenant: the lower of its own value and its ceiling (the operator's,
+    else the default); None: unlimited. Postgres applies the same rule (`tenant_quota_limits`,
+    migration 0030)."""
+    caps = ceilings_in_force(ceilings or {}, defaults)
+    return {name: min((v for v in (own.get(name), caps[name]) if v is not None), default=None)
+            for name in QUOTA_NAMES}
+
+
+def above_ceiling(asked: QuotaValues, kept: QuotaValues, defaults: QuotaValues,
+                  ceilings: QuotaValues) -> list[tuple[str, int, int]]:
+    """The quotas a tenant's admin asked above their ceiling, as (quota, asked, ceiling). A value
+    the tenant already had (`kept`) passes: a ceiling the operator lowered later caps it anyway,
+    and refusing it would block every other change."""
+    caps = ceilings_in_force(ceilings, defaults)
+    over: list[tuple[str, int, int]] = []
+    for name in QUOTA_NAMES:
+        value, cap = asked.get(name), caps[name]
+        if value is not None and cap is not None and value > cap and value != kept.get(name):
+            over.append((name, value, cap))
+    return over
 
 
 @dataclass(frozen=True)

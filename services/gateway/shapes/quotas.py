@@ -1,5 +1,5 @@
-"""The tenant's quotas: set by an admin (`QuotasSet`), read with the defaults, what applies, and
-the history of their changes (`QuotasPublic`)."""
+"""The tenant's quotas: set by an admin (`QuotasSet`) under the operator's ceilings, read with the
+ceilings, the defaults, what applies, and the history of their changes (`QuotasPublic`)."""
 
 from __future__ import annotations
 
@@ -51,9 +51,11 @@ class QuotaChangePublic(BaseModel):
 
 class QuotasPublic(BaseModel):
     tenant: str
-    effective: QuotaValues = Field(description="What applies: the tenant's own value, else the default; "
-                                               "null: unlimited.")
-    own: QuotaValues = Field(description="What the tenant's admin set; null: the default applies.")
+    effective: QuotaValues = Field(description="What applies: the lower of the tenant's own value and its "
+                                               "ceiling (the operator's, else the default); null: unlimited.")
+    own: QuotaValues = Field(description="What the tenant's admin set; null: the ceiling applies.")
+    ceilings: QuotaValues = Field(description="The most the tenant's admin may set, fixed by the operator for this "
+                                              "tenant (`wakeline quotas ceiling`); null: the default is the ceiling.")
     defaults: QuotaValues = Field(description="The gateway's defaults (WAKELINE_QUOTA_*).")
     enforced: list[QuotaName] = Field(description="The quotas enforced today: the rates at the gateway (429 with "
                                                   "Retry-After) and on the inbox (input_rejected quota_exceeded), "
