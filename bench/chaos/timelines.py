@@ -54,7 +54,8 @@ class BrainLog:
 
     name: str
     started: float | None
-    marks: list[Mark] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)     # all but the wakes
+    wakes: dict[str, list[Mark]] = field(default_factory=dict)  # by session: thousands in a run
 
     @classmethod
     def parse(cls, name: str, lines: list[str]) -> "BrainLog":
@@ -66,14 +67,18 @@ class BrainLog:
             if out.started is None:
                 out.started = at
             if mark := _mark(at, line):
-                out.marks.append(mark)
+                if mark.kind == "woke":
+                    out.wakes.setdefault(mark.session_id, []).append(mark)
+                else:
+                    out.marks.append(mark)
         return out
 
-    def first(self, kind: str, after: float, until: float = float("inf"), partition: int | None = None,
-              session_id: str | None = None) -> Mark | None:
+    def first_wake(self, session_id: str, after: float) -> Mark | None:
+        return next((m for m in self.wakes.get(session_id, ()) if m.at > after), None)
+
+    def first(self, kind: str, after: float, until: float = float("inf"), partition: int | None = None) -> Mark | None:
         return next((m for m in self.marks if m.kind == kind and after < m.at <= until
-                     and (partition is None or partition in m.partitions)
-                     and (session_id is None or m.session_id == session_id)), None)
+                     and (partition is None or partition in m.partitions)), None)
 
     def last(self, kind: str, until: float) -> Mark | None:
         return next((m for m in reversed(self.marks) if m.kind == kind and m.at <= until), None)
@@ -180,7 +185,7 @@ def _waker(session_id: str, killed: str, killed_at: float, first_event: float | 
     (a later one is an eviction's, not this recovery's)."""
     until = float("inf") if first_event is None else first_event
     wakes = [(m, b) for b in logs if b.name != killed
-             for m in [b.first("woke", killed_at, session_id=session_id)] if m and m.at - m.seconds <= until]
+             for m in [b.first_wake(session_id, killed_at)] if m and m.at - m.seconds <= until]
     if not wakes:
         return None, None
     mark, brain = min(wakes, key=lambda w: w[0].at)
