@@ -140,6 +140,7 @@ async def run(plan: Plan, run_dir: Path, say=print) -> dict:
     return {
         "chaos": "kill -9 loop", "targets": list(plan.targets), "new_names": plan.new_names, "seed": plan.seed,
         "interval_s": plan.interval_s, "kills": plan.kills, "brain_kills": len(brain_kills),
+        "brain_kill_times": [[round(at, 3), name] for at, name in brain_kills],
         "kill_phase_s": round(last_kill - began, 1), "drain_s": round(drained - last_kill, 1),
         **figures.correctness(sessions.started, logged, stored, runs),
         "next_event_after_brain_kill": figures.recovery_after_brain_kills(brain_kills, changes, logged,
