@@ -13,7 +13,7 @@ TEST_TOPIC_PREFIX ?= wakeline-test
 TEST_DATABASE ?= wakeline_test
 TEST_NAMES := WAKELINE_TOPIC_PREFIX=$(TEST_TOPIC_PREFIX) WAKELINE_POSTGRES_DATABASE=$(TEST_DATABASE)
 
-.PHONY: help deps venv up test-up down status lint test unit integration demo demo-harness bench bench-cost chaos cluster-up cluster-down cluster-status
+.PHONY: help deps venv up test-up down status lint test unit integration demo demo-harness bench bench-cost chaos chaos-brains cluster-up cluster-down cluster-status
 
 help:
 	@echo "make demo   run an agent session end to end on the local stack"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench  print measured figures as JSON lines"
 	@echo "make bench-cost   where a tool step's CPU goes: every process, Kafka requests, Postgres statements, flame graphs (~3 min)"
 	@echo "make chaos  ~100 random kill -9 of brains, runners and the archiver under load; prints the figures"
+	@echo "make chaos-brains   a brain killed every ~5 s for 2 minutes, replaced under its name, then under a new one (~6 min)"
 	@echo "make cluster-up / cluster-down / cluster-status   three KRaft brokers (topics wakeline-cluster.*, replication 3); see docs/cluster.md"
 
 deps:
@@ -97,6 +98,14 @@ bench-cost: up
 chaos: up
 	@bash deploy/services.sh down >/dev/null
 	$(PY) -m bench.chaos
+
+# Issue 37's brain churn, held to its recovery bounds: the replacement under the dead brain's
+# name (a supervised restart, a StatefulSet pod), then under a new one. Both run; either failing fails.
+chaos-brains: up
+	@bash deploy/services.sh down >/dev/null
+	@$(PY) -m bench.chaos --only brains --interval 5 --duration 120 --seed 37; same=$$?; \
+	$(PY) -m bench.chaos --only brains --interval 5 --duration 120 --seed 37 --new-names; new=$$?; \
+	exit $$(( same || new ))
 
 # Three brokers (deploy/kafka/cluster.sh): topics under their own prefix with replication 3 and
 # min.insync.replicas 2, so they never meet the single broker's. Services run against it

@@ -74,7 +74,7 @@ def recovery_after_brain_kills(kills: list[tuple[float, str]], changes: list[Cha
     for killed_at, holder in kills:
         owned = held_at(changes, holder, killed_at - 1e-3)
         for sid, events in logged.items():
-            if not _in_flight(events, killed_at):
+            if not in_flight(events, killed_at):
                 continue
             kind = "affected" if partition_for(sid, partitions) in owned else "survivors"
             after = [e.ts.timestamp() for e in events if e.ts.timestamp() > killed_at]
@@ -96,7 +96,7 @@ def _marker(call) -> str | None:
     return match.group(0) if match else None
 
 
-def _in_flight(events: list[Event], at: float) -> bool:
+def in_flight(events: list[Event], at: float) -> bool:
     before = [e for e in events if e.ts.timestamp() <= at]
     return bool(before) and not any(e.type == "session_ended" for e in before)
 

@@ -19,7 +19,7 @@ _OWNS = re.compile(r"brain \S+ owns partitions \[([\d, ]*)\]")
 _ASSIGNED = re.compile(r"Setting newly assigned partitions (.*) for group")
 _REVOKING = re.compile(r"Revoking previously assigned partitions (.*) for group")
 _LOST = re.compile(r"partition (\d+): writer lost")
-_PARTITION = re.compile(r"topic='wakeline\.inbox', partition=(\d+)")
+_PARTITION = re.compile(r"topic='[^']*\.inbox', partition=(\d+)")  # any topic prefix
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
 """Drives a chaos run: the services as processes, scripted sessions, random kill -9 and restart.
 
 2 brains, 2 runners, 1 archiver and 1 gateway run as separate processes (tests/e2e/stack.py).
-While ~`in_flight` sessions of the `chaos` policy run, a random brain, runner or the
-archiver is killed with SIGKILL every ~`interval_s` and restarted under the same host
-name (as a supervisor would) with a log of its own, so each incarnation's ownership of
-brain partitions can be read back. Then the run drains and `figures` does the counting.
+While ~`in_flight` sessions of the `chaos` policy run, a random one of `Plan.targets` (by
+default a brain, a runner or the archiver; `BRAINS` for issue 37's brain churn) is killed
+with SIGKILL every ~`interval_s` and restarted under the same host name (as a supervisor
+or a StatefulSet pod would) or, with `new_names`, under a name never used before (as a
+replacement machine would), with a log of its own, so each incarnation's ownership of
+brain partitions and its part in a recovery can be read back. Then the run drains and
+`figures` and `timelines` do the counting.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import asyncpg
 import httpx
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from bench.chaos import figures, ownership
+from bench.chaos import figures, ownership, timelines
 from tests.e2e.stack import Service, Stack
 from wakeline.storage.event_rows import SELECT_LIST, event_from_row
 from wakeline.contract.events import Event, parse_event
@@ -33,6 +36,8 @@ POLICIES = Path(__file__).resolve().parent / "policies"
 SLOTS = {"archiver-1": "archiver", "runner-1": "runner", "runner-2": "runner", "brain-1": "brain",
          "brain-2": "brain", "gateway-1": "gateway"}
 KILLABLE = ("archiver-1", "runner-1", "runner-2", "brain-1", "brain-2")
+BRAINS = ("brain-1", "brain-2")
+WORST_TIMELINES = 5  # how many of the slowest recoveries the result spells out
 
 
 @dataclass
@@ -44,6 +49,8 @@ class Plan:
     restart_delay_s: float = 0.5   # a supervisor's backoff before the restart
     drain_s: float = 300.0         # after the last kill, how long sessions may take to end
     seed: int | None = None
+    targets: tuple[str, ...] = KILLABLE  # the slots a kill picks from
+    new_names: bool = False        # a restarted process takes a host name never used before
 
 
 @dataclass
@@ -53,9 +60,11 @@ class Processes:
     incarnations: dict[str, int] = field(default_factory=dict)
     killed_at: dict[str, float] = field(default_factory=dict)   # incarnation log name -> kill time
 
-    def start(self, slot: str) -> Service:
+    def start(self, slot: str, new_name: bool = False) -> Service:
         n = self.incarnations[slot] = self.incarnations.get(slot, 0) + 1
-        service = self.stack.start(f"{slot}.{n}", SLOTS[slot], WAKELINE_HOST=slot,
+        # A brain's host name is its static group membership (BrainSettings.group_instance_id).
+        host = f"{slot}-{n}" if new_name else slot
+        service = self.stack.start(f"{slot}.{n}", SLOTS[slot], WAKELINE_HOST=host,
                                    WAKELINE_POLICY_DIR=str(POLICIES))
         self.current[slot] = service
         return service
@@ -122,16 +131,26 @@ async def run(plan: Plan, run_dir: Path, say=print) -> dict:
     logged = figures.by_session(await _logged_events(settings, began, set(sessions.started)))
     stored = await _stored_events(settings, sessions.started)
     runs = {sid: _runs(run_dir, sid) for sid in sessions.started}
-    changes = _ownership_changes(run_dir, procs)
+    brain_logs = _brain_logs(run_dir)
+    changes = [change for name, lines in brain_logs.items()
+               for change in ownership.changes_from_log(name, lines, procs.killed_at.get(name))]
     unowned = ownership.longest_unowned(changes, settings.partitions, began, drained)
+    recoveries = timelines.recovery_timelines(brain_kills, changes, logged, settings.partitions,
+                                              [timelines.BrainLog.parse(n, lines) for n, lines in brain_logs.items()])
     return {
-        "chaos": "kill -9 loop", "kills": plan.kills, "brain_kills": len(brain_kills),
+        "chaos": "kill -9 loop", "targets": list(plan.targets), "new_names": plan.new_names, "seed": plan.seed,
+        "interval_s": plan.interval_s, "kills": plan.kills, "brain_kills": len(brain_kills),
+        "brain_kill_times": [[round(at, 3), name] for at, name in brain_kills],
         "kill_phase_s": round(last_kill - began, 1), "drain_s": round(drained - last_kill, 1),
         **figures.correctness(sessions.started, logged, stored, runs),
         "next_event_after_brain_kill": figures.recovery_after_brain_kills(brain_kills, changes, logged,
                                                                          settings.partitions),
         "longest_partition_unowned_s": round(max(unowned.values()), 2) if unowned else None,
         "unowned_s_by_partition": {p: round(s, 2) for p, s in unowned.items()},
+        "recovery_timelines": {kind: {"breakdown": timelines.breakdown(of_kind),
+                                      "worst": [t.as_row() for t in timelines.worst(of_kind, WORST_TIMELINES)]}
+                               for kind in ("affected", "survivors")
+                               for of_kind in [[t for t in recoveries if t.kind == kind]]},
     }
 
 
@@ -156,13 +175,13 @@ async def _kill_loop(plan: Plan, rng: random.Random, procs: Processes, sessions:
             while sessions.in_flight < plan.in_flight and len(sessions.started) < plan.max_sessions:
                 await sessions.start_one()
             await asyncio.sleep(0.5)
-        slot = rng.choice(KILLABLE)
+        slot = rng.choice(plan.targets)
         name = procs.current[slot].name
         at = procs.kill(slot)
         if SLOTS[slot] == "brain":
             brain_kills.append((at, name))
         await asyncio.sleep(plan.restart_delay_s)
-        procs.start(slot)
+        procs.start(slot, new_name=plan.new_names)
         say(f"chaos: kill {k + 1}/{plan.kills}: {name} (sessions started {len(sessions.started)},"
             f" in flight {sessions.in_flight})")
     return brain_kills
@@ -221,13 +240,10 @@ def _runs(run_dir: Path, sid: str) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-def _ownership_changes(run_dir: Path, procs: Processes) -> list[ownership.Change]:
-    changes: list[ownership.Change] = []
-    for log in sorted((run_dir / "logs").glob("brain-*.log")):
-        name = log.name.removesuffix(".log")
-        changes += ownership.changes_from_log(name, log.read_text(errors="replace").splitlines(),
-                                              procs.killed_at.get(name))
-    return changes
+def _brain_logs(run_dir: Path) -> dict[str, list[str]]:
+    """Each brain incarnation's log lines, by its name (`brain-1.3`)."""
+    return {log.name.removesuffix(".log"): log.read_text(errors="replace").splitlines()
+            for log in sorted((run_dir / "logs").glob("brain-*.log"))}
 
 
 def new_run_dir(root: Path) -> Path:

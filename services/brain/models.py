@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from wakeline_brain.claude import ClaudeModel
 from wakeline_brain.metrics import TimedModel
 from wakeline.agent.model import Model, ModelError
 from wakeline_brain.scripted import PACKAGED_POLICIES, ScriptedModel, load_policy
@@ -25,6 +24,11 @@ class ModelRegistry:
             return ScriptedModel(load_policy(directory, name.split(":", 1)[1]))
         if not self._settings.anthropic_api_key:
             raise ModelError(f"model {name!r} needs ANTHROPIC_API_KEY; set it or use a scripted:<policy> model")
+        # Imported at the first Claude session, not at start: the SDK's import is most of a
+        # brain's start-up (~2 of 3 s on a busy machine), and a restarted brain's sessions
+        # wait for its start (issue 37, docs/reliability.md "Run 25").
+        from wakeline_brain.claude import ClaudeModel
+
         return ClaudeModel(name, self._settings.anthropic_api_key, self._settings.anthropic_base_url,
                            self._settings.anthropic_max_retries, prompt_cache=self._settings.anthropic_prompt_cache)
 

@@ -90,12 +90,16 @@ class PartitionSet(ConsumerRebalanceListener):
 
     async def _acquire(self, partition: int) -> None:
         delay = 0.2
+        clock = asyncio.get_running_loop().time
         try:
             while partition in self._owned:
                 writer = self._new_writer(partition)
                 try:
+                    began = clock()
                     await writer.start()
+                    fenced = clock()
                     await self._strays.settled(partition, writer)
+                    settled = clock()
                     positions = await self._committed_positions(partition)
                 except Exception as err:  # the broker is restarting, or the group is moving
                     await writer.close()
@@ -109,7 +113,10 @@ class PartitionSet(ConsumerRebalanceListener):
                 for tp, offset in positions.items():  # no await from here on: nothing slips in
                     self.consumer.seek(tp, offset)
                 self.writers[partition] = writer
-                log.info("brain %s owns partitions %s", self.settings.host, sorted(self.writers))
+                # Where a take's time goes (bench/chaos/timelines.py reads it after a kill).
+                log.info("brain %s owns partitions %s (p%d: fenced in %.3f s, settled in %.3f s, offsets in %.3f s)",
+                         self.settings.host, sorted(self.writers), partition, fenced - began, settled - fenced,
+                         clock() - settled)
                 return
         finally:
             if self._acquiring.get(partition) is asyncio.current_task():

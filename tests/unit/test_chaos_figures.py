@@ -61,3 +61,36 @@ def test_make_chaos_fails_a_run_whose_recovery_is_past_a_bound_and_passes_one_wi
     assert recovery_failures(run(3.1, 9.5, 19.0, 11.0)) == ["brain kill -> its sessions' next event median 3.1 s > 3 s"]
     assert len(recovery_failures(run(2.0, 30.0, 79.0, 79.0))) == 3  # p99, max and the ownerless partition
     assert recovery_failures(run(None, None, None, None)) == []  # type: ignore[arg-type]  # no brain killed
+
+
+def test_a_brain_churn_under_new_names_is_held_to_the_session_timeout_plus_five_seconds_only():
+    from bench.chaos.__main__ import recovery_failures
+
+    def run(median: float, most: float) -> dict:
+        affected = {"median_s": median, "p99_s": most, "max_s": most}
+        return {"next_event_after_brain_kill": {"affected": affected}, "longest_partition_unowned_s": 7.0,
+                "new_names": True}
+
+    assert recovery_failures(run(8.0, 10.9)) == []
+    assert recovery_failures(run(8.0, 11.5)) == ["brain kill -> its sessions' next event max 11.5 s > 11 s"]
+
+
+def test_the_summary_spells_out_the_slowest_recovery_moment_by_moment():
+    from bench.chaos.__main__ import summary
+
+    row = {"session_id": "s-1", "partition": 3, "kind": "affected", "killed": "brain-1.4", "waker": "brain-1.5",
+           "waiting_for": "tool_call", "total_s": 2.8, "writer_fenced_settled_offsets_s": [0.15, 0.02, 0.03],
+           "after_kill_s": {"started": 1.5, "rebalance": None, "writer_ready": 2.5, "first_event": 2.8},
+           "phases_s": {}}
+    result = {"kills": 2, "brain_kills": 2, "kill_phase_s": 10, "sessions_completed": 1, "sessions_started": 1,
+              "tools_interrupted": 0, "longest_partition_unowned_s": 2.5,
+              **dict.fromkeys(("seq_gaps", "duplicate_seqs", "unpaired_tool_calls", "tools_run_twice",
+                               "tools_never_run", "archive_faults"), 0),
+              "next_event_after_brain_kill": {k: {"median_s": 1, "p99_s": 2, "max_s": 3}
+                                              for k in ("affected", "survivors")},
+              "recovery_timelines": {"affected": {"breakdown": {"total": {"n": 1, "median_s": 2.8, "max_s": 2.8}},
+                                                  "worst": [row]}}}
+    lines = summary(result)
+    assert "total 2.8 / 2.8 (n 1)" in lines[3]
+    assert lines[4].startswith("chaos: slow: 2.8 s, session s-1 p3 (waiting for tool_call; brain-1.4 killed")
+    assert "started +1.5, writer ready +2.5, first event +2.8" in lines[4] and "rebalance" not in lines[4]

@@ -38,3 +38,10 @@ def test_longest_unowned_is_the_longest_stretch_with_no_holder_per_partition():
 
 def test_a_partition_never_owned_counts_the_whole_window():
     assert longest_unowned([Change(0, "a", frozenset({0}), frozenset({0}))], 2, start=1, end=4) == {0: 0.0, 1: 3.0}
+
+
+def test_assignments_are_read_under_any_topic_prefix():
+    lines = [line("00,000", "Setting newly assigned partitions {TopicPartition(topic='wakeline-churn.inbox', "
+                            "partition=4)} for group wakeline-churn-brain"),
+             line("01,000", "brain brain-1 owns partitions [4]")]
+    assert [sorted(c.owned) for c in changes_from_log("brain-1.1", lines, ended_at=None)] == [[], [4]]
