@@ -271,6 +271,13 @@ function drawEvent(event) {
   if (event.type === "session_ended") current.session.status = "ended";
   else if (event.type === "user_message" || event.type === "turn_started") current.session.status = "running";
   if (event.type === "model_turn") dropLive(); // the finished turn replaces what streamed
+  if (event.type === "turn_ended" || event.type === "session_ended") {
+    // A delta can reach the page after the turn it streams is drawn whole: once the turn is over
+    // nothing of it streams any more, so what is live goes and its late deltas are not drawn.
+    current.endedTurn = Math.max(current.endedTurn || 0, p.turn || current.startedTurn || 0);
+    dropLive();
+  }
+  if (event.type === "turn_started") current.startedTurn = p.turn;
   return li;
 }
 
@@ -336,6 +343,7 @@ function dropLive() {
 
 function onDelta(delta) {
   if (current.queue.length) flush(); // what committed before this delta is drawn before it
+  if (current.endedTurn && delta.turn <= current.endedTurn) return; // a late piece of a turn already over
   let live = current.live;
   if (!live || live.call !== delta.call) {
     // A finished call is replaced by its model_turn, so a call still on the page when
