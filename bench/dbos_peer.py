@@ -1,7 +1,8 @@
 """A peer on the same machine: DBOS (the `dbos` package) running workflows of no-op durable
 steps on the same Postgres server, beside our tool step at the same concurrency.
 
-    python -m bench.dbos_peer     # ours too: starts brain, runner and archiver, two round trips at 100 sessions
+    python -m bench.dbos_peer        # ours too: starts brain, runner and archiver, two round trips at 100 sessions
+    python -m bench.dbos_peer venv   # only make the peer's venv (`make venv` does)
 
 The comparison is our tool round trip at 100 sessions (`bench.tool_roundtrip.run`: 100 sessions
 of the `noop` policy, 20 tool steps each, created at once) against 100 DBOS workflows of 20
@@ -11,8 +12,8 @@ of every process on the path. Ours: brain, runner, archiver, the broker's JVM an
 the peer's: its one process and Postgres (the backends of its own database, the cluster's
 background and what ended in the window). `machine` is every core's busy time beside it.
 
-DBOS runs in a virtualenv of its own (`.cache/dbos-venv`, made on first use with the pinned
-version), so the project's venv holds only what pyproject pins; its workload is
+DBOS runs in a virtualenv of its own (`.cache/dbos-venv`, made by `make venv` or on first use,
+with the pinned version), so the project's venv holds only what pyproject pins; its workload is
 `bench/dbos_worker.py`. Its database (`<ours>_dbos_peer`, owned by the service role it
 connects as, over TCP like our services) is made afresh per run and dropped after.
 """
@@ -37,6 +38,8 @@ from tests.e2e.stack import Stack
 from wakeline.runtime.settings import CommonSettings
 
 DBOS_VERSION = "3.4.0"
+# DBOS's own dependencies on the path of a step, pinned too (as resolved for 3.4.0 on 2026-12-06).
+PEER_PACKAGES = (f"dbos=={DBOS_VERSION}", "SQLAlchemy==2.1.9", "psycopg[binary]==3.3.9")
 PEER_VENV = ROOT / ".cache" / "dbos-venv"
 WORKER = Path(__file__).resolve().with_name("dbos_worker.py")
 POLICIES = Path(__file__).resolve().parent / "policies"
@@ -45,14 +48,13 @@ SESSIONS, STEPS = 100, 20  # our figure's: bench.tool_roundtrip at 100 sessions,
 
 
 def peer_python() -> Path:
-    """The peer venv's interpreter, the venv made (or moved to the pinned version) first if needed."""
-    python = PEER_VENV / "bin" / "python"
-    installed = PEER_VENV / f".installed-dbos-{DBOS_VERSION}"
-    if not installed.exists():
+    """The peer venv's interpreter, the venv made (or moved to the pinned versions) first if needed."""
+    python, installed = PEER_VENV / "bin" / "python", PEER_VENV / ".installed"
+    if not installed.exists() or installed.read_text().split() != list(PEER_PACKAGES):
         if not python.exists():
             subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", f"dbos=={DBOS_VERSION}"], check=True)
-        installed.touch()
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True)
+        installed.write_text("\n".join(PEER_PACKAGES) + "\n")
     return python
 
 
@@ -178,4 +180,7 @@ async def _alone(runs: int = 2) -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(_alone())), flush=True)
+    if sys.argv[1:] == ["venv"]:  # `make venv`: the peer's venv made with the project's, not in a test's time
+        print(peer_python())
+    else:
+        print(json.dumps(asyncio.run(_alone())), flush=True)
