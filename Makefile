@@ -31,9 +31,11 @@ deps:
 	@bash deploy/system-deps.sh
 
 # The client (clients/python) is a dependency of the project that no index has: pip finds it here.
+# bench.dbos_peer's DBOS is no dependency: it gets a venv of its own, pinned there.
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -e clients/python -e '.[test]'
+	@$(PY) -m bench.dbos_peer venv >/dev/null
 	@touch $@
 
 venv: $(VENV)/.installed

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import (
-    archiver_throughput, audit_query, client_tools, console_render, flood, fold_speed, http_commands, prompt_cache,
-    scale, tail_reads, tool_roundtrip, wake_time,
+    archiver_throughput, audit_query, client_tools, console_render, dbos_peer, flood, fold_speed, http_commands,
+    prompt_cache, scale, tail_reads, tool_roundtrip, wake_time,
 )
 from bench.harness import UNLIMITED_QUOTAS
 from tests.e2e.stack import Stack
@@ -42,7 +42,9 @@ def main() -> None:
         stack.start(name, WAKELINE_POLICY_DIR=str(POLICIES), **(UNLIMITED_QUOTAS if name == "brain" else {}))
     emit({"bench": "section_s", "section": "services_start", "s": round(time.monotonic() - started, 1)})
     try:
-        timed("tool_roundtrip", lambda: asyncio.run(tool_roundtrip.run_against_floor((3, 100), repeats=2)))
+        trips = timed("tool_roundtrip", lambda: asyncio.run(tool_roundtrip.run_against_floor((3, 100), repeats=2)))
+        # DBOS's no-op steps at the concurrency of the 100-session round trips just measured, beside them
+        timed("dbos_peer", lambda: asyncio.run(dbos_peer.run(dbos_peer.ours_from(trips))))
         timed("tool_roundtrip_under_load", lambda: asyncio.run(tool_roundtrip.under_load(100)))
         timed("client_tools", lambda: asyncio.run(client_tools.run()))  # its own gateway, a harness per session
         timed("http_commands", lambda: asyncio.run(http_commands.run()))
@@ -59,11 +61,14 @@ def main() -> None:
     emit({"bench": "finished", "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
 
 
-def timed(section: str, run: Callable[[], list[dict] | dict]) -> None:
-    """Emits a section's lines, then how long it took: `make bench` should stay near 10 minutes."""
+def timed(section: str, run: Callable[[], list[dict] | dict]) -> list[dict]:
+    """Emits a section's lines, then how long it took (`make bench` should stay near 10 minutes);
+    returns the lines, for a later section that compares with them."""
     started = time.monotonic()
-    emit(run())
+    lines = run()
+    emit(lines)
     emit({"bench": "section_s", "section": section, "s": round(time.monotonic() - started, 1)})
+    return lines if isinstance(lines, list) else [lines]
 
 
 if __name__ == "__main__":
