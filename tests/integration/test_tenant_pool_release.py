@@ -1,12 +1,11 @@
 """`TenantPool` hands a connection back in the background once the caller has its answer.
 
-asyncpg resets a connection when it is released (after a clean block without statements,
-`test_tenant_pool_reset.py`); the pool runs that after the block that used the connection
-has ended, so a request does not wait for it (issue 10). What must still hold: nobody
-borrows the connection before its reset is done, a block that raised is released (and
-rolled back) before the error reaches the caller, and closing the pool waits for every
-release still under way. The reset here waits for the test's word, so each ordering is
-checked by events, not by timing.
+asyncpg resets a connection when it is released (one more round trip); the pool now runs
+that after the block that used the connection has ended, so a request does not wait for it
+(issue 10). What must still hold: nobody borrows the connection before its reset is done,
+a block that raised is released (and rolled back) before the error reaches the caller, and
+closing the pool waits for every release still under way. The reset here waits for the
+test's word, so each ordering is checked by events, not by timing.
 """
 
 from __future__ import annotations
@@ -18,13 +17,13 @@ import asyncpg
 import pytest
 
 from conftest_pg import require_postgres
-from wakeline.storage.pg import PooledConnection, TenantPool
+from wakeline.storage.pg import TenantPool
 from wakeline.runtime.settings import CommonSettings
 
 pytestmark = pytest.mark.postgres
 
 
-class HeldReset(PooledConnection):
+class HeldReset(asyncpg.Connection):
     """A connection whose reset on release waits until the test lets it go."""
 
     gate: asyncio.Event

@@ -22,39 +22,6 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 
-class PooledConnection(asyncpg.Connection):  # type: ignore[misc]
-    """A TenantPool connection: released without asyncpg's reset statements after a block
-    that ended cleanly, with them after one that raised.
-
-    asyncpg resets every released connection with `pg_advisory_unlock_all(); CLOSE ALL;
-    UNLISTEN *; RESET ALL`: one more round trip and four statements (issue 35: half of all
-    the statements Postgres ran). There is nothing for them to undo here. Borrowers hold a
-    connection for one managed transaction or one statement, set only transaction-local
-    state (`set_config(..., true)`, `SET LOCAL`), lock with `pg_advisory_xact_lock` in
-    functions, and never LISTEN, hold a cursor past a transaction, or create temp tables;
-    an unfinished transaction is still rolled back by asyncpg itself. Any of those would
-    make skipping unsafe: a plain `SET`, `set_config(..., false)`, `pg_advisory_lock`,
-    LISTEN, `DECLARE ... WITH HOLD` or a temp table on a pooled connection leaks to the next
-    borrower (the one-off connections of `wakeline.ops` and migrate are not pooled).
-
-    After a block that raised, the statements still run: they are also what finds a
-    connection a Postgres restart left mid-operation and has the pool terminate it (without
-    them, on 2026-11-30, the archiver's next transaction died on "another operation is in
-    progress"). A block that ended normally had its last statement answered, so its
-    connection is idle.
-    """
-
-    _clean = False
-
-    def ended_cleanly(self) -> None:
-        """The block that borrowed this connection ended normally: skip the next reset's statements."""
-        self._clean = True
-
-    def get_reset_query(self) -> str:
-        clean, self._clean = self._clean, False
-        return "" if clean else str(super().get_reset_query())
-
-
 class TenantPool:
     """An asyncpg pool whose connections are only handed out inside a transaction, or for
     one statement that needs no tenant (`system_statement`).
@@ -67,9 +34,11 @@ class TenantPool:
         if application_name is not None:  # which service a backend serves, in pg_stat_activity
             pool_options["server_settings"] = {**pool_options.get("server_settings", {}),
                                                "application_name": application_name}
-        pool_options.setdefault("connection_class", PooledConnection)
-        if not issubclass(pool_options["connection_class"], PooledConnection):
-            raise TypeError("a TenantPool's connection_class must be a PooledConnection")
+        # asyncpg's reset query on release (~0.3 ms a transaction) stays: it is also what
+        # terminates a connection a Postgres restart broke mid-operation, instead of handing
+        # it to the next borrower. Without it (tried on 2026-11-30), the archiver's next
+        # transaction after a restart died on "another operation is in progress". It runs
+        # after the caller has its answer, though (`_acquire`).
         self._pool_options = pool_options
         self._pool: asyncpg.Pool | None = None
         self._releasing: set[asyncio.Task[None]] = set()
@@ -134,10 +103,9 @@ class TenantPool:
             await pool.release(conn)
             raise
         # A block that ended normally has its answer (a transaction has committed): the
-        # connection's release need not stand between the caller and its next step (issue
-        # 10: a command's key read waited 0.2-0.5 ms for the reset). The connection goes back
-        # to the pool only once the release is done, so no borrower sees it earlier.
-        conn.ended_cleanly()
+        # connection's reset, one more round trip, need not stand between the caller and its
+        # next step (issue 10: a command's key read waited 0.2-0.5 ms for it). The connection
+        # goes back to the pool only once the reset is done, so no borrower sees it earlier.
         release = asyncio.ensure_future(pool.release(conn))
         self._releasing.add(release)
         release.add_done_callback(self._released)
