@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from bench import tool_roundtrip
-from bench.harness import ROUND_TRIPS, service, summary
+from bench.harness import ROUND_TRIPS, log_since, service, summary
 from tests.e2e.stack import Stack
 
 ECHO = {"name": "echo", "description": "Echo the text back.",
@@ -77,7 +77,8 @@ async def _create(client: httpx.AsyncClient, policy: str) -> str:
     return created.json()["session_id"]
 
 
-async def _call_times(ids: list[str], tenant: str = "default", with_session: bool = False) -> list[tuple]:
+async def _call_times(ids: list[str], since: datetime, tenant: str = "default",
+                      with_session: bool = False) -> list[tuple]:
     conn = await service()
     try:
         async with conn.transaction():
@@ -91,7 +92,7 @@ async def _call_times(ids: list[str], tenant: str = "default", with_session: boo
                 await asyncio.sleep(0.2)
         async with conn.transaction():
             await conn.execute("SELECT set_config('wakeline.tenant', $1, true)", tenant)
-            rows = await conn.fetch(ROUND_TRIPS.replace("SELECT ", "SELECT c.session_id, ", 1), ids)
+            rows = await conn.fetch(ROUND_TRIPS.replace("SELECT ", "SELECT c.session_id, ", 1), ids, since)
             return [(r["session_id"], r["called"], r["answered"]) if with_session else (r["called"], r["answered"])
                     for r in rows]
     finally:
@@ -103,11 +104,13 @@ async def client_round_trips(client: httpx.AsyncClient, sessions: int) -> tuple[
     session exists (all are created at once, as the runner's figure puts its sessions on the
     inbox at once). A call sealed before its harness's stream was open (the first, mostly)
     is left out: it would time the harness's absence, not the round trip."""
+    since = log_since()
+
     async def one() -> tuple[str, datetime]:
         sid = await _create(client, "noop_client")
         return sid, await _harness(client, sid)
     connected = dict(await asyncio.gather(*(one() for _ in range(sessions))))
-    times = await _call_times(list(connected), with_session=True)
+    times = await _call_times(list(connected), since, with_session=True)
     kept = [(answered - called).total_seconds() * 1000 for sid, called, answered in times if called > connected[sid]]
     return kept, len(times) - len(kept)
 
@@ -157,7 +160,7 @@ async def _worker(base_url: str, key: str, stop: asyncio.Event) -> int:
 
 
 async def pool_throughput(stack: Stack, workers: int, sessions: int) -> dict:
-    tenant = f"bench-pool-{uuid.uuid4().hex[:8]}"
+    tenant, since = f"bench-pool-{uuid.uuid4().hex[:8]}", log_since()
     user = {"Authorization": f"Bearer {stack.api_key('bench', 'user', tenant=tenant)}"}
     service_key = stack.api_key("pool", "service", tenant=tenant)
     stop = asyncio.Event()
@@ -167,7 +170,7 @@ async def pool_throughput(stack: Stack, workers: int, sessions: int) -> dict:
     async with httpx.AsyncClient(base_url=stack.url, headers=user, timeout=60,
                                  limits=httpx.Limits(max_connections=sessions + 10)) as client:
         ids = list(await asyncio.gather(*(_create(client, "pool_client") for _ in range(sessions))))
-    times = await _call_times(ids, tenant)
+    times = await _call_times(ids, since, tenant)
     stop.set()
     for task in running:
         task.cancel()

@@ -25,7 +25,7 @@ from tests.e2e.stack import Stack
 PROFILES = Path(__file__).resolve().parent / "results" / "profiles"
 POLICIES = Path(__file__).resolve().parent / "policies"
 PARTS = ("brain", "runner", "archiver", "broker", "postgres_backends", "postgres_background",
-         "postgres_postmaster", "postgres_ended", "bench", "floor_echo")
+         "postgres_postmaster", "postgres_ended", "bench", "postgres_bench", "floor_echo")
 FLAMED = ("brain", "runner", "archiver")
 
 

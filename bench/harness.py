@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 import subprocess
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -26,10 +27,20 @@ ROOT = Path(__file__).resolve().parents[1]
 UNLIMITED_QUOTAS = {"WAKELINE_QUOTA_SESSIONS_PER_MINUTE": "unlimited",
                     "WAKELINE_QUOTA_COMMANDS_PER_SECOND": "unlimited",
                     "WAKELINE_QUOTA_RUNNING_SESSIONS": "unlimited"}
+# Both sides are the named sessions ($1) since $2 (`log_since`): with only the call side named,
+# the results side was every `tool_result` of the tenant, in every month's partition (in the
+# demo's database of 2026-12-05, 600k rows and 7.4 s of backend CPU for 100 sessions' calls).
 ROUND_TRIPS = ("SELECT c.ts AS called, r.ts AS answered FROM events c JOIN events r"
                " ON r.session_id = c.session_id AND r.type = 'tool_result'"
                " AND r.payload->>'tool_call_id' = c.payload->>'tool_call_id'"
-               " WHERE c.session_id = ANY($1) AND c.type = 'tool_call'")
+               " WHERE c.session_id = ANY($1) AND c.type = 'tool_call' AND c.ts >= $2"
+               " AND r.session_id = ANY($1) AND r.ts >= $2")
+
+
+def log_since() -> datetime:
+    """A lower bound on the `ts` of every event a bench is about to cause (the brain stamps
+    them with this machine's clock): lets a read of them skip the older months' partitions."""
+    return datetime.now(UTC) - timedelta(minutes=5)
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -131,6 +131,8 @@ class Census:
     postmaster: int | None
     database: str
     bench: int = field(default_factory=os.getpid)
+    # Backends serving this bench's own connections (its polls): `postgres_bench`, off the path.
+    bench_backends: frozenset[int] = frozenset()
 
     def read(self) -> Reading:
         parts = {}
@@ -148,7 +150,8 @@ class Census:
             reading.postmaster_reaped_s = reaped_s(self.postmaster)
             for pid in children(self.postmaster):
                 try:
-                    reading.postgres_pids[pid] = (postgres_role(title(pid), self.database), own_s(pid))
+                    role = "postgres_bench" if pid in self.bench_backends else postgres_role(title(pid), self.database)
+                    reading.postgres_pids[pid] = (role, own_s(pid))
                 except OSError:  # ended between the listing and the read: counted as reaped
                     continue
         return reading

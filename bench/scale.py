@@ -15,10 +15,11 @@ import json
 import tempfile
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 from bench import step_cost
-from bench.harness import ROUND_TRIPS, UNLIMITED_QUOTAS, service, summary
+from bench.harness import ROUND_TRIPS, UNLIMITED_QUOTAS, log_since, service, summary
 from bench.process_cpu import cpu_s, tree_cpu_s
 from tests.e2e.stack import Stack
 from wakeline.contract.commands import CreateSession
@@ -73,7 +74,7 @@ async def wait_ended(ids: list[str], timeout_s: float) -> None:
         await conn.close()
 
 
-async def log_figures(ids: list[str]) -> dict:
+async def log_figures(ids: list[str], since: datetime) -> dict:
     """From the stored log: events, first → last event time, tool round trips."""
     conn = await service()
     try:
@@ -81,7 +82,7 @@ async def log_figures(ids: list[str]) -> dict:
             await conn.execute("SELECT set_config('wakeline.tenant', 'default', true)")
             span = await conn.fetchrow("SELECT count(*) AS events, min(ts) AS first, max(ts) AS last FROM events "
                                        "WHERE session_id = ANY($1)", ids)
-            trips = await conn.fetch(ROUND_TRIPS, ids)
+            trips = await conn.fetch(ROUND_TRIPS, ids, since)
     finally:
         await conn.close()
     seconds = (span["last"] - span["first"]).total_seconds()
@@ -110,12 +111,12 @@ async def whole_loop(counts: tuple[int, ...], timeout_s: float = 900) -> list[di
         for count in counts:
             async with step_cost.window() as measured:  # every process on the path, the broker's and Postgres's too
                 before = {name: cpu_s(pid) for name, pid in pids.items()}
-                started = time.monotonic()
+                started, since = time.monotonic(), log_since()
                 ids = await create_sessions(count, "noop10")
                 await wait_ended(ids, timeout_s)
                 complete_s = time.monotonic() - started
                 used = {name: cpu_s(pid) - before[name] for name, pid in pids.items()}
-            figures = await log_figures(ids)
+            figures = await log_figures(ids, since)
             lines.append({"bench": "scale_whole_loop", "sessions": count, "complete_s": round(complete_s, 2),
                           **figures,
                           "cpu_ms_per_event": {n: round(s * 1000 / figures["events"], 3) for n, s in used.items()},

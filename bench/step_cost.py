@@ -105,11 +105,14 @@ class Window:
 
 
 @asynccontextmanager
-async def window(path: Iterable[str] = TRIP_PATH, postgres: bool = True) -> AsyncIterator[Window]:
+async def window(path: Iterable[str] = TRIP_PATH, postgres: bool = True,
+                 bench_backends: Iterable[int] = ()) -> AsyncIterator[Window]:
     """Readings of every part just inside the block's start and end (the readers' own set-up
-    outside it): the services are this process's children at the start."""
+    outside it): the services are this process's children at the start. `bench_backends`:
+    the server pids of this bench's own connections, open across the block (`postgres_bench`)."""
     machine = Machine.here()
-    census = Census(services_here(), machine.broker, machine.postmaster, machine.database)
+    census = Census(services_here(), machine.broker, machine.postmaster, machine.database,
+                    bench_backends=frozenset(bench_backends))
     measured = Window(tuple(path))
     pg = await PgStatements.open(machine.database) if postgres and machine.postmaster else None
     try:

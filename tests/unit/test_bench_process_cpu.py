@@ -1,9 +1,13 @@
 """The whole-machine CPU census: Postgres processes sorted by role from their titles, and the
-time of a backend that ended inside a window found in the postmaster's reaped time."""
+time of a backend that ended inside a window found in the postmaster's reaped time, and the
+backends of the bench's own connections set apart."""
 
 from __future__ import annotations
 
-from bench.process_cpu import Reading, postgres_role, used_s
+import os
+import subprocess
+
+from bench.process_cpu import Census, Reading, postgres_role, used_s
 
 
 def test_postgres_processes_are_sorted_by_role_from_their_title() -> None:
@@ -23,3 +27,17 @@ def test_a_backend_that_ended_in_the_window_counts_only_its_time_inside_it() -> 
     used = used_s(before, after)
     assert used["broker"] == 2.0 and used["machine"] == 6.0
     assert used["postgres_backends"] == 1.25 and used["postgres_ended"] == 1.5
+
+
+def test_a_backend_the_bench_names_is_its_own_and_the_others_keep_their_roles() -> None:
+    # This process stands in for the postmaster: its children are the "backends".
+    named, other = (subprocess.Popen(["sleep", "30"]) for _ in range(2))
+    try:
+        census = Census({}, None, os.getpid(), "wakeline", bench_backends=frozenset({named.pid}))
+        roles = {pid: role for pid, (role, _) in census.read().postgres_pids.items()}
+        assert roles[named.pid] == "postgres_bench"
+        assert roles[other.pid] == "postgres_other_db"  # "sleep 30": not a client of `wakeline`
+    finally:
+        for proc in (named, other):
+            proc.kill()
+            proc.wait()

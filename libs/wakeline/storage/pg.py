@@ -38,7 +38,9 @@ class TenantPool:
         # terminates a connection a Postgres restart broke mid-operation, instead of handing
         # it to the next borrower. Without it (tried on 2026-11-30), the archiver's next
         # transaction after a restart died on "another operation is in progress". It runs
-        # after the caller has its answer, though (`_acquire`).
+        # after the caller has its answer, though (`_acquire`). Skipping it only after blocks
+        # that ended cleanly (tried on 2026-12-06) halved Postgres's statements per tool step
+        # but left the CPU per step within its noise (docs/benchmarks.md, "Where the CPU goes").
         self._pool_options = pool_options
         self._pool: asyncpg.Pool | None = None
         self._releasing: set[asyncio.Task[None]] = set()
