@@ -17,13 +17,15 @@ about the session's log and parks it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from wakeline.contract.events import Event, SessionForked, SnapshotTaken
-from wakeline.contract.topics import ARCHIVER_GROUP, EVENTS
+from wakeline.contract.topics import ARCHIVER_GROUP, EVENTS, record_key
 from wakeline.log.snapshots import current
 from wakeline.runtime.weather import is_weather
 from wakeline.storage.event_store import ArchiveAt, EventStore
+from wakeline_brain.own_writes import OwnWrites
 from wakeline_brain.tail_reads import WakeIncomplete
 
 
@@ -43,11 +45,15 @@ def is_transient(exc: BaseException) -> bool:
 
 class SessionLoader:
     """`store` holds the archive, `tails` reads what it does not hold yet (a `TailReader`);
-    `archiver_group` names the archive to read, `topic` the events topic."""
+    `archiver_group` names the archive to read, `topic` the events topic; `own` the writes of
+    this brain's writer of a partition, if it has one (`own_writes.OwnWrites`): a tail it knows
+    holds nothing of the session is not read."""
 
-    def __init__(self, store: EventStore, tails: Tails, archiver_group: str = ARCHIVER_GROUP, topic: str = EVENTS):
+    def __init__(self, store: EventStore, tails: Tails, archiver_group: str = ARCHIVER_GROUP, topic: str = EVENTS,
+                 own: Callable[[int], OwnWrites | None] = lambda partition: None):
         self._store = store
         self._tails = tails
+        self._own = own
         self._archiver_group = archiver_group
         self._topic = topic
 
@@ -63,7 +69,11 @@ class SessionLoader:
             read = await self._store.wake_read(session_id, tenant, at, whole=True)  # written by other code: all of it
         owner, archived = read.owner, read.events
         last = archived[-1].seq if archived else 0
-        tail = [e for e in await self._tails.read(session_id, partition, read.next_offset) if e.seq > last]
+        own = self._own(partition)
+        if own is not None and own.untouched(record_key(session_id), read.next_offset):
+            tail: list[Event] = []  # all of the partition from there is ours, and none of it this session's
+        else:
+            tail = [e for e in await self._tails.read(session_id, partition, read.next_offset) if e.seq > last]
         if owner is None and tail:
             owner = tail[0].tenant
         events = [e for e in archived + tail if e.tenant == (owner or tenant)]

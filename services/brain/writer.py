@@ -33,8 +33,10 @@ from typing import Any, Protocol
 
 from aiokafka.structs import TopicPartition
 
+from wakeline.contract.topics import EVENTS
 from wakeline.runtime import tracing
 from wakeline.transport.offsets import OffsetTracker
+from wakeline_brain.own_writes import OwnWrites
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +72,11 @@ class PartitionWriter:
     def __init__(self, partition: int, producer: TransactionalProducer, group_id: str, tracker: OffsetTracker,
                  inputs: list[TopicPartition],
                  on_lost: Callable[["PartitionWriter", BaseException], None] = lambda w, err: None,
-                 offsets_every_s: float = 0.0):
+                 offsets_every_s: float = 0.0, events_topic: str = EVENTS):
         self.partition = partition
+        # The sessions we wrote on events p: a wake of any other skips its tail read (own_writes.py).
+        self.own = OwnWrites()
+        self._events_topic = events_topic
         self._producer = producer
         self._on_lost = on_lost
         self._group_id = group_id  # the consumer group whose offsets ride in our transactions
@@ -200,8 +205,11 @@ class PartitionWriter:
                 for records, _ in batch:
                     for r in records:
                         traced = {"headers": r.headers} if r.headers else {}
-                        await self._producer.send(r.topic, r.value, key=r.key, **traced,
-                                                  partition=self.partition if r.partition is None else r.partition)
+                        partition = self.partition if r.partition is None else r.partition
+                        delivery = await self._producer.send(r.topic, r.value, key=r.key, **traced,
+                                                             partition=partition)
+                        if r.topic == self._events_topic and partition == self.partition:
+                            self.own.sent(r.key, delivery)
         except Exception as err:
             for _, done in batch:
                 if not done.done():
