@@ -90,6 +90,7 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         consumer = make_consumer(settings, group_id=settings.group_id,
                                  partition_assignment_strategy=(StickyCoPartitionedAssignor,),
                                  session_timeout_ms=settings.session_timeout_ms,
+                                 rebalance_timeout_ms=settings.rebalance_timeout_ms or settings.session_timeout_ms,
                                  group_instance_id=settings.group_instance_id,
                                  heartbeat_interval_ms=max(200, settings.session_timeout_ms // 6))
         brain.attach(consumer)

@@ -32,6 +32,13 @@ class BrainSettings(CommonSettings, QuotaDefaults):
     # about this long after it died. Lower means faster recovery but a brain whose event
     # loop stalls this long is taken for dead.
     session_timeout_ms: int = 6_000
+    # How long a rebalance waits for each member to join it, and for its leader to hand out
+    # the assignment, before it goes on without them. A brain killed while a rebalance is on
+    # (or the leader it elected) held the round this long, not for the session timeout: with
+    # brains replaced under new names every few seconds those rounds chained (issue 37). A
+    # live brain rejoins within a heartbeat (session_timeout_ms / 6) plus its revocation,
+    # which keeps everything until the assignment says what moved. None: the session timeout.
+    rebalance_timeout_ms: int | None = Field(default=2_500, ge=500)
     # Static group membership (KIP-345) as `<group_id>-<host>`: a brain restarted under
     # the same host name takes its partitions back at once instead of waiting out the
     # dead incarnation's session timeout. The price: two live brains must never share a
