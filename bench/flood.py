@@ -23,13 +23,14 @@ starts its own gateway. `python -m bench.flood` runs it alone, with services of 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import tempfile
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -231,8 +232,15 @@ async def run(plans: tuple[Plan, ...] = PLANS, run_dir: Path | None = None) -> l
         stack.stop_all()
 
 
-def main() -> None:
-    """`python -m bench.flood`: this section alone, with its own brain, runner and archiver."""
+def main(argv: list[str] | None = None) -> None:
+    """`python -m bench.flood`: this section alone, with its own brain, runner and archiver;
+    `--burst-only --steady 10,5`: the `burst` plan once per size of *steady*'s batch."""
+    parser = argparse.ArgumentParser(prog="python -m bench.flood")
+    parser.add_argument("--burst-only", action="store_true", help="only the burst plan")
+    parser.add_argument("--steady", default="10", help="sizes of the steady tenant's batch, comma-separated")
+    args = parser.parse_args(argv)
+    sizes = [int(n) for n in args.steady.split(",")]
+    plans = tuple(replace(plan, sessions=n) for n in sizes for plan in (PLANS[:1] if args.burst_only else PLANS))
     policies = Path(__file__).resolve().parent / "policies"
     services = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-flood-services-")))
     started = time.monotonic()
@@ -240,7 +248,7 @@ def main() -> None:
         for name in ("archiver", "runner", "brain"):
             services.start(name, WAKELINE_POLICY_DIR=str(policies))
         time.sleep(8)  # group joins and partition assignment, before anything is timed
-        for figure in asyncio.run(run()):
+        for figure in asyncio.run(run(plans)):
             print(json.dumps(figure), flush=True)
     finally:
         services.stop_all()
