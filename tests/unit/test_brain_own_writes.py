@@ -1,6 +1,6 @@
 """`OwnWrites` (own_writes.py): a wake skips its tail read only where the partition's writer
 knows the whole tail is its own records and none of them the session's. The same rule on the
-real broker, against a real tail read: tests/integration/test_brain_own_writes.py."""
+real broker, against a real tail read: tests/integration/test_brain_tail_reads.py."""
 
 from __future__ import annotations
 
