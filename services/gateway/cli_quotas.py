@@ -20,9 +20,6 @@ from wakeline_client import operations as ops
 
 from wakeline.ops import quota_ceilings
 
-QUOTAS = ("running_sessions", "sessions_per_minute", "commands_per_second", "tool_calls_in_flight", "tokens_per_day")
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("quotas", help="the tenant's quotas: show them, or set them (admin)")
     actions = p.add_subparsers(dest="action", required=True)
@@ -30,22 +27,11 @@ def add_parser(sub: Any) -> None:
     show.add_argument("--tenant", help="refuse unless the key belongs to this tenant")
     put = actions.add_parser("set", help="set some of the tenant's quotas; the others stay as they are")
     put.add_argument("--tenant", required=True, help="the tenant meant; the key must belong to it")
-    for name in QUOTAS:
-        put.add_argument("--" + name.replace("_", "-"), dest=name, type=quota_value, default=argparse.SUPPRESS,
-                         metavar="N|default")
+    quota_ceilings.add_quota_flags(put)
     ceiling = actions.add_parser("ceiling", add_help=False,
                                  help="the operator's ceiling on a tenant's quotas (as the schema owner, not HTTP)")
     ceiling.set_defaults(direct=quota_ceilings.main)
     p.set_defaults(handler=quotas)
-
-
-def quota_value(text: str) -> int | None:
-    """A positive whole number, or `default` (the gateway's default applies)."""
-    if text == "default":
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1, nor `default`")
-    return int(text)
 
 
 def quotas(client: Wakeline, args: argparse.Namespace) -> int:
@@ -55,7 +41,7 @@ def quotas(client: Wakeline, args: argparse.Namespace) -> int:
               "(a key acts for its own tenant only)", file=sys.stderr)
         return 1
     if args.action == "set":
-        given = {name: getattr(args, name) for name in QUOTAS if hasattr(args, name)}
+        given = quota_ceilings.given(args)
         if not given:
             print("wakeline: quotas set: name at least one quota (--commands-per-second N, ...)", file=sys.stderr)
             return 2

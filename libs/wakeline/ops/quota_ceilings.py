@@ -38,7 +38,8 @@ class CeilingSettings(AdminSettings, QuotaDefaults):
 
 
 def quota_value(text: str) -> int | None:
-    """A positive whole number, or `default` (the default is the ceiling)."""
+    """A positive whole number, or `default` (back to the default: for a ceiling, the default is
+    the ceiling; for a tenant's own value, `wakeline quotas set`, the default applies)."""
     if text == "default":
         return None
     if not text.isdigit() or int(text) < 1:
@@ -51,14 +52,19 @@ def parser() -> argparse.ArgumentParser:
                                 description="the operator's ceiling on a tenant's quotas (as the schema owner)")
     p.add_argument("--tenant", required=True)
     p.add_argument("--by", default=f"operator:{getpass.getuser()}", help="who sets it, kept with the change")
-    for name in QUOTA_NAMES:
-        p.add_argument("--" + name.replace("_", "-"), dest=name, type=quota_value, default=argparse.SUPPRESS,
-                       metavar="N|default")
+    add_quota_flags(p)
     return p
 
 
+def add_quota_flags(p: argparse.ArgumentParser) -> None:
+    """`--running-sessions N|default` and the four others; one not given is absent from the args."""
+    for name in QUOTA_NAMES:
+        p.add_argument("--" + name.replace("_", "-"), dest=name, type=quota_value, default=argparse.SUPPRESS,
+                       metavar="N|default")
+
+
 def given(args: argparse.Namespace) -> dict[str, int | None]:
-    """The ceilings named on the command line (None: back to the default)."""
+    """The quotas named on the command line (None: back to the default)."""
     return {name: getattr(args, name) for name in QUOTA_NAMES if hasattr(args, name)}
 
 
