@@ -10,14 +10,17 @@ from functools import partial
 from aiokafka import AIOKafkaProducer
 from aiokafka.producer import sender as aiokafka_sender
 
-from wakeline.transport.kafka_io import kafka_auth, make_consumer
+from wakeline.transport.group_removal import remove_static_members
+from wakeline.transport.kafka_io import kafka_auth, make_client, make_consumer
 from wakeline.contract.limits import producer_max_request_size
+from wakeline.storage.group_leases import GroupLease
 from wakeline.storage.pg import TenantPool
 from wakeline.storage.postgres_store import PostgresEventStore
 from wakeline.storage.turn_slots import PostgresTurnSlots
 from wakeline.storage.quota_counts import QuotaCounts
 from wakeline.contract.tools import tool_schemas
 from wakeline_brain.assignor import StickyCoPartitionedAssignor
+from wakeline_brain.dead_peers import watch_peers
 from wakeline_brain.metrics import CountedRefusals, TimedProducer, start_samplers
 from wakeline_brain.deltas import DeltaPublisher
 from wakeline_brain.models import ModelRegistry
@@ -60,6 +63,13 @@ def deltas_producer(settings: BrainSettings) -> AIOKafkaProducer:
 async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
     models = ModelRegistry(settings)
     async with TenantPool(settings.postgres_dsn, "wakeline-brain", min_size=1, max_size=4) as pool:
+        # The lease before the group's join: a brain in the group always has one (dead_peers.py).
+        lease, removals = None, None
+        if settings.group_instance_id is not None and settings.peer_lapse_s is not None:
+            lease = GroupLease(settings.postgres_dsn, settings.group_id, settings.group_instance_id)
+            await lease.take()
+            removals = make_client(settings, client_id=f"{settings.group_instance_id}-removals")
+            await removals.bootstrap()
         tail = tail_consumer(settings)
         await tail.start()
         deltas = deltas_producer(settings)
@@ -92,12 +102,16 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
                                  session_timeout_ms=settings.session_timeout_ms,
                                  rebalance_timeout_ms=settings.rebalance_timeout_ms or settings.session_timeout_ms,
                                  group_instance_id=settings.group_instance_id,
-                                 heartbeat_interval_ms=max(200, settings.session_timeout_ms // 6))
+                                 heartbeat_interval_ms=settings.heartbeat_interval_ms)
         brain.attach(consumer)
         consumer.subscribe(list(INPUT_TOPICS), listener=brain.partitions)
         await consumer.start()
         samplers = [*start_samplers(brain, consumer),
                     asyncio.create_task(brain.sweep_slots(slots, settings.turn_slot_sweep_s), name="slot-sweep")]
+        if lease is not None and removals is not None:
+            samplers.append(asyncio.create_task(
+                watch_peers(lease, partial(remove_static_members, removals, settings.group_id),
+                            check_s=settings.peer_check_s, lapse_s=settings.peer_lapse_s), name="dead-peers"))
         log.info("brain %s started", settings.host)
         try:
             while not stop.is_set():
@@ -111,6 +125,10 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
             for sampler in samplers:
                 sampler.cancel()
             await consumer.stop()
+            if lease is not None:  # the others remove this brain from the group once it lapses
+                await lease.close()
+            if removals is not None:
+                await removals.close()
             await brain.close()
             await open_txns.stop()
             await tail.stop()

@@ -36,7 +36,7 @@ class BrainSettings(CommonSettings, QuotaDefaults):
     # the assignment, before it goes on without them. A brain killed while a rebalance is on
     # (or the leader it elected) held the round this long, not for the session timeout: with
     # brains replaced under new names every few seconds those rounds chained (issue 37). A
-    # live brain rejoins within a heartbeat (session_timeout_ms / 6) plus its revocation,
+    # live brain rejoins within a heartbeat (heartbeat_interval_ms) plus its revocation,
     # which keeps everything until the assignment says what moved. None: the session timeout.
     rebalance_timeout_ms: int | None = Field(default=2_500, ge=500)
     # Static group membership (KIP-345) as `<group_id>-<host>`: a brain restarted under
@@ -45,6 +45,13 @@ class BrainSettings(CommonSettings, QuotaDefaults):
     # host name (the broker fences one), and a stopped brain's partitions wait for the
     # session timeout before they move (a static member does not leave the group).
     static_membership: bool = True
+    # Dead brains found by their Postgres lease (dead_peers.py; static membership only): every
+    # this often each brain checks for leases whose session ended, and removes a brain whose
+    # lease has been gone `peer_lapse_s` from the group, instead of the group's waiting out its
+    # session timeout. The wait is what a brain restarted under its own name has to take its
+    # lease back and keep its partitions (about 1.5 s from a kill in make chaos). None: off.
+    peer_check_s: float = Field(default=0.5, gt=0, le=60)
+    peer_lapse_s: float | None = Field(default=2.0, ge=0, le=600)
     # How long a partition producer waits before retrying a refused request. A transaction
     # that starts right after the previous one committed often finds that commit's markers
     # still being written: the coordinator answers its first request (AddOffsetsToTxn, the
@@ -89,6 +96,13 @@ class BrainSettings(CommonSettings, QuotaDefaults):
     # transaction of its producer id that nothing will end (partitions.PartitionSet._watch):
     # held at the same read-committed end at two checks in a row, it is ended.
     stray_check_s: float = Field(default=5.0, gt=0)
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        """A sixth of the session timeout, at most 1 s: a live brain learns of a rebalance at its
+        next heartbeat and must join within the rebalance timeout (2.5 s), whatever the
+        session timeout (a 40 s one gave 6.7 s heartbeats, and live brains missed rounds)."""
+        return max(200, min(1_000, self.session_timeout_ms // 6))
 
     @property
     def group_instance_id(self) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.client import AIOKafkaClient
 from pydantic import BaseModel
 
 from wakeline.runtime import tracing
@@ -48,6 +49,11 @@ def kafka_auth(settings: CommonSettings) -> dict[str, Any]:
 
 def make_admin(settings: CommonSettings, **overrides: Any) -> AIOKafkaAdminClient:
     return AIOKafkaAdminClient(**{"bootstrap_servers": settings.kafka_bootstrap, **kafka_auth(settings), **overrides})
+
+
+def make_client(settings: CommonSettings, **overrides: Any) -> AIOKafkaClient:
+    """A bare client, for the requests aiokafka has no higher API for (group_removal.py)."""
+    return AIOKafkaClient(**{"bootstrap_servers": settings.kafka_bootstrap, **kafka_auth(settings), **overrides})
 
 
 def make_producer(settings: CommonSettings, **overrides: Any) -> AIOKafkaProducer:
