@@ -41,7 +41,9 @@ async def run(settings: RunnerSettings, stop: asyncio.Event) -> None:
              limits, rlimits(settings), settings.tmp_bytes, settings.work_dir_bytes)
     sandbox = Sandbox(settings, isolation, groups)
     executor = TimedExecutor(Executor(settings, sandbox))
-    consumer = make_consumer(settings, group_id=settings.group_id)
+    consumer = make_consumer(settings, group_id=settings.group_id, session_timeout_ms=settings.session_timeout_ms,
+                             rebalance_timeout_ms=settings.rebalance_timeout_ms,
+                             heartbeat_interval_ms=settings.heartbeat_interval_ms)
     publisher = Publisher(partial(result_producer, settings), settings.partitions)
     await publisher.start()
     try:

@@ -18,6 +18,15 @@ class RunnerSettings(CommonSettings):
     sandbox_root: Path = Path(".data/sandboxes")
     group_id: str = RUNNER_GROUP  # `<prefix>-runner`
     host: str = Field(default_factory=socket.gethostname)
+    # Failure detection for the runner group (issue 37). A killed runner is a member until the
+    # session timeout (6 s: the broker's minimum), or until a rebalance's join ends without
+    # it: the rebalance timeout, which is also how long a dead leader holds a round's
+    # assignment. At aiokafka's 10 s for both, runner kills a few seconds apart chained those
+    # rounds into 30-45 s with tool calls unread (docs/reliability.md, runs 20-24, 32). A live
+    # runner learns of a round at its next heartbeat and rejoins at once (its revocation only
+    # commits), so 2.5 s is ample.
+    session_timeout_ms: int = Field(default=6_000, ge=1_000)
+    rebalance_timeout_ms: int = Field(default=2_500, ge=500)
     # When the runner is root, each session's tools run as their own uid (and gid), taken
     # from [sandbox_uid_base, sandbox_uid_base + sandbox_uid_count) by a hash of the session:
     # RLIMIT_NPROC counts per uid, so a fork bomb exhausts only its own session's processes.
@@ -68,3 +77,8 @@ class RunnerSettings(CommonSettings):
     def _absolute(cls, value: Path) -> Path:
         # realpath, so the path a tool sees inside bwrap is the path confinement checks against.
         return Path(value).expanduser().resolve()
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        """A sixth of the session timeout, at most 1 s: within the rebalance timeout."""
+        return max(200, min(1_000, self.session_timeout_ms // 6))
