@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from wakeline.storage.group_leases import GroupLease
+from wakeline_brain.metrics import DEAD_BRAINS_REMOVED
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ async def watch_peers(lease: GroupLease, remove: Remove, *, check_s: float, laps
                 log.warning("removing dead brains %s from %s failed (%s: %s)", ", ".join(dead), lease.group_id,
                             type(exc).__name__, exc)
             else:
+                for name in dead:
+                    DEAD_BRAINS_REMOVED.labels(answer=answers.get(name, "none")).inc()
                 log.warning("removed dead brains from %s (their Postgres sessions ended): %s", lease.group_id,
                             ", ".join(f"{i} {answers.get(i, '?')}" for i in dead))
         await asyncio.sleep(check_s)

@@ -29,6 +29,10 @@ EVENTS_APPENDED = Counter("wakeline_events_appended_total", "Records written to 
 STRAYS_ENDED = Counter("wakeline_brain_stray_transactions_ended_total",
                        "Partitions a brain writer found held by a transaction of its own producer id that nothing "
                        "would end, and ended with a commit of its own", ["topic"])
+DEAD_BRAINS_REMOVED = Counter("wakeline_brain_dead_brains_removed_total",
+                              "Brains this one removed from the group because their lease lapsed (their Postgres "
+                              "session ended: the process died or stopped), by the coordinator's answer",
+                              ["answer"])
 SESSIONS = Gauge("wakeline_brain_sessions", "Sessions held in memory by this brain: live (a model call or a step "
                  "pending) or idle (waiting for input until evicted)", ["state"])
 WAKE_SECONDS = Histogram("wakeline_brain_wake_seconds", "Waking a session: reading its log from the archive and "

@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Sequence
 
 from wakeline_brain.dead_peers import watch_peers
+from wakeline_brain.metrics import DEAD_BRAINS_REMOVED
 
 
 class FakeLease:
@@ -57,9 +58,11 @@ async def test_lapsed_members_are_removed_once_each_with_the_configured_wait() -
         removed.append(list(names))
         return {n: "NoError" for n in names}
 
+    before = DEAD_BRAINS_REMOVED.labels(answer="NoError")._value.get()
     lease = FakeLease([[], ["a"], [], ["b", "c"], []])
     await run_for(lease, remove, 5)
     assert removed == [["a"], ["b", "c"]]
+    assert DEAD_BRAINS_REMOVED.labels(answer="NoError")._value.get() - before == 3  # counted, for an alert
     assert set(lease.checks) == {2.0}
     assert lease.takes == 0 and lease.closes == 0
 
