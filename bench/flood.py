@@ -234,13 +234,19 @@ async def run(plans: tuple[Plan, ...] = PLANS, run_dir: Path | None = None) -> l
 
 def main(argv: list[str] | None = None) -> None:
     """`python -m bench.flood`: this section alone, with its own brain, runner and archiver;
-    `--burst-only --steady 10,5`: the `burst` plan once per size of *steady*'s batch."""
+    `--burst-only --steady 10,5`: the `burst` plan once per size of *steady*'s batch;
+    `--flood-running 20,10,20,10`: once per flood running-sessions quota, in that order."""
     parser = argparse.ArgumentParser(prog="python -m bench.flood")
     parser.add_argument("--burst-only", action="store_true", help="only the burst plan")
     parser.add_argument("--steady", default="10", help="sizes of the steady tenant's batch, comma-separated")
+    parser.add_argument("--flood-running", default=str(Plan.running),
+                        help="the flood's running-sessions quota, comma-separated: each plan once per value "
+                             "(what a share of running sessions would give the flood, measured before building it)")
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.steady.split(",")]
-    plans = tuple(replace(plan, sessions=n) for n in sizes for plan in (PLANS[:1] if args.burst_only else PLANS))
+    running = [int(n) for n in args.flood_running.split(",")]
+    plans = tuple(replace(plan, sessions=n, running=r) for n in sizes for r in running
+                  for plan in (PLANS[:1] if args.burst_only else PLANS))
     policies = Path(__file__).resolve().parent / "policies"
     services = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-flood-services-")))
     started = time.monotonic()
