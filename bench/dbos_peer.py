@@ -112,17 +112,19 @@ async def _ask(proc: asyncio.subprocess.Process, line: str, errors) -> dict:
 
 async def _fresh_database(name: str, owner: str) -> None:
     await _drop_database(name)  # a run that died before dropping it
-    conn = await superuser()
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}" OWNER "{owner}"')
-    finally:
-        await conn.close()
+    await _as_superuser(f'CREATE DATABASE "{name}" OWNER "{owner}"')
 
 
 async def _drop_database(name: str) -> None:
+    await _as_superuser(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def _as_superuser(statement: str) -> None:
+    """One statement on a connection of the cluster's superuser of its own (databases are made
+    and dropped outside any transaction)."""
     conn = await superuser()
     try:
-        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.execute(statement)
     finally:
         await conn.close()
 
