@@ -23,6 +23,10 @@ class BrainSettings(CommonSettings, QuotaDefaults):
     archiver_group: str = ARCHIVER_GROUP
     host: str = Field(default_factory=socket.gethostname)
     idle_evict_s: float = 300.0
+    # The brain's Postgres connections (wakes, running-session slots, quota counts), handed
+    # out round robin across the tenants waiting for one when `pool_fair` (storage.pg.TenantPool).
+    pool_max_size: int = Field(default=8, ge=1)
+    pool_fair: bool = True
     # A `snapshot` event every this many events of a session, and when an idle session is
     # evicted once this many came since its last: a wake reads and folds only what follows
     # its newest snapshot. Small sessions fold fast from the start and get none.

@@ -46,11 +46,12 @@ class PostgresTurnSlots:
         self._stale_s, self._wake_s = stale_s, wake_s
 
     async def take(self, tenant: str, session_id: str) -> SlotAnswer:
-        row = await self._pool.system_statement(_take, tenant, session_id, self._default)
+        row = await self._pool.system_statement(_take, tenant, session_id, self._default, for_tenant=tenant)
         return SlotAnswer(row["granted"], row["running"], row["slot_limit"], tuple(row["woken"] or ()))
 
     async def release(self, tenant: str, session_id: str) -> tuple[str, ...]:
-        return tuple(await self._pool.system_statement(_release, tenant, session_id, self._default) or ())
+        return tuple(await self._pool.system_statement(_release, tenant, session_id, self._default,
+                                                      for_tenant=tenant) or ())
 
     async def sweep(self) -> list[tuple[str, str]]:
         rows = await self._pool.system_statement(_sweep, self._default, self._stale_s, self._wake_s)
