@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 import asyncpg
 import httpx
 
-from bench.harness import percentile, service
+from bench.harness import RUNNING_TOTAL, percentile, service
 from tests.e2e.stack import Stack
 
 POLICY = "noop10"
@@ -232,32 +232,45 @@ async def run(plans: tuple[Plan, ...] = PLANS, run_dir: Path | None = None) -> l
         stack.stop_all()
 
 
+def _with_services(plans: tuple[Plan, ...], running_total: int | None) -> list[dict[str, Any]]:
+    """The plans on brain, runner and archiver of their own, the brain sharing `running_total`."""
+    policies = Path(__file__).resolve().parent / "policies"
+    services = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-flood-services-")))
+    share = {} if running_total is None else {"WAKELINE_RUNNING_SESSIONS_TOTAL": str(running_total)}
+    try:
+        for name in ("archiver", "runner", "brain"):
+            services.start(name, WAKELINE_POLICY_DIR=str(policies), **(share if name == "brain" else {}))
+        time.sleep(8)  # group joins and partition assignment, before anything is timed
+        return [{**figure, "running_total": running_total} for figure in asyncio.run(run(plans))]
+    finally:
+        services.stop_all()
+
+
 def main(argv: list[str] | None = None) -> None:
     """`python -m bench.flood`: this section alone, with its own brain, runner and archiver;
     `--burst-only --steady 10,5`: the `burst` plan once per size of *steady*'s batch;
-    `--flood-running 20,10,20,10`: once per flood running-sessions quota, in that order."""
+    `--flood-running 20,10,20,10`: once per flood running-sessions quota, in that order;
+    `--running-total none,20`: its own services once per brain `WAKELINE_RUNNING_SESSIONS_TOTAL`, in
+    turn, each value as many rounds as `--rounds` (the fair share off and on, side by side)."""
     parser = argparse.ArgumentParser(prog="python -m bench.flood")
     parser.add_argument("--burst-only", action="store_true", help="only the burst plan")
     parser.add_argument("--steady", default="10", help="sizes of the steady tenant's batch, comma-separated")
     parser.add_argument("--flood-running", default=str(Plan.running),
                         help="the flood's running-sessions quota, comma-separated: each plan once per value "
                              "(what a share of running sessions would give the flood, measured before building it)")
+    parser.add_argument("--running-total", default=str(RUNNING_TOTAL),
+                        help="the brain's share of sessions at work across tenants, comma-separated ('none': off)")
+    parser.add_argument("--rounds", type=int, default=1, help="times through the --running-total values")
     args = parser.parse_args(argv)
     sizes = [int(n) for n in args.steady.split(",")]
     running = [int(n) for n in args.flood_running.split(",")]
     plans = tuple(replace(plan, sessions=n, running=r) for n in sizes for r in running
                   for plan in (PLANS[:1] if args.burst_only else PLANS))
-    policies = Path(__file__).resolve().parent / "policies"
-    services = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-flood-services-")))
     started = time.monotonic()
-    try:
-        for name in ("archiver", "runner", "brain"):
-            services.start(name, WAKELINE_POLICY_DIR=str(policies))
-        time.sleep(8)  # group joins and partition assignment, before anything is timed
-        for figure in asyncio.run(run(plans)):
-            print(json.dumps(figure), flush=True)
-    finally:
-        services.stop_all()
+    for _ in range(args.rounds):
+        for total in args.running_total.split(","):
+            for figure in _with_services(plans, None if total == "none" else int(total)):
+                print(json.dumps(figure), flush=True)
     print(json.dumps({"bench": "section_s", "section": "fair_share_flood", "s": round(time.monotonic() - started, 1)}))
 
 

@@ -80,7 +80,7 @@ async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
         # A tail this brain wrote all of, none of it the session's, is not read (own_writes.py).
         loader = SessionLoader(PostgresEventStore(pool), TailReader(tail), settings.archiver_group,
                                own=lambda partition: (w.own if (w := brain.writers.get(partition)) else None))
-        slots = PostgresTurnSlots(pool, settings.quota_running_sessions)
+        slots = PostgresTurnSlots(pool, settings.quota_running_sessions, total=settings.running_sessions_total)
         brain = Brain(settings, loader.load, models.model_for, tool_schemas(),
                       new_producer=partial(partition_producer, settings), open_before=open_txns,
                       load_prefix=loader.prefix,

@@ -27,6 +27,14 @@ class BrainSettings(CommonSettings, QuotaDefaults):
     # out round robin across the tenants waiting for one when `pool_fair` (storage.pg.TenantPool).
     pool_max_size: int = Field(default=8, ge=1)
     pool_fair: bool = True
+    # The sessions at work the deployment shares fairly across tenants (every brain must say the
+    # same): while more than one tenant holds or waits for a running-session slot, each is held to
+    # the larger of an equal share of this and what the others leave of it (at least one), under
+    # its own quota (migration 0032). A tenant alone is held to its quota only. Set it to about
+    # what the deployment runs at once before its steps slow down (on the bench's 2 cores, ~20
+    # no-op sessions saturate it); set too low, busy tenants are held to small shares of it.
+    # None: each tenant is held to its own quota only.
+    running_sessions_total: int | None = Field(default=None, ge=1)
     # A `snapshot` event every this many events of a session, and when an idle session is
     # evicted once this many came since its last: a wake reads and folds only what follows
     # its newest snapshot. Small sessions fold fast from the start and get none.

@@ -181,3 +181,47 @@ def test_the_queue_and_the_quota_survive_the_brain_and_the_gateway_killed_while_
     assert starts[1] >= ends[0] and starts[2] >= ends[1], (starts, ends)  # still one at a time, in order
     for log in logs:  # every tool ran once, none lost to the crash
         assert [e.type for e in log].count("tool_result") == 1, [e.type for e in log]
+
+
+def restart_brain(stack, **extra: str) -> None:
+    """The brain stopped in good order and started again under its name, with `extra` settings."""
+    stack.services["brain"].stop()
+    stack.start("brain", "brain", WAKELINE_HOST="brain", **extra)
+
+
+def test_with_a_running_total_a_tenant_at_work_beside_another_waits_for_its_share(stack):
+    """WAKELINE_RUNNING_SESSIONS_TOTAL=2 (migration 0032): a tenant with one session at work beside
+    another tenant's is over its share (max(2 / 2, 2 - 1) = 1), so its next session waits queued
+    though its own quota (100) has room; once its first ends, the next one starts, the other
+    tenant's still at work."""
+    first_tenant, other_tenant = f"share-{uuid.uuid4().hex[:8]}", f"share-{uuid.uuid4().hex[:8]}"
+    restart_brain(stack, WAKELINE_RUNNING_SESSIONS_TOTAL="2")
+    try:
+        with tenant_client(stack, first_tenant, "a") as a, tenant_client(stack, other_tenant, "b") as b:
+            def held(user: httpx.Client, name: str) -> str:
+                answer = user.post("/v1/sessions", json={"message": name, "wait": False,
+                                                         "config": {"model": "scripted:holdfile"}})
+                assert answer.status_code == 202, answer.text
+                sid = answer.json()["session_id"]
+                wait_for(lambda: user.get(f"/v1/sessions/{sid}").json().get("status") == "running", 60,
+                         f"{name} to be at work", stack, every=0.1)
+                return sid
+            a1, b1 = held(a, "a1"), held(b, "b1")
+            answer = a.post("/v1/sessions", json={"message": "a2", "wait": False,
+                                                  "config": {"model": "scripted:tools3"}})
+            assert answer.status_code == 202, answer.text
+            a2 = answer.json()["session_id"]
+            wait_for(lambda: a.get(f"/v1/sessions/{a2}").json().get("status") == "queued", 30,
+                     "a2 to wait queued for its tenant's share", stack, every=0.1)
+            release(stack, first_tenant, a1)
+            ended = [wait_ended(a, stack, sid, timeout=90) for sid in (a1, a2)]
+            assert b.get(f"/v1/sessions/{b1}").json()["status"] == "running"  # a2 ran within the share
+            release(stack, other_tenant, b1)
+            ended.append(wait_ended(b, stack, b1, timeout=90))
+            assert [s["ended_reason"] for s in ended] == ["completed"] * 3, ended
+        logs = {sid: assert_log_whole(sid, tenant) for sid, tenant in ((a1, first_tenant), (a2, first_tenant))}
+        assert [e.type for e in logs[a2]].count("turn_queued") == 1, [e.type for e in logs[a2]]
+        started = next(e.ts for e in logs[a2] if e.type == "turn_started")
+        assert started >= logs[a1][-1].ts, (started, logs[a1][-1].ts)  # granted by a1's end
+    finally:
+        restart_brain(stack)

@@ -9,6 +9,10 @@ session ended or was deleted while queued): the slot or the queue entry goes, an
 heads are granted the room, in arrival order. Both return the sessions granted a slot in
 their absence: each is owed a wake (`wake_session` on the inbox), which the brain sends.
 `sweep` puts right what a crash leaves behind (migration 0027).
+
+With `total` (the deployment's sessions at work shared fairly, migration 0032): while more than
+one tenant holds or waits for a slot, a tenant's limit is also the larger of an equal share of
+`total` and what the others leave of it (at least one); alone, its quota only (`share`).
 """
 
 from __future__ import annotations
@@ -38,38 +42,53 @@ class TurnSlots(Protocol):
     async def sweep(self) -> list[tuple[str, str]]: ...
 
 
+def share(limit: int | None, total: int | None, others_held: int, tenants: int) -> int | None:
+    """A tenant's limit with the deployment's fair share (`turn_slot_share`, migration 0032):
+    `tenants` hold or wait for a slot (this one included), the others hold `others_held`."""
+    if total is None or tenants < 2:
+        return limit
+    fair = max(-(-total // tenants), total - others_held, 1)
+    return fair if limit is None else min(limit, fair)
+
+
 class PostgresTurnSlots:
     """One statement per take or release (each its own transaction)."""
 
-    def __init__(self, pool: TenantPool, default_limit: int | None, stale_s: float = 60.0, wake_s: float = 10.0):
-        self._pool, self._default = pool, default_limit
+    def __init__(self, pool: TenantPool, default_limit: int | None, stale_s: float = 60.0, wake_s: float = 10.0,
+                 total: int | None = None):
+        self._pool, self._default, self._total = pool, default_limit, total
         self._stale_s, self._wake_s = stale_s, wake_s
 
     async def take(self, tenant: str, session_id: str) -> SlotAnswer:
-        row = await self._pool.system_statement(_take, tenant, session_id, self._default, for_tenant=tenant)
+        row = await self._pool.system_statement(_take, tenant, session_id, self._default, self._total,
+                                                for_tenant=tenant)
         return SlotAnswer(row["granted"], row["running"], row["slot_limit"], tuple(row["woken"] or ()))
 
     async def release(self, tenant: str, session_id: str) -> tuple[str, ...]:
-        return tuple(await self._pool.system_statement(_release, tenant, session_id, self._default,
+        return tuple(await self._pool.system_statement(_release, tenant, session_id, self._default, self._total,
                                                       for_tenant=tenant) or ())
 
     async def sweep(self) -> list[tuple[str, str]]:
-        rows = await self._pool.system_statement(_sweep, self._default, self._stale_s, self._wake_s)
+        rows = await self._pool.system_statement(_sweep, self._default, self._stale_s, self._wake_s, self._total)
         return [(r["tenant"], r["session_id"]) for r in rows]
 
 
-async def _take(conn: asyncpg.Connection, tenant: str, session_id: str, default: int | None) -> asyncpg.Record:
-    return await conn.fetchrow("SELECT * FROM take_turn_slot($1, $2, $3)", tenant, session_id, default)
+async def _take(conn: asyncpg.Connection, tenant: str, session_id: str, default: int | None,
+                total: int | None) -> asyncpg.Record:
+    return await conn.fetchrow("SELECT * FROM take_turn_slot($1, $2, $3, $4)", tenant, session_id, default, total)
 
 
-async def _release(conn: asyncpg.Connection, tenant: str, session_id: str, default: int | None) -> list[str]:
-    woken: list[str] = await conn.fetchval("SELECT release_turn_slot($1, $2, $3)", tenant, session_id, default)
+async def _release(conn: asyncpg.Connection, tenant: str, session_id: str, default: int | None,
+                   total: int | None) -> list[str]:
+    woken: list[str] = await conn.fetchval("SELECT release_turn_slot($1, $2, $3, $4)", tenant, session_id, default,
+                                           total)
     return woken
 
 
-async def _sweep(conn: asyncpg.Connection, default: int | None, stale_s: float, wake_s: float) -> list[asyncpg.Record]:
-    rows: list[asyncpg.Record] = await conn.fetch("SELECT * FROM sweep_turn_slots($1, $2, $3)", default, stale_s,
-                                                  wake_s)
+async def _sweep(conn: asyncpg.Connection, default: int | None, stale_s: float, wake_s: float,
+                 total: int | None) -> list[asyncpg.Record]:
+    rows: list[asyncpg.Record] = await conn.fetch("SELECT * FROM sweep_turn_slots($1, $2, $3, $4)", default, stale_s,
+                                                  wake_s, total)
     return rows
 
 
@@ -84,12 +103,15 @@ class MemoryTurnSlots:
     `default_limit`. `sweep` only re-offers the sessions granted in their absence: what it
     drops in Postgres needs the archive's view of the sessions."""
 
-    def __init__(self, default_limit: int | None = None, limits: dict[str, int] | None = None):
-        self.default_limit, self.limits = default_limit, dict(limits or {})
+    def __init__(self, default_limit: int | None = None, limits: dict[str, int] | None = None,
+                 total: int | None = None):
+        self.default_limit, self.limits, self.total = default_limit, dict(limits or {}), total
         self.tenants: dict[str, _Tenant] = {}
 
     def _limit(self, tenant: str) -> int | None:
-        return self.limits.get(tenant, self.default_limit)
+        active = {name for name, t in self.tenants.items() if t.slots or t.queue} | {tenant}
+        others = sum(len(t.slots) for name, t in self.tenants.items() if name != tenant)
+        return share(self.limits.get(tenant, self.default_limit), self.total, others, len(active))
 
     def _promote(self, tenant: str) -> tuple[str, ...]:
         t, lim, woken = self.tenants[tenant], self._limit(tenant), []
