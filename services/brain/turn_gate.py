@@ -13,7 +13,10 @@ result, then the next model call) keeps its slot: "running" is a session at work
 model call.
 
 Nothing else costs a statement: the actor remembers the slot it holds, so the next turns of
-a session at work start without asking.
+a session at work start without asking, unless the deployment shares its sessions at work
+(`WAKELINE_RUNNING_SESSIONS_TOTAL`): then `TurnSlots.keep` is asked, which costs a statement only
+once a second or so per tenant, or while the tenant holds more than its share; a session of a
+tenant over its share gives its slot back there and waits `queued` at the back of its queue.
 """
 
 from __future__ import annotations
@@ -57,18 +60,25 @@ class TurnGate:
             step = next_step(evolve(state, awaiting_slot=False))  # what the grant would let it do
         if not _starts_turn(step):
             return step, asked  # an end (cancelled, a budget) goes as it is, queued or not
-        if slots is None or self.held:
-            return step, asked  # no quota in force (a queued session starts), or the slot is ours
+        if slots is None:
+            return step, asked  # no quota in force (a queued session starts)
+        held = self.held
         try:
-            answer = await slots.take(self._actor.tenant, self._actor.session_id)
+            if held:  # the slot is ours, unless its tenant is over its share of the deployment
+                answer = await slots.keep(self._actor.tenant, self._actor.session_id)
+            else:
+                answer = await slots.take(self._actor.tenant, self._actor.session_id)
         except Exception as err:  # the quota's bookkeeping never stops a session: it runs uncounted
-            log.warning("session %s: no running-session slot could be taken (%s); the turn starts uncounted",
-                        self._actor.session_id, err)
-            return step, True
+            log.warning("session %s: no running-session slot could be %s (%s); the turn starts uncounted",
+                        self._actor.session_id, "kept" if held else "taken", err)
+            return step, asked if held else True
         await self._wake(answer.woken)
         if answer.granted:
-            self.took = self.held = True
-            return step, True
+            if not held:
+                self.took = self.held = True
+                return step, True
+            return step, asked
+        self.held = False  # given back (kept: over its share), or none free (taken)
         if state.awaiting_slot:
             return None, True  # still queued: nothing new to record
         queued = e.TurnQueuedPayload(turn=state.turns + 1, running=answer.running, limit=answer.limit or 1)

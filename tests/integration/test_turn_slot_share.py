@@ -56,13 +56,56 @@ async def _shared_fairly(slots: TurnSlots) -> None:
     assert [(await slots.take("A", s)).granted for s in (a[5], a[6], "a7", "a8", "a9")] == [True] * 5
 
 
+async def _given_back_at_the_next_turn(slots: TurnSlots) -> None:
+    """Total 4, every tenant's quota 10: `keep`, asked where a session holding a slot starts its
+    next turn, gives the slot back while its tenant holds more than its share."""
+    for s in ("a0", "a1", "a2", "a3"):
+        assert (await slots.take("A", s)).granted
+    assert (await slots.keep("A", "a0")).granted  # alone: its quota only
+    assert (await slots.take("B", "b0")).granted  # A's share: max(4 / 2, 4 - 1) = 3
+    given = await slots.keep("A", "a0")
+    assert (given.granted, given.running, given.limit) == (False, 3, 3)
+    assert (await slots.keep("A", "a1")).granted  # 3 of 3: kept
+    assert (await slots.take("B", "b1")).granted  # A's share: max(2, 4 - 2) = 2
+    assert not (await slots.keep("A", "a1")).granted
+    kept = await slots.keep("A", "a2")
+    assert (kept.granted, kept.running, kept.limit) == (True, 2, 2)
+    assert not (await slots.take("A", "a0")).granted  # still queued, a1 behind it
+    for s in ("b0", "b1"):
+        assert await slots.release("B", s) == ()
+    assert await slots.release("A", "a3") == ("a0", "a1")  # alone again: its quota, in arrival order
+    assert (await slots.keep("A", "a9")).granted  # holding none: answered as a take
+
+
 async def test_postgres_shares_the_total_between_the_tenants_that_want_slots(dsn: str) -> None:
     async with TenantPool(dsn, min_size=1, max_size=2) as pool:
         await _shared_fairly(PostgresTurnSlots(pool, default_limit=10, total=4))
 
 
+async def test_postgres_gives_a_held_slot_back_at_the_next_turn_over_the_share(dsn: str) -> None:
+    async with TenantPool(dsn, min_size=1, max_size=2) as pool:
+        await _given_back_at_the_next_turn(PostgresTurnSlots(pool, default_limit=10, total=4, check_s=0))
+
+
 async def test_the_brains_double_keeps_the_same_rules() -> None:
     await _shared_fairly(MemoryTurnSlots(default_limit=10, total=4))
+    await _given_back_at_the_next_turn(MemoryTurnSlots(default_limit=10, total=4))
+
+
+async def test_a_brain_looks_at_its_tenants_standing_once_per_check_unless_it_was_over(dsn: str) -> None:
+    """`keep` costs a statement per tenant per `check_s`, or while the tenant was over its share."""
+    now = [0.0]
+    async with TenantPool(dsn, min_size=1, max_size=2) as pool:
+        slots = PostgresTurnSlots(pool, default_limit=10, total=4, check_s=1.0, clock=lambda: now[0])
+        for s in ("a0", "a1", "a2"):
+            assert (await slots.take("A", s)).granted
+        other = PostgresTurnSlots(pool, default_limit=10, total=4)  # another brain
+        assert (await other.take("B", "b0")).granted
+        assert (await other.take("B", "b1")).granted  # A's share: max(2, 4 - 2) = 2, A holds 3
+        assert (await slots.keep("A", "a0")).granted  # what the take said a moment ago: under
+        now[0] = 1.0  # a second later it looks again
+        assert not (await slots.keep("A", "a0")).granted
+        assert (await slots.keep("A", "a1")).granted  # the yield's answer: 2 of 2
 
 
 async def test_without_a_total_and_through_the_older_functions_each_tenant_has_its_quota(dsn: str) -> None:

@@ -114,3 +114,66 @@ async def test_cancelling_a_queued_session_leaves_the_queue():
     finally:
         await part.writer.close()
     assert fold(part.events("w")).status == "ended" and "w" not in slots.tenants["t"].queue
+
+
+async def test_a_session_over_its_tenants_share_gives_its_slot_back_at_its_next_turn_and_waits_queued():
+    """With the deployment's total shared (migration 0032), a session holding a slot is asked at
+    its next turn (`keep`): its tenant holding more than its share, it gives the slot back there,
+    records `turn_queued`, and starts again once granted; the turn under way is never cut."""
+    slots = MemoryTurnSlots(default_limit=10, total=2)
+    part = Partition()
+    await part.writer.start()
+    try:
+        model = FakeModel(ModelReply(tool_uses=[ToolUse(id="tc-1", name="list_files", input={})]),
+                          ModelReply(tool_uses=[ToolUse(id="tc-2", name="list_files", input={})]),
+                          ModelReply(text="done"))
+        first = part.actor("s1", model, turn_slots=slots)
+        part.deliver(first, create("s1"))
+        await run_until_idle(first)  # alone: granted, and at work on its first tool call
+        assert (await slots.take("t", "s-elsewhere")).granted  # the tenant's other session, on another brain
+        assert (await slots.take("u", "u1")).granted  # another tenant arrives: t's share is max(1, 2 - 1) = 1
+        report = c.ToolResultReport(session_id="s1", tenant="t", tool_call_id="tc-1", name="list_files",
+                                    output='{"entries": []}', runner="r1")
+        part.deliver(first, report, TOOL_RESULTS)
+        await run_until_idle(first)
+        types = [e.type for e in part.events("s1")]
+        assert types[-3:] == ["tool_result", "turn_ended", "turn_queued"], types  # its first turn ran to its end
+        assert fold(part.events("s1")).status == "queued"
+        assert "s1" in slots.tenants["t"].queue and "s1" not in slots.tenants["t"].slots
+        await slots.release("u", "u1")  # alone again: t's next release grants what its quota allows
+        assert await slots.release("t", "s-elsewhere") == ("s1",)
+        part.deliver(first, wake("s1"))
+        await run_until_idle(first)
+        report = c.ToolResultReport(session_id="s1", tenant="t", tool_call_id="tc-2", name="list_files",
+                                    output='{"entries": []}', runner="r1")
+        part.deliver(first, report, TOOL_RESULTS)
+        await run_until_idle(first)
+        await eventually(lambda: fold(part.events("s1")).status == "ended")
+    finally:
+        await part.writer.close()
+    events = part.events("s1")
+    assert first_broken_seq(events) is None
+    assert [e.type for e in events if e.type != "woke"].count("turn_queued") == 1
+    assert first_divergence(events, tool_schemas()) is None  # the replay check takes the wait as recorded
+    assert slots.tenants["t"].slots == {} and not slots.tenants["t"].queue
+
+
+async def test_without_a_total_a_session_keeps_its_slot_from_turn_to_turn_whatever_its_tenant_holds():
+    slots = MemoryTurnSlots(limits={"t": 1})
+    part = Partition()
+    await part.writer.start()
+    try:
+        model = FakeModel(ModelReply(tool_uses=[ToolUse(id="tc-1", name="list_files", input={})]),
+                          ModelReply(text="done"))
+        first = part.actor("s1", model, turn_slots=slots)
+        part.deliver(first, create("s1"))
+        await run_until_idle(first)
+        slots.tenants["t"].slots["s-over"] = True  # over its quota (lowered meanwhile, say)
+        report = c.ToolResultReport(session_id="s1", tenant="t", tool_call_id="tc-1", name="list_files",
+                                    output='{"entries": []}', runner="r1")
+        part.deliver(first, report, TOOL_RESULTS)
+        await run_until_idle(first)
+        await eventually(lambda: fold(part.events("s1")).status == "ended")
+    finally:
+        await part.writer.close()
+    assert "turn_queued" not in [e.type for e in part.events("s1")]

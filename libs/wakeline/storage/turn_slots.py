@@ -12,12 +12,18 @@ their absence: each is owed a wake (`wake_session` on the inbox), which the brai
 
 With `total` (the deployment's sessions at work shared fairly, migration 0032): while more than
 one tenant holds or waits for a slot, a tenant's limit is also the larger of an equal share of
-`total` and what the others leave of it (at least one); alone, its quota only (`share`).
+`total` and what the others leave of it (at least one); alone, its quota only (`share`). A
+session keeps its slot from one turn to the next without asking, so `keep` is asked where a
+session holding one starts its next turn: it gives the slot back and joins the back of the queue
+when its tenant holds more than its limit, which the Postgres slots look at once per `check_s`
+per tenant (a statement then) or whenever the last answer said the tenant was over it.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -39,6 +45,8 @@ class TurnSlots(Protocol):
 
     async def release(self, tenant: str, session_id: str) -> tuple[str, ...]: ...
 
+    async def keep(self, tenant: str, session_id: str) -> SlotAnswer: ...
+
     async def sweep(self) -> list[tuple[str, str]]: ...
 
 
@@ -55,14 +63,38 @@ class PostgresTurnSlots:
     """One statement per take or release (each its own transaction)."""
 
     def __init__(self, pool: TenantPool, default_limit: int | None, stale_s: float = 60.0, wake_s: float = 10.0,
-                 total: int | None = None):
+                 total: int | None = None, check_s: float = 1.0, clock: Callable[[], float] = time.monotonic):
         self._pool, self._default, self._total = pool, default_limit, total
         self._stale_s, self._wake_s = stale_s, wake_s
+        self._check_s, self._clock = check_s, clock
+        self._standing: dict[str, tuple[int, int | None, float]] = {}  # tenant -> (running, limit, when)
 
     async def take(self, tenant: str, session_id: str) -> SlotAnswer:
         row = await self._pool.system_statement(_take, tenant, session_id, self._default, self._total,
                                                 for_tenant=tenant)
-        return SlotAnswer(row["granted"], row["running"], row["slot_limit"], tuple(row["woken"] or ()))
+        return self._noted(tenant, SlotAnswer(row["granted"], row["running"], row["slot_limit"],
+                                              tuple(row["woken"] or ())))
+
+    async def keep(self, tenant: str, session_id: str) -> SlotAnswer:
+        if self._total is None:
+            return SlotAnswer(True, 0, None)  # no share: a slot held is kept, as before 0032
+        running, limit, when = self._standing.get(tenant, (0, None, float("-inf")))
+        if self._clock() - when >= self._check_s:
+            row = await self._pool.system_statement(_standing, tenant, self._default, self._total, for_tenant=tenant)
+            running, limit = row["running"], row["slot_limit"]
+            self._standing[tenant] = (running, limit, self._clock())
+        if limit is None or running <= limit:
+            return SlotAnswer(True, running, limit)
+        row = await self._pool.system_statement(_yield, tenant, session_id, self._default, self._total,
+                                                for_tenant=tenant)
+        return self._noted(tenant, SlotAnswer(row["granted"], row["running"], row["slot_limit"],
+                                              tuple(row["woken"] or ())))
+
+    def _noted(self, tenant: str, answer: SlotAnswer) -> SlotAnswer:
+        """What an answer says of the tenant's standing, for the next `keep`."""
+        if self._total is not None:
+            self._standing[tenant] = (answer.running, answer.limit, self._clock())
+        return answer
 
     async def release(self, tenant: str, session_id: str) -> tuple[str, ...]:
         return tuple(await self._pool.system_statement(_release, tenant, session_id, self._default, self._total,
@@ -76,6 +108,15 @@ class PostgresTurnSlots:
 async def _take(conn: asyncpg.Connection, tenant: str, session_id: str, default: int | None,
                 total: int | None) -> asyncpg.Record:
     return await conn.fetchrow("SELECT * FROM take_turn_slot($1, $2, $3, $4)", tenant, session_id, default, total)
+
+
+async def _yield(conn: asyncpg.Connection, tenant: str, session_id: str, default: int | None,
+                 total: int | None) -> asyncpg.Record:
+    return await conn.fetchrow("SELECT * FROM yield_turn_slot($1, $2, $3, $4)", tenant, session_id, default, total)
+
+
+async def _standing(conn: asyncpg.Connection, tenant: str, default: int | None, total: int | None) -> asyncpg.Record:
+    return await conn.fetchrow("SELECT * FROM turn_slot_standing($1, $2, $3)", tenant, default, total)
 
 
 async def _release(conn: asyncpg.Connection, tenant: str, session_id: str, default: int | None,
@@ -142,6 +183,19 @@ class MemoryTurnSlots:
         t.slots.pop(session_id, None)
         t.queue.pop(session_id, None)
         return self._promote(tenant)
+
+    async def keep(self, tenant: str, session_id: str) -> SlotAnswer:
+        t = self.tenants.setdefault(tenant, _Tenant())
+        if self.total is None:
+            return SlotAnswer(True, len(t.slots), self._limit(tenant))
+        if session_id not in t.slots:
+            return await self.take(tenant, session_id)
+        lim = self._limit(tenant)
+        if lim is None or len(t.slots) <= lim:
+            return SlotAnswer(True, len(t.slots), lim)
+        del t.slots[session_id]
+        t.queue.setdefault(session_id, None)
+        return SlotAnswer(False, len(t.slots), lim)
 
     async def sweep(self) -> list[tuple[str, str]]:
         return [(name, s) for name, t in self.tenants.items() for s, started in t.slots.items() if not started]

@@ -5,9 +5,12 @@
 -- more than one tenant holds or waits for a slot, a tenant is held to the larger of an equal
 -- share of p_total and what the others leave of it (never less than one), under its own quota
 -- as before. A tenant alone is held to its quota only, so p_total is where sharing begins, not a
--- ceiling. Nothing is taken away: a tenant over its share keeps its sessions at work and is
--- granted no more until it is back under it; its own turns' ends promote its queue as the share
--- allows (and the sweep does, as before).
+-- ceiling. A session keeps its slot from one turn to its next (0027), so the share is also
+-- asked where a session holding a slot starts its next turn, by the brain when its tenant was
+-- over its share at the last look (`turn_slot_standing`, at most every second or so per tenant):
+-- `yield_turn_slot` then moves it to the back of its tenant's queue, and it waits `queued` like
+-- any turn past the limit. Nothing is cut short: a turn under way runs to its end. The tenant's
+-- queue is promoted by its own turns' ends as the share allows (and by the sweep, as before).
 --
 -- The counts across tenants are read without their locks (each tenant's slots stay serialized
 -- on its own lock): a share decided on a count a moment old is off by the sessions that moved
@@ -108,6 +111,43 @@ BEGIN
   END LOOP;
 END $$;
 
+-- A session holding a slot, about to start its next turn: keeps it (granted) unless its tenant
+-- holds more than its limit now, in which case the slot goes and the session joins the back of
+-- its tenant's queue (granted false). A session holding none is answered as take_turn_slot would.
+CREATE FUNCTION yield_turn_slot(p_tenant text, p_session text, p_default integer, p_total integer)
+RETURNS TABLE (granted boolean, running integer, slot_limit integer, woken text[])
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  lim integer;
+  n integer;
+BEGIN
+  IF coalesce(p_tenant, '') = '' OR coalesce(p_session, '') = '' THEN
+    RAISE EXCEPTION 'yield_turn_slot: a tenant and a session are required';
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtextextended('wakeline.turn_slots:' || p_tenant, 0));
+  IF NOT EXISTS (SELECT 1 FROM public.turn_slots s WHERE s.session_id = p_session AND s.tenant = p_tenant) THEN
+    RETURN QUERY SELECT * FROM public.take_turn_slot(p_tenant, p_session, p_default, p_total);
+    RETURN;
+  END IF;
+  lim := public.turn_slot_share(p_tenant, public.turn_slot_limit(p_tenant, p_default), p_total);
+  SELECT count(*) INTO n FROM public.turn_slots s WHERE s.tenant = p_tenant;
+  IF lim IS NULL OR n <= lim THEN
+    RETURN QUERY SELECT true, n, lim, '{}'::text[];
+    RETURN;
+  END IF;
+  DELETE FROM public.turn_slots s WHERE s.session_id = p_session AND s.tenant = p_tenant;
+  INSERT INTO public.turn_queue (tenant, session_id) VALUES (p_tenant, p_session) ON CONFLICT (session_id) DO NOTHING;
+  RETURN QUERY SELECT false, n - 1, lim, '{}'::text[];
+END $$;
+
+-- What the tenant holds and may hold now: the brain's look at whether it is over its share.
+CREATE FUNCTION turn_slot_standing(p_tenant text, p_default integer, p_total integer)
+RETURNS TABLE (running integer, slot_limit integer)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  SELECT (SELECT count(*) FROM public.turn_slots s WHERE s.tenant = p_tenant)::integer,
+         public.turn_slot_share(p_tenant, public.turn_slot_limit(p_tenant, p_default), p_total)
+$$;
+
 -- The three-argument forms: the same, with no total.
 CREATE OR REPLACE FUNCTION take_turn_slot(p_tenant text, p_session text, p_default integer)
 RETURNS TABLE (granted boolean, running integer, slot_limit integer, woken text[])
@@ -128,6 +168,8 @@ $$;
 
 REVOKE EXECUTE ON FUNCTION turn_slot_share(text, integer, integer) FROM PUBLIC;
 REVOKE EXECUTE ON FUNCTION take_turn_slot(text, text, integer, integer), release_turn_slot(text, text, integer, integer),
-  sweep_turn_slots(integer, double precision, double precision, integer) FROM PUBLIC;
+  sweep_turn_slots(integer, double precision, double precision, integer),
+  yield_turn_slot(text, text, integer, integer), turn_slot_standing(text, integer, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION take_turn_slot(text, text, integer, integer), release_turn_slot(text, text, integer, integer),
-  sweep_turn_slots(integer, double precision, double precision, integer) TO wakeline_service;
+  sweep_turn_slots(integer, double precision, double precision, integer),
+  yield_turn_slot(text, text, integer, integer), turn_slot_standing(text, integer, integer) TO wakeline_service;
