@@ -135,3 +135,14 @@ async def test_without_a_total_and_through_the_older_functions_each_tenant_has_i
 ])
 def test_share(limit, total, others, tenants, expected) -> None:
     assert share(limit, total, others, tenants) == expected
+
+
+async def test_a_slot_the_brain_grants_another_tenant_makes_its_next_keep_look_again(dsn: str) -> None:
+    now = [0.0]  # the clock stands still: only the grant can make it look
+    async with TenantPool(dsn, min_size=1, max_size=2) as pool:
+        slots = PostgresTurnSlots(pool, default_limit=10, total=4, check_s=1.0, clock=lambda: now[0])
+        for s in ("a0", "a1", "a2"):
+            assert (await slots.take("A", s)).granted  # alone: limit 10, as A's standing says
+        assert (await slots.take("B", "b0")).granted
+        assert (await slots.take("B", "b1")).granted  # A's share: max(2, 4 - 2) = 2, A holds 3
+        assert not (await slots.keep("A", "a0")).granted

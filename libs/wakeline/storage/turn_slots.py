@@ -16,7 +16,8 @@ one tenant holds or waits for a slot, a tenant's limit is also the larger of an 
 session keeps its slot from one turn to the next without asking, so `keep` is asked where a
 session holding one starts its next turn: it gives the slot back and joins the back of the queue
 when its tenant holds more than its limit, which the Postgres slots look at once per `check_s`
-per tenant (a statement then) or whenever the last answer said the tenant was over it.
+per tenant (a statement then), after any slot this brain granted (another tenant's arrival
+shrinks the shares), or whenever the last answer said the tenant was over it.
 """
 
 from __future__ import annotations
@@ -72,8 +73,10 @@ class PostgresTurnSlots:
     async def take(self, tenant: str, session_id: str) -> SlotAnswer:
         row = await self._pool.system_statement(_take, tenant, session_id, self._default, self._total,
                                                 for_tenant=tenant)
-        return self._noted(tenant, SlotAnswer(row["granted"], row["running"], row["slot_limit"],
-                                              tuple(row["woken"] or ())))
+        answer = SlotAnswer(row["granted"], row["running"], row["slot_limit"], tuple(row["woken"] or ()))
+        if answer.granted:  # the other tenants' shares may have shrunk: their next keep looks again
+            self._standing = {t: (n, limit, float("-inf")) for t, (n, limit, _) in self._standing.items()}
+        return self._noted(tenant, answer)
 
     async def keep(self, tenant: str, session_id: str) -> SlotAnswer:
         if self._total is None:
