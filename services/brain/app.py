@@ -62,7 +62,7 @@ def deltas_producer(settings: BrainSettings) -> AIOKafkaProducer:
 
 async def run(settings: BrainSettings, stop: asyncio.Event) -> None:
     models = ModelRegistry(settings)
-    async with TenantPool(settings.postgres_dsn, "wakeline-brain", fair=settings.pool_fair, min_size=1,
+    async with TenantPool(settings.postgres_dsn, "wakeline-brain", min_size=1,
                           max_size=settings.pool_max_size) as pool:
         # The lease before the group's join: a brain in the group always has one (dead_peers.py).
         lease, removals = None, None

@@ -23,10 +23,10 @@ class BrainSettings(CommonSettings, QuotaDefaults):
     archiver_group: str = ARCHIVER_GROUP
     host: str = Field(default_factory=socket.gethostname)
     idle_evict_s: float = 300.0
-    # The brain's Postgres connections (wakes, running-session slots, quota counts), handed
-    # out round robin across the tenants waiting for one when `pool_fair` (storage.pg.TenantPool).
+    # The brain's Postgres connections: wakes, running-session slots, quota counts. At 4, a
+    # steady tenant's turn start waited 78 ms on average for one while another tenant's 300 new
+    # sessions woke (27 ms at 8, 18 ms at 12; docs/benchmarks.md, "Fair share").
     pool_max_size: int = Field(default=8, ge=1)
-    pool_fair: bool = True
     # The sessions at work the deployment shares fairly across tenants (every brain must say the
     # same): while more than one tenant holds or waits for a running-session slot, each is held to
     # the larger of an equal share of this and what the others leave of it (at least one), under

@@ -122,6 +122,6 @@ def postgres_counter(pool: TenantPool, tokens_per_day: int | None = None,
                                    tokens_per_day, tool_calls_in_flight)
 
     async def count(tenant: str, tokens: int) -> Counted:
-        row = await pool.system_statement(run, tenant, tokens, for_tenant=tenant)
+        row = await pool.system_statement(run, tenant, tokens)
         return Counted(row["day"], row["used"], row["tokens_per_day"], row["tool_calls_in_flight"])
     return count

@@ -18,8 +18,6 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from wakeline.runtime.fair_slots import FairSlots
-
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -29,18 +27,9 @@ class TenantPool:
     one statement that needs no tenant (`system_statement`).
 
     `async with TenantPool(dsn) as pool:` opens the pool; nothing connects before that.
-
-    `fair`: the connections go round robin across the tenants waiting for one (`FairSlots`),
-    not in arrival order. asyncpg hands them out first come, first served, so in a service
-    whose pool serves every tenant's sessions (the brain) one tenant's burst of wakes and
-    slot takes made another tenant's next statement wait behind all of them (issue 34: a
-    steady tenant's turns waited 83 ms on average for the brain's 4 connections while another
-    tenant's 300 new sessions woke, against 6-7 ms quiet; docs/benchmarks.md). Work for no
-    tenant in particular waits in a turn of its own.
     """
 
-    def __init__(self, dsn: str, application_name: str | None = None, *, fair: bool = False,
-                 **pool_options: Any) -> None:
+    def __init__(self, dsn: str, application_name: str | None = None, **pool_options: Any) -> None:
         self._dsn = dsn
         if application_name is not None:  # which service a backend serves, in pg_stat_activity
             pool_options["server_settings"] = {**pool_options.get("server_settings", {}),
@@ -53,8 +42,6 @@ class TenantPool:
         # that ended cleanly (tried on 2026-12-06) halved Postgres's statements per tool step
         # but left the CPU per step within its noise (docs/benchmarks.md, "Where the CPU goes").
         self._pool_options = pool_options
-        # as many turns as the pool has connections (asyncpg's default size is 10)
-        self._fair = FairSlots(pool_options.get("max_size", 10)) if fair else None
         self._pool: asyncpg.Pool | None = None
         self._releasing: set[asyncio.Task[None]] = set()
 
@@ -79,54 +66,43 @@ class TenantPool:
         """
         if not tenant:
             raise ValueError("tenant must be a non-empty string")
-        async with self._acquire(tenant) as conn, conn.transaction():
+        async with self._acquire() as conn, conn.transaction():
             await conn.execute("SELECT set_config('wakeline.tenant', $1, true), "
                                "set_config('wakeline.viewer', $2, true)", tenant, viewer or "")
             yield conn
 
     @asynccontextmanager
-    async def system_transaction(self, for_tenant: str | None = None) -> AsyncIterator[asyncpg.Connection]:
+    async def system_transaction(self) -> AsyncIterator[asyncpg.Connection]:
         """A transaction with no tenant: for archiver offsets and dead letters.
 
         Tenant tables are still protected: with no tenant set they show no rows and
-        accept no inserts. `for_tenant`: whose work it is, for a `fair` pool's turns only
-        (it sets nothing in the transaction).
+        accept no inserts.
         """
-        async with self._acquire(for_tenant) as conn, conn.transaction():
+        async with self._acquire() as conn, conn.transaction():
             yield conn
 
-    async def system_statement(self, run: Callable[..., Awaitable[T]], *args: Any,
-                               for_tenant: str | None = None) -> T:
+    async def system_statement(self, run: Callable[..., Awaitable[T]], *args: Any) -> T:
         """`run(conn, *args)` on a connection outside any transaction, with no tenant.
 
         For one read-only statement with no tenant (an API key lookup), or one that scopes
         itself (a function that sets the tenant transaction-locally, like `session_row`):
         alone, a statement is its own transaction, and the BEGIN and COMMIT round trips are
         saved. `run` must issue exactly one statement; anything more belongs in
-        `system_transaction`. `for_tenant`: whose work it is, as in `system_transaction`.
+        `system_transaction`.
         """
-        async with self._acquire(for_tenant) as conn:
+        async with self._acquire() as conn:
             return await run(conn, *args)
 
     @asynccontextmanager
-    async def _acquire(self, tenant: str | None = None) -> AsyncIterator[asyncpg.Connection]:
+    async def _acquire(self) -> AsyncIterator[asyncpg.Connection]:
         if self._pool is None:
             raise RuntimeError("TenantPool is not open; use `async with TenantPool(dsn)`")
-        pool, turn = self._pool, tenant or ""
-        if self._fair is not None:
-            await self._fair.acquire(turn)  # held until the connection is back in the pool
-        try:
-            conn = await pool.acquire()
-        except BaseException:
-            self._give_turn_back(turn)
-            raise
+        pool = self._pool
+        conn = await pool.acquire()
         try:
             yield conn
         except BaseException:
-            try:
-                await pool.release(conn)
-            finally:
-                self._give_turn_back(turn)
+            await pool.release(conn)
             raise
         # A block that ended normally has its answer (a transaction has committed): the
         # connection's reset, one more round trip, need not stand between the caller and its
@@ -134,14 +110,9 @@ class TenantPool:
         # goes back to the pool only once the reset is done, so no borrower sees it earlier.
         release = asyncio.ensure_future(pool.release(conn))
         self._releasing.add(release)
-        release.add_done_callback(lambda done: self._released(done, turn))
+        release.add_done_callback(self._released)
 
-    def _give_turn_back(self, turn: str) -> None:
-        if self._fair is not None:
-            self._fair.release(turn)
-
-    def _released(self, release: asyncio.Future[None], turn: str) -> None:
+    def _released(self, release: asyncio.Future[None]) -> None:
         self._releasing.discard(release)
-        self._give_turn_back(turn)
         if not release.cancelled() and release.exception() is not None:
             log.warning("a pooled Postgres connection failed its reset on release: %r", release.exception())

@@ -82,7 +82,7 @@ class PostgresEventStore:
     async def wake_read(self, session_id: str, tenant: str, at: ArchiveAt, whole: bool = False) -> WakeRead:
         # Offset first, rows second, in one transaction: the rows then hold at least
         # everything before the offset, and a tail read from it overlaps rather than leaves a gap.
-        async with self._pool.system_transaction(for_tenant=tenant) as conn:
+        async with self._pool.system_transaction() as conn:
             start = await wake_start(conn, session_id, tenant, at.topic, at.partition, at.group)
             if start.owner is None or start.parked:
                 # No key in event_keys under any tenant, so no row in events either (each row's

@@ -37,7 +37,7 @@ class QuotaCounts:
         if not quotas:
             return None  # nothing to count: no round trip
         row = await self._pool.system_statement(_admit, command.tenant, list(quotas), [WINDOW_S[q] for q in quotas],
-                                                [self._defaults.get(q) for q in quotas], for_tenant=command.tenant)
+                                                [self._defaults.get(q) for q in quotas])
         if row is None:
             return None
         return Refusal(row["refused"], row["refused_limit"], row["previous_n"], row["current_n"],

@@ -71,8 +71,7 @@ class PostgresTurnSlots:
         self._standing: dict[str, tuple[int, int | None, float]] = {}  # tenant -> (running, limit, when)
 
     async def take(self, tenant: str, session_id: str) -> SlotAnswer:
-        row = await self._pool.system_statement(_take, tenant, session_id, self._default, self._total,
-                                                for_tenant=tenant)
+        row = await self._pool.system_statement(_take, tenant, session_id, self._default, self._total)
         answer = SlotAnswer(row["granted"], row["running"], row["slot_limit"], tuple(row["woken"] or ()))
         if answer.granted:  # the other tenants' shares may have shrunk: their next keep looks again
             self._standing = {t: (n, limit, float("-inf")) for t, (n, limit, _) in self._standing.items()}
@@ -83,13 +82,12 @@ class PostgresTurnSlots:
             return SlotAnswer(True, 0, None)  # no share: a slot held is kept, as before 0032
         running, limit, when = self._standing.get(tenant, (0, None, float("-inf")))
         if self._clock() - when >= self._check_s:
-            row = await self._pool.system_statement(_standing, tenant, self._default, self._total, for_tenant=tenant)
+            row = await self._pool.system_statement(_standing, tenant, self._default, self._total)
             running, limit = row["running"], row["slot_limit"]
             self._standing[tenant] = (running, limit, self._clock())
         if limit is None or running <= limit:
             return SlotAnswer(True, running, limit)
-        row = await self._pool.system_statement(_yield, tenant, session_id, self._default, self._total,
-                                                for_tenant=tenant)
+        row = await self._pool.system_statement(_yield, tenant, session_id, self._default, self._total)
         return self._noted(tenant, SlotAnswer(row["granted"], row["running"], row["slot_limit"],
                                               tuple(row["woken"] or ())))
 
@@ -100,8 +98,7 @@ class PostgresTurnSlots:
         return answer
 
     async def release(self, tenant: str, session_id: str) -> tuple[str, ...]:
-        return tuple(await self._pool.system_statement(_release, tenant, session_id, self._default, self._total,
-                                                      for_tenant=tenant) or ())
+        return tuple(await self._pool.system_statement(_release, tenant, session_id, self._default, self._total) or ())
 
     async def sweep(self) -> list[tuple[str, str]]:
         rows = await self._pool.system_statement(_sweep, self._default, self._stale_s, self._wake_s, self._total)
