@@ -19,6 +19,12 @@ from tests.unit.actor_partition import FakeModel, Partition, create, eventually,
 from wakeline.contract.topics import TOOL_RESULTS
 
 
+def listed(call_id: str) -> c.ToolResultReport:
+    """The runner's answer to session s1's `list_files` call `call_id`."""
+    return c.ToolResultReport(session_id="s1", tenant="t", tool_call_id=call_id, name="list_files",
+                              output='{"entries": []}', runner="r1")
+
+
 def wake(session_id: str) -> c.WakeSession:
     return c.WakeSession(command_id=f"wake-{uuid.uuid4()}", session_id=session_id, tenant="t", actor="system:brain")
 
@@ -49,9 +55,7 @@ async def test_a_turn_over_the_quota_waits_queued_and_starts_when_the_slot_is_gi
         await run_until_idle(second)
         assert [e.type for e in part.events("s2") if e.type != "woke"][-1] == "turn_queued" and woken == []
 
-        report = c.ToolResultReport(session_id="s1", tenant="t", tool_call_id="tc-1", name="list_files",
-                                    output='{"entries": []}', runner="r1")
-        part.deliver(first, report, TOOL_RESULTS)
+        part.deliver(first, listed("tc-1"), TOOL_RESULTS)
         await run_until_idle(first)
         assert fold(part.events("s1")).status == "ended"
         assert woken == [("t", ("s2",))]  # granted at s1's end, in its absence: owed a wake
@@ -132,9 +136,7 @@ async def test_a_session_over_its_tenants_share_gives_its_slot_back_at_its_next_
         await run_until_idle(first)  # alone: granted, and at work on its first tool call
         assert (await slots.take("t", "s-elsewhere")).granted  # the tenant's other session, on another brain
         assert (await slots.take("u", "u1")).granted  # another tenant arrives: t's share is max(1, 2 - 1) = 1
-        report = c.ToolResultReport(session_id="s1", tenant="t", tool_call_id="tc-1", name="list_files",
-                                    output='{"entries": []}', runner="r1")
-        part.deliver(first, report, TOOL_RESULTS)
+        part.deliver(first, listed("tc-1"), TOOL_RESULTS)
         await run_until_idle(first)
         types = [e.type for e in part.events("s1")]
         assert types[-3:] == ["tool_result", "turn_ended", "turn_queued"], types  # its first turn ran to its end
@@ -144,9 +146,7 @@ async def test_a_session_over_its_tenants_share_gives_its_slot_back_at_its_next_
         assert await slots.release("t", "s-elsewhere") == ("s1",)
         part.deliver(first, wake("s1"))
         await run_until_idle(first)
-        report = c.ToolResultReport(session_id="s1", tenant="t", tool_call_id="tc-2", name="list_files",
-                                    output='{"entries": []}', runner="r1")
-        part.deliver(first, report, TOOL_RESULTS)
+        part.deliver(first, listed("tc-2"), TOOL_RESULTS)
         await run_until_idle(first)
         await eventually(lambda: fold(part.events("s1")).status == "ended")
     finally:
@@ -169,9 +169,7 @@ async def test_without_a_total_a_session_keeps_its_slot_from_turn_to_turn_whatev
         part.deliver(first, create("s1"))
         await run_until_idle(first)
         slots.tenants["t"].slots["s-over"] = True  # over its quota (lowered meanwhile, say)
-        report = c.ToolResultReport(session_id="s1", tenant="t", tool_call_id="tc-1", name="list_files",
-                                    output='{"entries": []}', runner="r1")
-        part.deliver(first, report, TOOL_RESULTS)
+        part.deliver(first, listed("tc-1"), TOOL_RESULTS)
         await run_until_idle(first)
         await eventually(lambda: fold(part.events("s1")).status == "ended")
     finally:
