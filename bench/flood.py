@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import tempfile
 import time
 import uuid
@@ -47,8 +48,8 @@ ENDED_AT = ("SELECT session_id, created_at, updated_at FROM sessions WHERE sessi
 PRESENT = "SELECT status, count(*) AS n FROM sessions WHERE session_id = ANY($1) GROUP BY status"
 
 
-def body(message: str, policy: str) -> dict[str, Any]:
-    return {"message": message, "wait": False, "config": {"model": f"scripted:{policy}", "max_turns": 100}}
+def body(message: str, policy: str, **config: Any) -> dict[str, Any]:
+    return {"message": message, "wait": False, "config": {"model": f"scripted:{policy}", "max_turns": 100, **config}}
 
 
 async def as_tenant(conn: asyncpg.Connection, tenant: str, sql: str, *args: Any) -> list[asyncpg.Record]:
@@ -99,12 +100,13 @@ class Flood:
     """What a flooding tenant got: answers by HTTP status (or `error`), the sessions accepted."""
 
     policy: str = POLICY
+    config: dict[str, Any] = field(default_factory=dict)  # more of each session's config (its tools)
     answers: Counter[str] = field(default_factory=Counter)
     accepted: list[str] = field(default_factory=list)
 
     async def create(self, client: httpx.AsyncClient) -> None:
         try:
-            answer = await client.post("/v1/sessions", json=body("flood", self.policy))
+            answer = await client.post("/v1/sessions", json=body("flood", self.policy, **self.config))
         except httpx.HTTPError:
             self.answers["error"] += 1
             return
@@ -220,6 +222,24 @@ def line(plan: Plan, quiet: list[Timed], loaded: list[list[Timed]], flood: Flood
 # Burst: a minute's sessions may all come at once (the sliding window admits them in the flood's
 # first 6 s). Paced: commands per second set to the same rate, so at most 5 a second come in.
 PLANS = (Plan(), Plan(admission="paced", per_second=5))
+# `make bench`: `burst` three times, its figure the median of the three (one run's p99 is its
+# slowest of 70 sessions over the slowest of 50 quiet ones: 1.2-2.4x on the same code in one hour
+# of 2026-12-06), then `paced` once.
+BENCH_PLANS = (Plan(), Plan(), Plan(), PLANS[1])
+
+
+def medians(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per admission plan, the median and range of the runs' ratios (`fair_share_flood_median`)."""
+    out = []
+    for admission in dict.fromkeys(line["admission"] for line in lines):
+        runs = [line for line in lines if line["admission"] == admission]
+        p99, p50 = [r["p99_ratio"] for r in runs], [r["p50_ratio"] for r in runs]
+        out.append({"bench": "fair_share_flood_median", "admission": admission, "runs": len(runs),
+                    "p99_ratio": statistics.median(p99), "p99_ratios": p99,
+                    "p50_ratio": statistics.median(p50), "p50_ratios": p50,
+                    "p99_within_2x": statistics.median(p99) <= 2,
+                    "lost": sum(r["flood_after_drain"].get("no_row", 0) for r in runs)})
+    return out
 
 
 async def run(plans: tuple[Plan, ...] = PLANS, run_dir: Path | None = None) -> list[dict[str, Any]]:
@@ -267,10 +287,18 @@ def main(argv: list[str] | None = None) -> None:
     plans = tuple(replace(plan, sessions=n, running=r) for n in sizes for r in running
                   for plan in (PLANS[:1] if args.burst_only else PLANS))
     started = time.monotonic()
+    figures = []
     for _ in range(args.rounds):
         for total in args.running_total.split(","):
             for figure in _with_services(plans, None if total == "none" else int(total)):
                 print(json.dumps(figure), flush=True)
+                figures.append(figure)
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for f in figures:  # the runs of one brain total, flood quota and batch size: their medians
+        groups.setdefault((f["running_total"], f["flood_quota"]["running_sessions"], f["steady_batch"]), []).append(f)
+    for (total, running, steady), group in groups.items():
+        for line in medians(group):
+            print(json.dumps({**line, "running_total": total, "flood_running": running, "steady_batch": steady}))
     print(json.dumps({"bench": "section_s", "section": "fair_share_flood", "s": round(time.monotonic() - started, 1)}))
 
 
