@@ -62,6 +62,27 @@ def test_a_bad_definition_is_refused_naming_the_tool_and_the_problem(tool, words
     assert words in refused(tools=[tool])
 
 
+def test_a_schema_is_checked_against_the_metaschema_once_however_often_it_is_read(monkeypatch):
+    from wakeline.contract import declared_tools
+    checked: list[dict] = []
+    real = declared_tools.Draft202012Validator.check_schema
+
+    def counted(schema):
+        checked.append(schema)
+        return real(schema)
+    monkeypatch.setattr(declared_tools.Draft202012Validator, "check_schema", counted)
+    once = {**RUN_QUERY, "input_schema": {**RUN_QUERY["input_schema"], "title": "checked once"}}
+    for _ in range(3):  # the create's command, its sealed event, a wake's read: the same schema
+        SessionConfig.model_validate_json(json.dumps({"tools": [once]}))
+    # the same schema with its keys in another order is the same schema
+    SessionConfig(tools=[{**once, "input_schema": dict(reversed(list(once["input_schema"].items())))}])
+    assert checked == [once["input_schema"]]
+    bad = {"name": "q", "input_schema": {"type": "object", "title": "cached too", "minProperties": -1}}
+    for _ in range(2):  # an answer kept is the same answer
+        assert "minProperties" in refused(tools=[bad])
+    assert len(checked) == 2
+
+
 def test_the_bounds_on_declared_tools_hold():
     assert "at most 64 declared tools" in refused(tools=[{"name": f"t{i}"} for i in range(65)])
     SessionConfig(tools=[{"name": f"t{i}"} for i in range(64)])

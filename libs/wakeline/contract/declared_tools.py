@@ -11,6 +11,7 @@ the schema itself when the session is created, and the model's input when it cal
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -46,7 +47,32 @@ class ToolDefinition(BaseModel):
 
 def schema_problem(schema: dict[str, Any]) -> str | None:
     """Why `schema` cannot describe a tool's input, or None. The model's input is always an
-    object, so the schema must say so (the Messages API refuses any other)."""
+    object, so the schema must say so (the Messages API refuses any other).
+
+    Asked wherever a definition is parsed: the create's command, its `session_created` as it is
+    sealed, and every later read of that event (a wake, the archiver, the gateway). Checking a
+    schema against the 2020-12 metaschema took about 8% of the brain's CPU in a flood of creates
+    declaring one small tool (`python -m bench.create_cost`), so the answer is kept per schema,
+    by its canonical JSON: a session's schemas never change, and its brain reads them again."""
+    try:
+        canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):  # not JSON (built in Python): checked as it is, uncached
+        return _checked(schema)
+    if canonical in _ANSWERS:
+        _ANSWERS.move_to_end(canonical)
+        return _ANSWERS[canonical]
+    answer = _ANSWERS[canonical] = _checked(schema)
+    if len(_ANSWERS) > _KEPT:
+        _ANSWERS.popitem(last=False)
+    return answer
+
+
+# The newest answers, by canonical schema; a schema is at most MAX_DECLARED_BYTES, so at most ~16 MB.
+_KEPT = 256
+_ANSWERS: OrderedDict[str, str | None] = OrderedDict()
+
+
+def _checked(schema: dict[str, Any]) -> str | None:
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as err:
