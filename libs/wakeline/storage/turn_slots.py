@@ -12,7 +12,10 @@ their absence: each is owed a wake (`wake_session` on the inbox), which the brai
 
 With `total` (the deployment's sessions at work shared fairly, migration 0032): while more than
 one tenant holds or waits for a slot, a tenant's limit is also the larger of an equal share of
-`total` and what the others leave of it (at least one); alone, its quota only (`share`). A
+`total` and what the others leave of it (at least one); alone, its quota only (`share`). A tenant
+that gave a slot back within `LINGER_S` and wants none now still shares the total, holding the
+most it held at a release in that time, up to an equal share (migration 0033): a tenant working in
+bursts keeps its room through its pauses instead of winning it back, turn by turn, each burst. A
 session keeps its slot from one turn to the next without asking, so `keep` is asked where a
 session holding one starts its next turn: it gives the slot back and joins the back of the queue
 when its tenant holds more than its limit, which the Postgres slots look at once per `check_s`
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -51,12 +54,19 @@ class TurnSlots(Protocol):
     async def sweep(self) -> list[tuple[str, str]]: ...
 
 
-def share(limit: int | None, total: int | None, others_held: int, tenants: int) -> int | None:
-    """A tenant's limit with the deployment's fair share (`turn_slot_share`, migration 0032):
-    `tenants` hold or wait for a slot (this one included), the others hold `others_held`."""
+# How long a tenant that gave its last slot back keeps its share (migration 0033's turn_slot_linger()).
+LINGER_S = 10.0
+
+
+def share(limit: int | None, total: int | None, others_held: int, tenants: int,
+          others_gone: Sequence[int] = ()) -> int | None:
+    """A tenant's limit with the deployment's fair share (`turn_slot_share`, migrations 0032 and
+    0033): `tenants` hold, wait for, or gave a slot back within `LINGER_S` (this one included); the
+    others at work hold `others_held`; `others_gone` are the peaks of those that gave theirs back."""
     if total is None or tenants < 2:
         return limit
-    fair = max(-(-total // tenants), total - others_held, 1)
+    equal = -(-total // tenants)
+    fair = max(equal, total - others_held - sum(min(peak, equal) for peak in others_gone), 1)
     return fair if limit is None else min(limit, fair)
 
 
@@ -137,6 +147,8 @@ async def _sweep(conn: asyncpg.Connection, default: int | None, stale_s: float, 
 class _Tenant:
     slots: dict[str, bool] = field(default_factory=dict)  # session -> started
     queue: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    released_at: float = float("-inf")  # its last slot given back (with a total), and the most it
+    peak: int = 0                        # held at a release within LINGER_S of the one before
 
 
 class MemoryTurnSlots:
@@ -145,14 +157,18 @@ class MemoryTurnSlots:
     drops in Postgres needs the archive's view of the sessions."""
 
     def __init__(self, default_limit: int | None = None, limits: dict[str, int] | None = None,
-                 total: int | None = None):
-        self.default_limit, self.limits, self.total = default_limit, dict(limits or {}), total
+                 total: int | None = None, clock: Callable[[], float] = time.monotonic):
+        self.default_limit, self.limits, self.total, self.clock = default_limit, dict(limits or {}), total, clock
         self.tenants: dict[str, _Tenant] = {}
 
     def _limit(self, tenant: str) -> int | None:
-        active = {name for name, t in self.tenants.items() if t.slots or t.queue} | {tenant}
+        now = self.clock()
+        active = {name for name, t in self.tenants.items() if t.slots or t.queue}
+        gone = {name: t.peak for name, t in self.tenants.items()
+                if name not in active and now - t.released_at < LINGER_S}
         others = sum(len(t.slots) for name, t in self.tenants.items() if name != tenant)
-        return share(self.limits.get(tenant, self.default_limit), self.total, others, len(active))
+        return share(self.limits.get(tenant, self.default_limit), self.total, others,
+                     len(active | set(gone) | {tenant}), [peak for name, peak in gone.items() if name != tenant])
 
     def _promote(self, tenant: str) -> tuple[str, ...]:
         t, lim, woken = self.tenants[tenant], self._limit(tenant), []
@@ -180,6 +196,10 @@ class MemoryTurnSlots:
 
     async def release(self, tenant: str, session_id: str) -> tuple[str, ...]:
         t = self.tenants.setdefault(tenant, _Tenant())
+        if self.total is not None and session_id in t.slots:
+            now = self.clock()
+            t.peak = max(t.peak, len(t.slots)) if now - t.released_at < LINGER_S else len(t.slots)
+            t.released_at = now
         t.slots.pop(session_id, None)
         t.queue.pop(session_id, None)
         return self._promote(tenant)
