@@ -11,6 +11,7 @@ the schema itself when the session is created, and the model's input when it cal
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from typing import Any
 
@@ -58,18 +59,24 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
         canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except (TypeError, ValueError):  # not JSON (built in Python): checked as it is, uncached
         return _checked(schema)
-    if canonical in _ANSWERS:
-        _ANSWERS.move_to_end(canonical)
-        return _ANSWERS[canonical]
-    answer = _ANSWERS[canonical] = _checked(schema)
-    if len(_ANSWERS) > _KEPT:
-        _ANSWERS.popitem(last=False)
+    with _ANSWERS_LOCK:
+        if canonical in _ANSWERS:
+            _ANSWERS.move_to_end(canonical)
+            return _ANSWERS[canonical]
+    answer = _checked(schema)
+    with _ANSWERS_LOCK:
+        _ANSWERS[canonical] = answer
+        if len(_ANSWERS) > _KEPT:
+            _ANSWERS.popitem(last=False)
     return answer
 
 
 # The newest answers, by canonical schema; a schema is at most MAX_DECLARED_BYTES, so at most ~16 MB.
+# Locked: a process may parse on more than one thread (the archiver's consumer runs on a thread of
+# its own), and a look-up racing an eviction must not fail a parse.
 _KEPT = 256
 _ANSWERS: OrderedDict[str, str | None] = OrderedDict()
+_ANSWERS_LOCK = threading.Lock()
 
 
 def _checked(schema: dict[str, Any]) -> str | None:
