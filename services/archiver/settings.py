@@ -25,11 +25,17 @@ class ArchiverSettings(CommonSettings):
     # commit, one look-up per batch) archive faster (issue 10: docs/history/benchmarks.md).
     archiver_batch_size: int = Field(default=5000, ge=1, le=10_000)
     # How long the fetch loop gathers records after the first before it hands over a smaller
-    # batch. A session's creation is answered once its row is archived, so this is most of
-    # that wait: at 0.05 s `POST /v1/sessions` took 91-96 ms p50 against 247-252 ms at 0.2 s,
-    # with the same archiver CPU per event and no fewer events/s at 500 sessions (A/B on
-    # 2026-12-01, docs/history/benchmarks.md). Under a backlog, batches fill to the size anyway.
-    archiver_batch_window_s: float = Field(default=0.05, gt=0, le=10)
+    # batch. Each batch is a transaction of about a dozen statements whatever its size, so
+    # between a trickle and a backlog the window sets what a step's events cost: at 100
+    # sessions 0.25 s against 0.05 s took the archiver 0.85 -> 0.59 ms and Postgres 0.78 ->
+    # 0.50 ms of CPU per tool step, the machine 5.8 -> 5.0 ms (issue 35, docs/benchmarks.md).
+    # A record a caller waits to read back (a create's, a fork's, a delete's outcome: the
+    # brain marks it, `topics.ARCHIVE_NOW_HEADER`) ends the gathering at once, so those answers
+    # do not wait for the window; at 0.2 s without that, `POST /v1/sessions` took 247-252 ms
+    # p50 against 91-96 ms at 0.05 s (2026-12-01). Other reads of the archive (transcripts,
+    # audit) see a step's events up to this much later. Under a backlog, batches fill to the
+    # size anyway.
+    archiver_batch_window_s: float = Field(default=0.25, gt=0, le=10)
     # faust's datadir; no tables or RocksDB live there, only faust's own bookkeeping.
     archiver_data_dir: Path = Path(".data/archiver")
     archiver_lag_log_interval_s: float = Field(default=30.0, gt=0)
@@ -43,6 +49,10 @@ class ArchiverSettings(CommonSettings):
     # projected topic: the dead-letter topic's batches have as many lanes again.
     archiver_concurrent_batches: int = Field(default=4, ge=1, le=16)
     archiver_pool_size: int = Field(default=4, ge=2)
+    # Kafka's copy of the archive's offsets (for tooling, such as lag in `kafka-consumer-groups`:
+    # the archive's own are in Postgres, committed with each batch) is committed about this
+    # often, not behind every batch: each commit is a broker request and a write to its offsets topic.
+    archiver_commit_every_s: float = Field(default=1.0, ge=0, le=60)
     # How soon a dead archiver's partitions go to another: a member that stops
     # heartbeating is dropped from the group after this long (the broker's minimum is 6 s).
     archiver_session_timeout_s: float = Field(default=10.0, ge=6, le=40)

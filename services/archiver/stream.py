@@ -58,8 +58,10 @@ class Pipeline:
     the gate one batch at a time, in offset order; lanes store side by side, at most
     `concurrency` at once."""
 
-    def __init__(self, handler: Handler[Any], gate: BatchGate, commit: CommitPositions, concurrency: int = 1):
+    def __init__(self, handler: Handler[Any], gate: BatchGate, commit: CommitPositions, concurrency: int = 1,
+                 commit_every_s: float = 0.0):
         self._handler, self._gate, self._commit = handler, gate, commit
+        self._commit_every_s = commit_every_s
         self._slots = asyncio.Semaphore(concurrency)
         self._in_flight: dict[int, asyncio.Future[None]] = {}  # partition -> its lane's batch being stored
         self._to_commit: dict[tuple[str, int], int] = {}
@@ -97,6 +99,8 @@ class Pipeline:
             except Exception as exc:  # noqa: BLE001 - tooling's copy (a stopping consumer, say); never the archive's
                 log.warning("Kafka's copy of the archive's offsets was not committed (%r); the next batch "
                             "commits again", exc)
+            if self._commit_every_s:
+                await asyncio.sleep(self._commit_every_s)  # what comes meanwhile goes in the next one
 
     def cancel(self) -> None:
         """At stop: a batch still parked in the gate (a failed one) goes with the app."""
@@ -149,7 +153,8 @@ def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Han
         # Subscribed through faust's conductor; acks off: faust never acknowledges these records.
         app.topics.add(app.topic(topic, key_type=bytes, value_type=bytes, key_serializer="raw",
                                  value_serializer="raw", acks=False))
-        batches.pipelines[topic] = Pipeline(handler, gate, commit, settings.archiver_concurrent_batches)
+        batches.pipelines[topic] = Pipeline(handler, gate, commit, settings.archiver_concurrent_batches,
+                                             settings.archiver_commit_every_s)
     return app, batches
 
 

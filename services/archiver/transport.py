@@ -29,6 +29,8 @@ from aiokafka.structs import OffsetAndMetadata, TopicPartition
 from faust.transport.drivers import aiokafka as driver
 from faust.types import TP
 
+from wakeline.contract.topics import ARCHIVE_NOW_HEADER
+
 log = logging.getLogger(__name__)
 StoredPositions = Callable[[], Awaitable[dict[tuple[str, int], int]]]
 
@@ -89,7 +91,8 @@ class ArchiverConsumer(driver.Consumer):
                 raise
 
     async def _take(self, carried: list[Any], size: int, window_s: float) -> list[Any] | None:
-        """`carried` and what arrives within `window_s` of the first record, until `size`.
+        """`carried` and what arrives within `window_s` of the first record, until `size`, or
+        until a fetch brings a record marked `ARCHIVE_NOW_HEADER`.
 
         None when records were set aside: a rebalance came in between (the partitions'
         owner reads them again from the archive's offsets) or a fetch held records of a
@@ -107,10 +110,14 @@ class ArchiverConsumer(driver.Consumer):
             records, active = await self._wait_next_records(wait)
             if self.app.consumer_generation_id != generation:
                 return None
+            now = False
             for tp, fetched in (records or {}).items():
                 if active is not None and tp not in active:
                     return None
                 taken.extend(fetched)
+                now = now or any(map(archive_now, fetched))
+            if now:
+                break  # somebody waits to read one of these back: no more gathering
             if taken and deadline is None:
                 deadline = monotonic() + window_s
         return taken
@@ -169,3 +176,8 @@ class ArchiverTransport(driver.Transport):
 
 def _show(positions: Mapping[TP, int | None]) -> str:
     return ", ".join(f"{tp.topic}[{tp.partition}]={at}" for tp, at in sorted(positions.items())) or "none"
+
+
+def archive_now(record: Any) -> bool:
+    """The brain marked this record as one a caller waits to read back (`ARCHIVE_NOW_HEADER`)."""
+    return any(key == ARCHIVE_NOW_HEADER for key, _ in getattr(record, "headers", None) or ())

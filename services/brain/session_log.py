@@ -17,11 +17,12 @@ from collections.abc import Callable
 from wakeline.contract import events as e
 from wakeline.contract.codec import encode
 from wakeline.contract.limits import check_record
-from wakeline.contract.topics import EVENTS, record_key
+from wakeline.contract.topics import ARCHIVE_NOW_HEADER, ARCHIVE_NOW_TYPES, EVENTS, record_key
 from wakeline.log.chain import Draft, seal
 from wakeline.log.fold import apply
 from wakeline.log.snapshots import snapshot_payload
 from wakeline.log.state import SessionState
+from wakeline.runtime import tracing
 from wakeline_brain.actor_deps import ActorView
 from wakeline_brain.tool_calls import call_records
 from wakeline_brain.writer import Record, WriterClosed
@@ -73,7 +74,7 @@ class SessionLog:
         for event in events:
             value = encode(event)
             check_record(value, self._actor.deps.max_record_bytes, f"the {event.type} event at seq {event.seq}")
-            records.append(Record(EVENTS, record_key(self._actor.session_id), value))
+            records.append(Record(EVENTS, record_key(self._actor.session_id), value, headers=_headers(event)))
         calls = call_records(self._actor, state, self._issued)  # caused by the events, not by the snapshot after them
         snapshot_seq = self._snapshot_seq
         if snapshot or state.last_seq - snapshot_seq >= self._actor.deps.snapshot_every:
@@ -109,3 +110,11 @@ class SessionLog:
             raise
         except Exception:  # the log is whole without it: eviction goes on
             log.exception("session %s: the snapshot on eviction failed", self._actor.session_id)
+
+
+def _headers(event: e.Event) -> list[tuple[str, bytes]] | None:
+    """None: the writer adds the appender's trace context. An event a caller waits to read
+    back from the archive also asks the archiver to store it at once (`ARCHIVE_NOW_HEADER`)."""
+    if event.type not in ARCHIVE_NOW_TYPES:
+        return None
+    return [*(tracing.headers() or []), (ARCHIVE_NOW_HEADER, b"1")]

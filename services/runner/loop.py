@@ -47,6 +47,7 @@ class ToolCallLoop:
         # Stop fetching while this many records are in flight, so a backlog waits in Kafka, not here.
         self.max_in_flight = settings.max_concurrent_calls * 32
         self._committing: asyncio.Task | None = None
+        self._committed_at = float("-inf")  # the loop's clock when the last commit began
 
     async def run(self, stop: asyncio.Event) -> None:
         self.consumer.subscribe([TOOL_CALLS], listener=_CommitOnRevoke(self))
@@ -128,8 +129,13 @@ class ToolCallLoop:
     def _commit_beside(self) -> None:
         """Commits beside the fetch loop, one commit at a time: awaited in the loop, each
         commit's round trip held back the calls that arrived meanwhile."""
-        if self._committing is None or self._committing.done():
-            self._committing = asyncio.create_task(self._commit_unless_rebalancing())
+        if self._committing is not None and not self._committing.done():
+            return
+        now = asyncio.get_running_loop().time()
+        if now - self._committed_at < self.settings.commit_every_s:
+            return
+        self._committed_at = now
+        self._committing = asyncio.create_task(self._commit_unless_rebalancing())
 
     async def settle_commit(self) -> None:
         """Waits out a commit still in flight, so the next one sees what it recorded."""

@@ -112,3 +112,20 @@ async def test_no_more_batches_at_once_than_the_concurrency(concurrency: int) ->
     assert sorted(store.finished) == [(p, 100 * p) for p in range(5)]
     assert store.most_at_once == concurrency
     pipeline.cancel()
+
+
+async def test_kafkas_copy_is_committed_at_most_every_commit_every_s_with_the_newest_offsets() -> None:
+    store, committed = SlowStore(), []
+
+    async def commit(offsets):
+        committed.append(dict(offsets))
+
+    pipeline = Pipeline(Handler(list, store.store), BatchGate(), commit, concurrency=4, commit_every_s=0.3)
+    for first in (0, 2, 4):
+        store.gate_for((0, first)).set()
+        await pipeline.feed(records(0, first, 2))
+        await settle()
+    assert committed == [{("events", 0): 2}]  # the first at once; the next two wait out the interval
+    await asyncio.sleep(0.4)
+    assert committed == [{("events", 0): 2}, {("events", 0): 6}]  # then one commit, of the newest
+    pipeline.cancel()

@@ -143,3 +143,26 @@ async def test_a_call_waiting_at_its_tenants_quota_runs_after_the_one_ahead_and_
     assert (first, second) == ("tc-1", "tc-2") and at_second - at_first >= 0.45  # held apart by the quota
     results = {r.tool_call_id: r for r in runner.results()}
     assert not results["tc-2"].is_error, results["tc-2"]  # waited 0.5 s, past stale_after_s: still ran
+
+
+async def test_offsets_are_committed_at_most_every_commit_every_s_and_all_of_them_at_stop(tmp_path):
+    runner = Runner(tmp_path)
+    runner.settings = runner.settings.model_copy(update={"commit_every_s": 30.0})
+    runner.loop.settings = runner.settings
+    runner.consumer.feed(*(call_record(offset, f"call-{offset}", "list_files", {"path": "."}) for offset in range(3)))
+    stop = asyncio.Event()
+    await runner.loop.publisher.start()
+    task = asyncio.create_task(runner.loop.run(stop))
+    try:
+        deadline = asyncio.get_running_loop().time() + 5
+        while len(runner.results()) < 3:
+            assert asyncio.get_running_loop().time() < deadline, "the three calls did not finish in time"
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.5)  # many rounds of the fetch loop
+        # The first round's commit, if any, came before the calls finished; the next is 30 s away.
+        assert (runner.consumer.committed_offset(TP) or 0) < 3, runner.consumer.commits
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 5)
+        await runner.loop.publisher.stop()
+    assert runner.consumer.committed_offset(TP) == 3  # the stop commits what finished

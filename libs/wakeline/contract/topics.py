@@ -60,6 +60,14 @@ def is_live_only(topic: str) -> bool:
     return topic.endswith(f".{DELTAS_SUFFIX}")
 
 
+# On an events record that a caller waits to read back from the archive: a create's or a
+# fork's `session_created`, a delete's `deleted`, or the `input_rejected` that refuses either
+# (the gateway answers those only once Postgres has them, `dispatch.py`). The archiver stores
+# the batch it is gathering at once instead of at the end of its window, so a longer window
+# (fewer, larger transactions for the steps' events) does not lengthen those answers.
+ARCHIVE_NOW_HEADER = "wakeline-archive-now"
+ARCHIVE_NOW_TYPES = frozenset({"session_created", "deleted", "input_rejected"})
+
 DEFAULT_PREFIX = DEFAULT_TOPIC_PREFIX
 NAMES = names(Naming().topic_prefix)
 PREFIX = NAMES.prefix
