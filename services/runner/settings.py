@@ -40,7 +40,9 @@ class RunnerSettings(CommonSettings):
     # behind every batch of calls that finished, that was 0.2 requests per tool step at 100
     # sessions. What it leaves uncommitted is at most this long of calls whose results are
     # already sent: a crash redelivers them and they replay from their records (executor.py).
-    commit_every_s: float = Field(default=0.5, ge=0, le=10)
+    # Short, because KEDA scales runners on the group's committed lag (docs/operations.md):
+    # a finished call counts there until it is committed.
+    commit_every_s: float = Field(default=0.1, ge=0, le=10)
     max_timeout_s: float = Field(default=3600.0, gt=0)
     # On SIGTERM, calls still running after this long are left to their detached tools
     # and adopted by the next runner.
