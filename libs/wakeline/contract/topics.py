@@ -61,12 +61,14 @@ def is_live_only(topic: str) -> bool:
 
 
 # On an events record that a caller waits to read back from the archive: a create's or a
-# fork's `session_created`, a delete's `deleted`, or the `input_rejected` that refuses either
-# (the gateway answers those only once Postgres has them, `dispatch.py`). The archiver stores
-# the batch it is gathering at once instead of at the end of its window, so a longer window
-# (fewer, larger transactions for the steps' events) does not lengthen those answers.
+# fork's `session_created`, a delete's `deleted` (the gateway answers those only once Postgres
+# has them, `dispatch.py`). The archiver stores the batch it is gathering at once instead of at
+# the end of its window, so a longer window (fewer, larger transactions for the steps' events)
+# does not lengthen those answers. Not `input_rejected`: a Kafka client's flood over its quota
+# makes one per command, and each would cut a batch short; the rare refused create or delete
+# waits out the window.
 ARCHIVE_NOW_HEADER = "wakeline-archive-now"
-ARCHIVE_NOW_TYPES = frozenset({"session_created", "deleted", "input_rejected"})
+ARCHIVE_NOW_TYPES = frozenset({"session_created", "deleted"})
 
 DEFAULT_PREFIX = DEFAULT_TOPIC_PREFIX
 NAMES = names(Naming().topic_prefix)
