@@ -167,10 +167,13 @@ async def brain_producer(settings: ArchiverSettings) -> AsyncIterator[AIOKafkaPr
 
 
 async def produce(producer: AIOKafkaProducer, settings: ArchiverSettings, topic: str,
-                  events: Sequence[Event], commit: bool = True) -> dict[int, int]:
-    """The events in one Kafka transaction, committed (or aborted); partition -> next offset after them."""
+                  events: Sequence[Event], commit: bool = True,
+                  headers: Sequence[tuple[str, bytes]] = ()) -> dict[int, int]:
+    """The events in one Kafka transaction, committed (or aborted), each with `headers`;
+    partition -> next offset after them."""
     await producer.begin_transaction()
-    sent = [await send_keyed(producer, topic, event.session_id, event, settings.partitions) for event in events]
+    sent = [await send_keyed(producer, topic, event.session_id, event, settings.partitions, headers)
+            for event in events]
     if commit:
         await producer.commit_transaction()
     else:

@@ -13,23 +13,15 @@ import time
 import pytest
 
 from archiver_harness import (
-    Session, archived_all, archiver_settings, brain_producer, created, draft, eventually, private_topics,
+    Session, archived_all, archiver_settings, brain_producer, created, draft, eventually, private_topics, produce,
     require_stack, running_archiver, session_row,
 )
 from wakeline.contract.topics import ARCHIVE_NOW_HEADER
 from wakeline.storage.pg import TenantPool
-from wakeline.transport.kafka_io import send_keyed
 
 pytestmark = [pytest.mark.kafka, pytest.mark.postgres]
 WINDOW_S = 8.0
 NOW = ((ARCHIVE_NOW_HEADER, b"1"),)
-
-
-async def _produce(producer, settings, topic: str, events, headers=()) -> None:
-    await producer.begin_transaction()
-    for event in events:
-        await send_keyed(producer, topic, event.session_id, event, settings.partitions, headers)
-    await producer.commit_transaction()
 
 
 async def test_a_marked_record_ends_the_window_and_unmarked_ones_wait_it_out(tmp_path) -> None:
@@ -40,16 +32,16 @@ async def test_a_marked_record_ends_the_window_and_unmarked_ones_wait_it_out(tmp
             private_topics(settings) as topics, brain_producer(settings) as producer, \
             running_archiver(settings, topics):
         # Marked, and alone: archived without the window, once the archiver has its partitions.
-        await _produce(producer, settings, topics.events, first.seal([created()]), NOW)
+        await produce(producer, settings, topics.events, first.seal([created()]), headers=NOW)
         await eventually(lambda: archived_all(pool, [first]), "the first marked record", timeout=WINDOW_S - 1)
 
         sent = time.monotonic()
-        await _produce(producer, settings, topics.events, plain.seal([created(), draft("turn_started", turn=1)]))
+        await produce(producer, settings, topics.events, plain.seal([created(), draft("turn_started", turn=1)]))
         await asyncio.sleep(1.5)
         assert await session_row(pool, plain) is None, "unmarked records went before their window ran out"
 
         # A marked record of another session: the batch being gathered goes now, the plain ones with it.
-        await _produce(producer, settings, topics.events, marked.seal([created()]), NOW)
+        await produce(producer, settings, topics.events, marked.seal([created()]), headers=NOW)
         await eventually(lambda: archived_all(pool, [plain, marked]), "the batch the mark ended",
                          timeout=WINDOW_S / 2)
         assert time.monotonic() - sent < WINDOW_S
