@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from wakeline.agent.context import build_request
 from wakeline.agent.model import Model, ModelError, ModelReply, ModelRequest
 from wakeline.agent.quota import quota_end
 from wakeline.agent.steps import failed_model_drafts, model_drafts
@@ -94,7 +93,7 @@ class ModelDriver:
             if quotas is not None and not await self._within_quota(done):
                 return done
             model = self._actor.deps.model_for(state.config.model)
-            request = build_request(state, self._actor.deps.tools)
+            request = self._counts.request(state)
             async with self._actor.deps.model_slot(self._actor.tenant):
                 done.compaction = await self._counts.counted_compaction(model, state, request)
                 if done.compaction is None:

@@ -209,3 +209,23 @@ async def test_a_brain_woken_right_after_a_compaction_calls_the_model_rather_tha
     assert summarized(woken.calls[-1]) and estimate_tokens(woken.calls[-1]) >= window // 2
     assert after[-1].type == "session_ended"
     assert first_divergence(cut + after, tool_schemas()) is None
+
+
+async def test_a_model_without_a_count_gets_the_very_request_its_estimate_read(monkeypatch) -> None:
+    # The estimate before each call and the call read one request, built once (issue 35: it
+    # was built twice a step); the model gets the request the estimate decided on.
+    import wakeline_brain.compaction_counts as counts
+
+    built: list[ModelRequest] = []
+
+    def building(state, tools):
+        built.append(request := build(state, tools))
+        return request
+
+    build = counts.build_request
+    monkeypatch.setattr(counts, "build_request", building)
+    model = EstimatingModel(count=None)
+    await drive(model, window=200_000)
+    assert len(model.calls) == model.rounds + 1 and model.summaries == []
+    assert len(built) == len(model.calls)
+    assert all(called is made for called, made in zip(model.calls, built))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import pytest
 from pydantic import ValidationError
 
@@ -71,6 +73,29 @@ def test_every_event_type_round_trips_through_json_with_its_hash(type_):
     assert decoded == event
     assert compute_hash(decoded) == event.hash
     assert decoded.payload == PAYLOAD_CLASSES[type_](**SAMPLE_PAYLOADS[type_])
+
+
+def _sealed_the_long_way(sample, ts) -> Event:
+    """What sealing was before issue 35 cut it to one validation: validate with an empty hash,
+    then hash the event's own dump. The seal must give the same event and bytes."""
+    body = {"session_id": "sess-1", "seq": 1, "event_id": "ev-1", "causation_id": sample.causation_id,
+            "tenant": TENANT, "actor": sample.actor, "trust": sample.trust, "ts": ts, "prev_hash": GENESIS_HASH,
+            "hash": "", "type": sample.type, "payload": sample.payload.model_dump(mode="json")}
+    unhashed = parse_event(body)
+    return unhashed.model_copy(update={"hash": compute_hash(unhashed)})
+
+
+@pytest.mark.parametrize("type_", ALL_TYPES)
+@pytest.mark.parametrize("ts", [T0, datetime(2026, 12, 6, 17, 3, 4, 123456, tzinfo=timezone.utc),
+                                datetime(2026, 12, 6, 19, 3, 4, 5, tzinfo=timezone(timedelta(hours=2))),
+                                datetime(2026, 12, 6, 17, 3, 4, 999999)])
+def test_sealing_gives_the_event_and_hash_the_long_way_gave(type_, ts):
+    sample = draft(type_, "cause-1", actor="system:test", trust="data", **SAMPLE_PAYLOADS[type_])
+    sealed = seal(sample, session_id="sess-1", tenant=TENANT, seq=1, prev_hash=GENESIS_HASH, ts=ts, event_id="ev-1")
+    long_way = _sealed_the_long_way(sample, ts)
+    assert sealed == long_way
+    assert sealed.hash == long_way.hash == compute_hash(sealed)
+    assert encode(sealed) == encode(long_way)
 
 
 @pytest.mark.parametrize("type_", ALL_TYPES)

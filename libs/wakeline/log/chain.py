@@ -13,7 +13,7 @@ import json
 from datetime import datetime
 from typing import Any, Iterable
 
-from pydantic import model_validator
+from pydantic import TypeAdapter, model_validator
 
 from wakeline.contract.events import (
     EVENT_TYPE_OF_PAYLOAD, GENESIS_HASH, Event, Frozen, Payload, Trust, parse_event,
@@ -28,6 +28,9 @@ _C_ENCODE = (json.encoder.c_make_encoder(  # type: ignore[attr-defined]
     None, _CANONICAL.default, json.encoder.encode_basestring, _CANONICAL.indent, _CANONICAL.key_separator,
     _CANONICAL.item_separator, _CANONICAL.sort_keys, _CANONICAL.skipkeys, _CANONICAL.allow_nan)
     if json.encoder.c_make_encoder is not None else None)  # type: ignore[attr-defined]
+
+
+_TS: TypeAdapter[datetime] = TypeAdapter(datetime)  # an event's `ts` as its JSON dump renders it
 
 
 def canonical_json(data: Any) -> bytes:
@@ -81,15 +84,21 @@ class Draft(Frozen):
 
 def seal(draft: Draft, *, session_id: str, tenant: str, seq: int, prev_hash: str,
          ts: datetime, event_id: str) -> Event:
-    """Turns a draft into the event at `seq`, linked to `prev_hash`. Pure: ids and time come in."""
+    """Turns a draft into the event at `seq`, linked to `prev_hash`. Pure: ids and time come in.
+
+    The hash is taken from the body as JSON (the payload's dump, the time as pydantic renders
+    it), and the event validated once, with its hash: the same bytes `compute_hash` reads back
+    from the event, without dumping the event again and copying it (issue 35: 49 -> ~20 us a
+    seal). They are the same because an event's dump, validated and dumped again, is itself,
+    which `verify` has always relied on for every stored event."""
     body = {
         "session_id": session_id, "seq": seq, "event_id": event_id,
         "causation_id": draft.causation_id, "tenant": tenant, "actor": draft.actor,
-        "trust": draft.trust, "ts": ts, "prev_hash": prev_hash, "hash": "",
+        "trust": draft.trust, "ts": _TS.dump_python(ts, mode="json"), "prev_hash": prev_hash,
         "type": draft.type, "payload": _storable(draft.payload.model_dump(mode="json")),
     }
-    unhashed = parse_event(body)
-    return unhashed.model_copy(update={"hash": compute_hash(unhashed)})
+    body["hash"] = hashlib.sha256(canonical_json(body)).hexdigest()
+    return parse_event(body)
 
 
 def _storable(value: Any) -> Any:
