@@ -148,6 +148,23 @@ def test_sealing_replaces_nul_characters_postgres_cannot_store():
     assert first_broken_seq([event]) is None
 
 
+@pytest.mark.parametrize("text, stored", [("\\u0000 is how JSON writes a NUL", "\\u0000 is how JSON writes a NUL"),
+                                          ("a\\\x00b", "a\\\ufffdb"), ("plain", "plain")])
+def test_sealing_finds_a_nul_by_the_canonical_bytes_and_leaves_its_spelling_alone(text, stored):
+    # The seal looks for a NUL in the canonical JSON (`\u0000`); a backslash before "u0000" in
+    # the text is a false alarm that must change nothing.
+    from datetime import datetime, timezone
+
+    from wakeline.log.chain import seal
+    from wakeline.contract.events import GENESIS_HASH, UserMessagePayload
+
+    draft = Draft(payload=UserMessagePayload(text=text), actor="user:x", trust="instruction")
+    event = seal(draft, session_id="s", tenant="t", seq=1, prev_hash=GENESIS_HASH,
+                 ts=datetime(2026, 1, 1, tzinfo=timezone.utc), event_id="00000000-0000-0000-0000-000000000001")
+    assert event.payload.text == stored
+    assert first_broken_seq([event]) is None
+
+
 def test_a_drafts_type_follows_its_payload_class_even_for_payloads_with_equal_fields():
     drafts = [Draft(payload=cls(tool_call_id="tc-1"), actor="user:x", trust="instruction")
               for cls in (ApprovalRequestedPayload, ApprovalGrantedPayload, ApprovalDeniedPayload)]

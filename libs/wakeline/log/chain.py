@@ -95,9 +95,13 @@ def seal(draft: Draft, *, session_id: str, tenant: str, seq: int, prev_hash: str
         "session_id": session_id, "seq": seq, "event_id": event_id,
         "causation_id": draft.causation_id, "tenant": tenant, "actor": draft.actor,
         "trust": draft.trust, "ts": _TS.dump_python(ts, mode="json"), "prev_hash": prev_hash,
-        "type": draft.type, "payload": _storable(draft.payload.model_dump(mode="json")),
+        "type": draft.type, "payload": draft.payload.model_dump(mode="json"),
     }
-    body["hash"] = hashlib.sha256(canonical_json(body)).hexdigest()
+    canonical = canonical_json(body)
+    if b"\\u0000" in canonical:  # a NUL somewhere in the payload (or a false alarm: a backslash before "u0000")
+        body["payload"] = _storable(body["payload"])
+        canonical = canonical_json(body)
+    body["hash"] = hashlib.sha256(canonical).hexdigest()
     return parse_event(body)
 
 

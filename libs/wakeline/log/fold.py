@@ -26,7 +26,7 @@ from wakeline.log.conversation import add_tool_result, add_tool_use, compacted, 
 from wakeline.log.spending import after
 from wakeline.log.state import (
     MemoryRead, Message, QueuedMessage, SessionState, TextBlock, ToolResultBlock, ToolUseBlock, command_digest,
-    evolve,
+    from_fields,
 )
 from wakeline.log.status import STATUS_MOVES, StatusMove, session_status
 
@@ -105,7 +105,7 @@ class _Building:
                                      waiting_model=f["model_failures"] > 0,
                                      waiting_client=any(c.answered_by == "client" for c in f["pending_tool_calls"]),
                                      queued=f["awaiting_slot"])
-        return evolve(self.start, **f)
+        return from_fields(f)  # f began as a copy of the start's fields: every field is in it
 
     def _messages(self) -> list[Message]:
         if self.messages is None:
