@@ -17,7 +17,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import threading
 import time
 from datetime import datetime, timezone
 from functools import partial
@@ -28,7 +27,7 @@ from wakeline.contract.limits import input_budget
 from wakeline.contract.tools import BashInput, ListFilesInput, ReadFileInput, ToolInput, WriteFileInput
 from wakeline_runner import files
 from wakeline.contract.fitting import fit_report
-from wakeline_runner.records import SAFE_ID, CallFiles, SessionDirs, crashed, record_result, recorded_result
+from wakeline_runner.records import SAFE_ID, SessionDirs, crashed, record_result, recorded_result
 from wakeline_runner.sandbox import Sandbox
 from wakeline_runner.settings import RunnerSettings
 from wakeline_runner.tool_view import masked
@@ -91,68 +90,28 @@ class Executor:
             return self._report(request, ToolError(error_kind="expired", message=(
                 f"issued at {request.issued_at.isoformat()}, more than {self.settings.stale_after_s:g} s ago;"
                 " not started")), began)
-        try:
-            tool_input = parse_input(request.name, request.input)
-            timeout_s = self._timeout(request)
-        except ToolFailure as failure:
-            return await self._recorded(request, dirs, call, digest, _error(failure), began)
-        if not isinstance(tool_input, BashInput):
-            return await self._file_call(request, self._file_tool(tool_input, dirs), timeout_s, dirs, call, digest,
-                                         began)
-        output = await self._bash(request, tool_input, timeout_s, dirs)
-        return await self._recorded(request, dirs, call, digest, output, began)
-
-    async def _recorded(self, request: ToolCallRequest, dirs: SessionDirs, call: CallFiles, digest: str,
-                        output: ToolOutput, began: float) -> ToolResultReport:
-        report = await self._fitted(self._report(request, self._hidden(output, dirs), began))
+        output = self._hidden(await self._dispatch(request, dirs), dirs)
+        report = await self._fitted(self._report(request, output, began))
         # Off the event loop (other sessions' calls go on meanwhile); only bash calls, whose
         # re-run is not harmless, pay for an fsync.
         await asyncio.to_thread(record_result, call, digest, report, request.name == "bash")
         return report
 
-    async def _bash(self, request: ToolCallRequest, tool_input: BashInput, timeout_s: float,
-                    dirs: SessionDirs) -> ToolOutput:
+    async def _dispatch(self, request: ToolCallRequest, dirs: SessionDirs) -> ToolOutput:
         try:
-            outcome = await self.sandbox.run_bash(dirs, request.tool_call_id, tool_input.command, timeout_s)
-            if outcome.error_kind is None:
-                return outcome.result
-            return ToolError(error_kind=outcome.error_kind, message=outcome.message or "",
-                             details=outcome.result.model_dump())
+            tool_input = parse_input(request.name, request.input)
+            timeout_s = self._timeout(request)
+            if isinstance(tool_input, BashInput):
+                outcome = await self.sandbox.run_bash(dirs, request.tool_call_id, tool_input.command, timeout_s)
+                if outcome.error_kind is None:
+                    return outcome.result
+                return ToolError(error_kind=outcome.error_kind, message=outcome.message or "",
+                                 details=outcome.result.model_dump())
+            return await asyncio.wait_for(asyncio.to_thread(self._file_tool(tool_input, dirs)), timeout_s)
         except ToolFailure as failure:
             return _error(failure)
-        except Exception as err:  # a bug must still become a result, or the call would hang forever
-            log.exception("tool call %s (%s) crashed", request.tool_call_id, request.name)
-            return crashed(f"{type(err).__name__}: {err}")
-
-    async def _file_call(self, request: ToolCallRequest, tool: Callable[[], ToolOutput], timeout_s: float,
-                         dirs: SessionDirs, call: CallFiles, digest: str, began: float) -> ToolResultReport:
-        """A file tool run, reported, fitted and recorded in one thread hop, not two: each hop
-        is a handoff of the GIL between the loop and a worker, and under load those handoffs
-        were a large part of a no-op call's CPU (issue 35: ~110 futex calls a call, strace).
-        A call past its timeout is answered `timeout` from here, and its thread, still
-        running, records nothing (`given_up`): the record is the answer that was sent."""
-        given_up = threading.Event()
-
-        def run() -> ToolResultReport:
-            report = fit_report(self._report(request, self._hidden(self._run_file_tool(request, tool), dirs), began),
-                                self.budget)
-            if not given_up.is_set():
-                record_result(call, digest, report, False)  # safe to re-run: no fsync (records.py)
-            return report
-
-        try:
-            async with asyncio.timeout(timeout_s):
-                return await asyncio.to_thread(run)
-        except TimeoutError:
-            given_up.set()
-        timed_out = ToolError(error_kind="timeout", message=f"{request.name} did not finish in time")
-        return await self._recorded(request, dirs, call, digest, timed_out, began)
-
-    def _run_file_tool(self, request: ToolCallRequest, tool: Callable[[], ToolOutput]) -> ToolOutput:
-        try:
-            return tool()
-        except ToolFailure as failure:
-            return _error(failure)
+        except asyncio.TimeoutError:
+            return ToolError(error_kind="timeout", message=f"{request.name} did not finish in time")
         except Exception as err:  # a bug must still become a result, or the call would hang forever
             log.exception("tool call %s (%s) crashed", request.tool_call_id, request.name)
             return crashed(f"{type(err).__name__}: {err}")
