@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench import (
-    archiver_throughput, audit_query, client_tools, console_render, dbos_peer, flood, fold_speed, http_commands,
-    prompt_cache, scale, tail_reads, tool_roundtrip, wake_time,
+    archiver_throughput, audit_query, client_tools, console_render, context_cost, dbos_peer, flood, fold_speed,
+    http_commands, prompt_cache, scale, tail_reads, tool_roundtrip, wake_time,
 )
 from bench.harness import BENCH_BRAIN, RUNNING_TOTAL
 from tests.e2e.stack import Stack
@@ -33,6 +33,7 @@ def main() -> None:
     # first, before the services start: they need only Postgres (or nothing), and nothing competes for the cores
     timed("audit_query", lambda: asyncio.run(audit_query.run()))
     timed("fold_speed", lambda: fold_speed.run(repeats=3))
+    timed("context_cost", context_cost.run)  # a model call's request by the session's length (issue 35)
     timed("tail_reads", lambda: asyncio.run(tail_reads.run()))  # Kafka only: a private topic
     timed("prompt_cache", lambda: asyncio.run(prompt_cache.run()))  # no services: the local Messages API only
     timed("prompt_cache_mixed", lambda: asyncio.run(prompt_cache.run_mixed()))  # thinking, compactions

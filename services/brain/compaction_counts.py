@@ -15,8 +15,9 @@ import logging
 from typing import Awaitable, Callable
 
 from wakeline.agent.context import (
-    TokenCount, build_request, counted_after, estimate_tokens, estimated, plan_compaction, usage_reading,
+    TokenCount, build_request, counted_after, estimated, plan_compaction, usage_reading,
 )
+from wakeline.agent.context_cache import ContextCache
 from wakeline.agent.model import Model, ModelRequest
 from wakeline.agent.summary import just_compacted
 from wakeline.contract import events as e
@@ -42,8 +43,10 @@ class CompactionCounts:
         # The count a planned compaction was decided by, for its record once the memory file's
         # read is in (a wake counts again).
         self._planned_count: TokenCount | None = None
-        # The newest state's request (states are immutable: the same object, the same request).
-        self._built: tuple[SessionState, ModelRequest] | None = None
+        # The newest state's request and its estimate (states are immutable: the same object,
+        # the same request), and the renderings it was built from, for the next.
+        self._built: tuple[SessionState, ModelRequest, TokenCount] | None = None
+        self._context = ContextCache()
 
     def note(self, event: e.Event) -> None:
         """Keeps the newest model turn's usage until a compaction makes it stale."""
@@ -62,18 +65,27 @@ class CompactionCounts:
             return self.counted_plan
         if self.counter(state) is not None:
             return None  # the model's answer counts first
-        return plan_compaction(state, self.request(state))
+        request = self.request(state)
+        return plan_compaction(state, request, counted=self.estimate(request))
 
     def request(self, state: SessionState) -> ModelRequest:
         """`build_request` for `state`, built once: the estimate above and the call after it
         (`ModelDriver.answer`) read the same request for the same state (issue 35: it was
-        built twice a step, ~45 us of the brain's ~1.5 ms)."""
+        built twice a step), and from the renderings of the messages the session's last
+        request had (`ContextCache`: rebuilt whole, a step's cost grew with the session)."""
         built = self._built
         if built is not None and built[0] is state:
             return built[1]
-        request = build_request(state, self._actor.deps.tools)
-        self._built = (state, request)
+        request, tokens = self._context.build(state, self._actor.deps.tools)
+        self._built = (state, request, tokens)
         return request
+
+    def estimate(self, request: ModelRequest) -> TokenCount:
+        """`estimated(request)`: measured as it was built when it is the newest request."""
+        built = self._built
+        if built is not None and built[1] is request:
+            return built[2]
+        return estimated(request)
 
     def counter(self, state: SessionState) -> Counter | None:
         """The model's token count (Claude's count_tokens); None for the scripted model."""
@@ -109,7 +121,7 @@ class CompactionCounts:
     def near_window(self, state: SessionState, request: ModelRequest) -> bool:
         """Past half the window by the estimate, or by the newest turn's usage with what came
         since (which sees what characters / 4 misses: tools, images, dense text)."""
-        tokens = estimate_tokens(request)
+        tokens = self.estimate(request).tokens
         if self._last_turn is not None:
             tokens = max(tokens, usage_reading(state, *self._last_turn))
         return tokens >= state.config.context_window // 2

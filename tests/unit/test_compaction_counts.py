@@ -213,19 +213,23 @@ async def test_a_brain_woken_right_after_a_compaction_calls_the_model_rather_tha
 
 async def test_a_model_without_a_count_gets_the_very_request_its_estimate_read(monkeypatch) -> None:
     # The estimate before each call and the call read one request, built once (issue 35: it
-    # was built twice a step); the model gets the request the estimate decided on.
-    import wakeline_brain.compaction_counts as counts
+    # was built twice a step); the model gets the request the estimate decided on, and it is
+    # `build_request`'s to the field, with `estimate_tokens`'s estimate.
+    from wakeline.agent.context import build_request
+    from wakeline.agent.context_cache import ContextCache
 
-    built: list[ModelRequest] = []
+    built: list[tuple[ModelRequest, int]] = []
+    build = ContextCache.build
 
-    def building(state, tools):
-        built.append(request := build(state, tools))
-        return request
+    def building(self, state, tools):
+        request, tokens = build(self, state, tools)
+        assert request == build_request(state, tools) and tokens.tokens == estimate_tokens(request)
+        built.append((request, tokens.tokens))
+        return request, tokens
 
-    build = counts.build_request
-    monkeypatch.setattr(counts, "build_request", building)
+    monkeypatch.setattr(ContextCache, "build", building)
     model = EstimatingModel(count=None)
     await drive(model, window=200_000)
     assert len(model.calls) == model.rounds + 1 and model.summaries == []
     assert len(built) == len(model.calls)
-    assert all(called is made for called, made in zip(model.calls, built))
+    assert all(called is made for called, (made, _) in zip(model.calls, built))

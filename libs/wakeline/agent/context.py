@@ -28,16 +28,29 @@ KEEP_RECENT = 4
 
 
 def build_request(state: SessionState, tools: list[dict[str, Any]]) -> ModelRequest:
-    cap_chars = state.config.context_window * CHARS_PER_TOKEN // 4
-    messages = _merge([_render(m, cap_chars) for m in state.messages])
+    cap_chars = result_cap_chars(state)
+    return request_with(state, tools, _merge([render(m, cap_chars) for m in state.messages]))
+
+
+def result_cap_chars(state: SessionState) -> int:
+    """The most characters of one tool result a request carries: a quarter of the window."""
+    return state.config.context_window * CHARS_PER_TOKEN // 4
+
+
+def request_with(state: SessionState, tools: list[dict[str, Any]], messages: list[dict[str, Any]],
+                 validate: bool = True) -> ModelRequest:
+    """`state`'s request around `messages`, rendered and merged from its messages. Not
+    validated when the caller built them from the log (`ContextCache`): validating copies
+    every message, a cost that grows with the session, for values that are JSON already."""
     # Built-ins in the brain's order (as always), then the declared tools exactly as declared.
     builtin = state.config.builtin_tools()
     allowed = [t for t in tools if t["name"] in builtin]
     allowed += [t.api_shape() for t in state.config.declared_tools().values()]
-    return ModelRequest(model=state.config.model, system=f"{state.config.system_prompt}\n\n{DATA_NOTICE}",
-                        messages=messages, tools=allowed, max_tokens=state.config.max_tokens,
-                        thinking_budget=state.config.thinking_budget, session_id=state.session_id,
-                        seq=state.last_seq)
+    fields: dict[str, Any] = dict(
+        model=state.config.model, system=f"{state.config.system_prompt}\n\n{DATA_NOTICE}", messages=messages,
+        tools=allowed, max_tokens=state.config.max_tokens, thinking_budget=state.config.thinking_budget,
+        session_id=state.session_id, seq=state.last_seq)
+    return ModelRequest(**fields) if validate else ModelRequest.model_construct(**fields)
 
 
 def estimate_tokens(request: ModelRequest) -> int:
@@ -61,8 +74,8 @@ def usage_reading(state: SessionState, turn_seq: int, turn_tokens: int) -> int:
     at `turn_seq` read and wrote (its recorded usage: input, cache and output), plus the
     estimate of the messages that came after it (tool results, user messages)."""
     since = [m for m in state.messages if m.seq > turn_seq]
-    cap_chars = state.config.context_window * CHARS_PER_TOKEN // 4
-    return turn_tokens + len(json.dumps(_merge([_render(m, cap_chars) for m in since]))) // CHARS_PER_TOKEN
+    cap_chars = result_cap_chars(state)
+    return turn_tokens + len(json.dumps(_merge([render(m, cap_chars) for m in since]))) // CHARS_PER_TOKEN
 
 
 def compaction_due(state: SessionState, before: TokenCount) -> bool:
@@ -125,7 +138,8 @@ def _gist(message: Message) -> str:
     return f"{message.role}: " + " | ".join(parts)
 
 
-def _render(message: Message, cap_chars: int) -> dict[str, Any]:
+def render(message: Message, cap_chars: int) -> dict[str, Any]:
+    """One message as the Messages API takes it; tool output wrapped as data and capped."""
     content: list[dict[str, Any]] = []
     for block in message.blocks:
         if isinstance(block, TextBlock):
