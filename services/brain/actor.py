@@ -213,6 +213,8 @@ class SessionActor:
         if self._quiet():
             self.deps.release(self._held)
             self._held = []
+            if not self.state.in_turn:
+                self.compaction_counts.forget()  # waiting for an input: no request is near
 
     def _quiet(self) -> bool:
         return self.model_driver.task is None and next_step(self.state) is None

@@ -233,3 +233,25 @@ async def test_a_model_without_a_count_gets_the_very_request_its_estimate_read(m
     assert len(model.calls) == model.rounds + 1 and model.summaries == []
     assert len(built) == len(model.calls)
     assert all(called is made for called, (made, _) in zip(model.calls, built))
+
+
+async def test_a_session_out_of_its_turn_keeps_no_request_or_renderings() -> None:
+    # A brain holds every session until idle eviction: what a model call's request is built
+    # from is kept through a turn's steps, and dropped once the session waits for an input.
+    part, sid = Partition(), f"s-{uuid.uuid4().hex[:8]}"
+    model = EstimatingModel(count=None, rounds=2)
+    await part.writer.start()
+    try:
+        actor = part.actor(sid, model)
+        part.deliver(actor, c.CreateSession(command_id=f"create-{uuid.uuid4()}", session_id=sid, tenant="t",
+                                            actor="user:ann", message="list the files twice", config={"model": MODEL}))
+        await run_until_idle(actor)
+        assert actor.state.pending_tool_calls and actor.compaction_counts.holding  # mid-turn: kept
+        for i in (1, 2):
+            part.deliver(actor, c.ToolResultReport(session_id=sid, tenant="t", tool_call_id=f"tc-{i}",
+                                                   name="list_files", output="y", runner="r1"), TOOL_RESULTS)
+            await run_until_idle(actor)
+    finally:
+        await part.writer.close()
+    assert part.events(sid)[-1].type == "session_ended" and len(model.calls) == 3
+    assert not actor.compaction_counts.holding

@@ -46,6 +46,10 @@ class ContextCache:
         self._lengths: list[int] = []
         self._starts: list[int] = []
 
+    @property
+    def holding(self) -> bool:
+        return bool(self._messages)
+
     def build(self, state: SessionState, tools: list[dict[str, Any]]) -> tuple[ModelRequest, TokenCount]:
         """`build_request(state, tools)` and `estimated` of it."""
         cap_chars = result_cap_chars(state)
