@@ -69,8 +69,8 @@ class Probe:
                                                    stderr=subprocess.DEVNULL)
         return proc
 
-    async def count(self, ids: list[str]) -> int:
-        stored = await self._count(ids)
+    async def count(self, conn: Any, ids: list[str]) -> int:
+        stored = await self._count(conn, ids)
         if stored:
             now = (stored, _cpu_s(self.samples["proc"].pid), _postgres_cpu_s())
             self.samples.setdefault("first", now)

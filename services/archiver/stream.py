@@ -148,7 +148,7 @@ def build_app(settings: ArchiverSettings, *, topics: ArchivedTopics, events: Han
     async def commit(offsets: Offsets) -> None:
         await app.consumer.commit_positions(offsets)  # type: ignore[attr-defined]
     app.transport = ArchiverTransport(app.conf.broker_consumer, app, stored_positions=stored_positions,
-                                      batches=batches)
+                                      batches=batches, fetch_max_wait_ms=settings.archiver_fetch_max_wait_ms)
     for topic, handler in ((topics.events, events), (topics.dead_letter, dead_letters)):
         # Subscribed through faust's conductor; acks off: faust never acknowledges these records.
         app.topics.add(app.topic(topic, key_type=bytes, value_type=bytes, key_serializer="raw",

@@ -3,7 +3,8 @@
 1. Read committed. The brain writes `wakeline.events` in Kafka transactions; reading
    uncommitted would archive events of aborted transactions. faust only reads committed
    under `processing_guarantee="exactly_once"`, which also turns its producer into one
-   transaction per partition; we want the reading half alone.
+   transaction per partition; we want the reading half alone. Also a fetch's wait of
+   `archiver_fetch_max_wait_ms`, not faust's fixed 1.5 s (settings.py says why).
 2. Postgres positions. faust seeks each assigned partition to the group's committed
    Kafka offset; the offsets stored with the archive are the truth, so we then seek to
    those (a partition the archive has never seen starts at the beginning). Kafka's
@@ -50,6 +51,11 @@ class _ReadCommittedThread(driver.AIOKafkaConsumerThread):
             raise RuntimeError("aiokafka's consumer no longer exposes _isolation_level; "
                                "the archiver cannot make faust read committed")
         consumer._isolation_level = "read_committed"
+        # faust passes fetch_max_wait_ms=1500 and offers no setting for it (settings.py says why not that)
+        if not hasattr(consumer, "_fetch_max_wait_ms"):
+            raise RuntimeError("aiokafka's consumer no longer exposes _fetch_max_wait_ms; "
+                               "the archiver cannot bound its fetches' wait")
+        consumer._fetch_max_wait_ms = transport.fetch_max_wait_ms
         return consumer
 
 
@@ -168,10 +174,12 @@ class ArchiverConsumer(driver.Consumer):
 class ArchiverTransport(driver.Transport):
     Consumer = ArchiverConsumer
 
-    def __init__(self, url: Any, app: Any, *, stored_positions: StoredPositions, batches: Batches):
+    def __init__(self, url: Any, app: Any, *, stored_positions: StoredPositions, batches: Batches,
+                 fetch_max_wait_ms: int = 1500):
         super().__init__(url, app)
         self.stored_positions = stored_positions
         self.batches = batches
+        self.fetch_max_wait_ms = fetch_max_wait_ms
 
 
 def _show(positions: Mapping[TP, int | None]) -> str:
