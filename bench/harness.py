@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import statistics
 import subprocess
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,7 +17,7 @@ from wakeline.contract.codec import encode
 from wakeline.contract.events import Event
 from wakeline.transport.kafka_io import kafka_auth
 from wakeline.runtime.settings import CommonSettings
-from wakeline.contract.topics import EVENTS, partition_for, record_key
+from wakeline.contract.topics import ARCHIVER_GROUP, EVENTS, partition_for, record_key
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,6 +71,30 @@ async def superuser(database: str | None = None) -> asyncpg.Connection:
 
 async def service() -> asyncpg.Connection:
     return await asyncpg.connect(CommonSettings().postgres_dsn)
+
+
+async def archive_caught_up(timeout_s: float = 600.0, topic: str = EVENTS, group: str | None = None) -> dict:
+    """Waits until the archive holds every committed event of the events topic (lag 0 on every
+    partition, `wakeline_archiver.lag`) and says what it waited for. The archiver of a fresh
+    start first reads what earlier runs left behind it (`archiver_throughput`'s own events
+    come again to the services' group, a no-op each, but read and looked up all the same):
+    measured while it does, the first round trips' windows charged up to 50-115 ms of archiver
+    CPU to each step (docs/benchmarks.md, twenty-seventh session)."""
+    from wakeline_archiver.lag import LagProbe  # the services' package: only the bench imports it here
+    from wakeline.storage.pg import TenantPool
+
+    settings = CommonSettings()
+    started, first = time.monotonic(), None
+    async with TenantPool(settings.postgres_dsn, min_size=1, max_size=1) as pool, LagProbe(settings, topic) as probe:
+        while True:
+            lag = sum(part["lag"] for part in (await probe.measure(pool, group or ARCHIVER_GROUP)).values())
+            first = lag if first is None else first
+            if lag == 0:
+                return {"bench": "archive_caught_up", "lag_at_start": first,
+                        "waited_s": round(time.monotonic() - started, 1)}
+            if time.monotonic() - started > timeout_s:
+                raise RuntimeError(f"the archiver still trails the events topic by {lag} events after {timeout_s} s")
+            await asyncio.sleep(0.5)
 
 
 async def produce_events(settings: CommonSettings, events: list[Event]) -> None:
