@@ -78,8 +78,9 @@ async def archive_caught_up(timeout_s: float = 600.0, topic: str = EVENTS, group
     partition, `wakeline_archiver.lag`) and says what it waited for. The archiver of a fresh
     start first reads what earlier runs left behind it (`archiver_throughput`'s own events
     come again to the services' group, a no-op each, but read and looked up all the same):
-    measured while it does, the first round trips' windows charged up to 50-115 ms of archiver
-    CPU to each step (docs/benchmarks.md, twenty-seventh session)."""
+    measured while it did, the first 3-session round trips' window of the last two runs charged
+    98 and 115 ms of archiver CPU to each step, and inserted no row (docs/benchmarks.md,
+    twenty-seventh session)."""
     from wakeline_archiver.lag import LagProbe  # the services' package: only the bench imports it here
     from wakeline.storage.pg import TenantPool
 
