@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 
 from bench import step_cost
-from bench.harness import ROUND_TRIPS, UNLIMITED_QUOTAS, log_since, service, summary
+from bench.harness import ROUND_TRIPS, UNLIMITED_QUOTAS, archive_caught_up, log_since, service, summary
 from bench.process_cpu import cpu_s, tree_cpu_s
 from tests.e2e.stack import Stack
 from wakeline.contract.commands import CreateSession
@@ -108,6 +108,7 @@ async def whole_loop(counts: tuple[int, ...], timeout_s: float = 900) -> list[di
     lines = []
     try:
         await asyncio.sleep(8)  # group joins and partition assignment, before the clock starts
+        caught_up = await archive_caught_up()  # and the archiver past what earlier figures left on the topic
         for count in counts:
             async with step_cost.window() as measured:  # every process on the path, the broker's and Postgres's too
                 before = {name: cpu_s(pid) for name, pid in pids.items()}
@@ -121,7 +122,8 @@ async def whole_loop(counts: tuple[int, ...], timeout_s: float = 900) -> list[di
                           **figures,
                           "cpu_ms_per_event": {n: round(s * 1000 / figures["events"], 3) for n, s in used.items()},
                           "brain_rss_mb": round(rss_kb(pids["brain"]) / 1024, 1),
-                          "cost": measured.figures(figures["tool_round_trip_ms"]["n"], figures["events"])})
+                          "cost": measured.figures(figures["tool_round_trip_ms"]["n"], figures["events"]),
+                          **({} if lines else {"archive_caught_up": caught_up})})
     finally:
         stack.stop_all()
     return lines
@@ -157,6 +159,7 @@ async def runner_scaling(runners: tuple[int, ...] = (1, 2, 4), sessions: int = 4
             for index in range(count):
                 pids[f"runner-{index}"] = start(stack, f"runner-{index}", "runner", **(runner_env or {}))
             await asyncio.sleep(10)  # every runner in the group before the clock starts
+            await archive_caught_up()
             before = {name: tree_cpu_s(pid) for name, pid in pids.items()}
             started = time.monotonic()
             ids = await create_sessions(sessions, "sleep5")

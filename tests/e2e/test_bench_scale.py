@@ -20,6 +20,8 @@ def test_the_whole_loop_figures_count_every_event_of_every_session():
     assert line["tool_round_trip_ms"]["n"] == 2 * 10
     assert set(line["cpu_ms_per_event"]) == {"archiver", "runner", "brain"}
     assert all(ms > 0 for ms in line["cpu_ms_per_event"].values())
+    # measured only once the archive held every committed event of the topic
+    assert line["archive_caught_up"]["bench"] == "archive_caught_up" and line["archive_caught_up"]["waited_s"] >= 0
 
 
 def test_runner_scaling_reports_a_rate_per_runner_count():
