@@ -51,7 +51,8 @@ class _ReadCommittedThread(driver.AIOKafkaConsumerThread):
             raise RuntimeError("aiokafka's consumer no longer exposes _isolation_level; "
                                "the archiver cannot make faust read committed")
         consumer._isolation_level = "read_committed"
-        # faust passes fetch_max_wait_ms=1500 and offers no setting for it (settings.py says why not that)
+        # faust builds the consumer with fetch_max_wait_ms=1500 and has no setting for it; how
+        # that stalls a backlog: `ArchiverSettings.archiver_fetch_max_wait_ms`
         if not hasattr(consumer, "_fetch_max_wait_ms"):
             raise RuntimeError("aiokafka's consumer no longer exposes _fetch_max_wait_ms; "
                                "the archiver cannot bound its fetches' wait")
