@@ -24,10 +24,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+import asyncpg
+
 from wakeline.storage.pg import TenantPool
 from wakeline_gateway.read_model.pool_calls import offerable
 
 SPREAD = 4  # candidates looked at per call a worker has room for
+ATTEMPTS = 4  # of a lease write Postgres aborted as a deadlock or serialization failure
 # Taken only where no live lease is: a lease that ran out is taken over, one held is not.
 TAKE = """
 INSERT INTO tool_call_leases (tenant, session_id, tool_call_id, worker, expires_at)
@@ -87,18 +90,21 @@ class Leases:
             # search at once then mostly try different calls, rather than all the same oldest
             # few, where one wins and the others wait on its uncommitted lease to lose.
             rows = await offerable(conn, tenant, tools, room * SPREAD)
-            for row in random.sample(list(rows), len(rows)):
-                if len(offers) == room:
-                    break
-                until = await conn.fetchval(TAKE, tenant, row["session_id"], row["tool_call_id"], worker, lease_s)
-                if until is not None:  # None: another worker's lease came first
-                    offers.append(Offer(row["session_id"], row["tool_call_id"], row["name"],
-                                        json.loads(row["input"]), row["seq"], until))
+        for row in random.sample(list(rows), len(rows)):
+            if len(offers) == room:
+                break
+            # Each lease in a transaction of its own. In one, a worker held the leases it had
+            # taken (and every row its upsert met) while it waited for the next, and two workers
+            # taking in different orders deadlocked: Postgres aborted one, and its stream died.
+            # Alone, a lease waits only on the one row, whose holder waits on nothing of ours.
+            until = await self._write(tenant, TAKE, tenant, row["session_id"], row["tool_call_id"], worker, lease_s)
+            if until is not None:  # None: another worker's lease came first
+                offers.append(Offer(row["session_id"], row["tool_call_id"], row["name"],
+                                    json.loads(row["input"]), row["seq"], until))
         return offers
 
     async def renew(self, tenant: str, worker: str, lease_s: float) -> None:
-        async with self._pool.transaction(tenant) as conn:
-            await conn.execute(RENEW, tenant, worker, lease_s)
+        await self._write(tenant, RENEW, tenant, worker, lease_s)
 
     async def held(self, tenant: str, worker: str) -> int:
         """Calls leased to `worker` and not yet answered."""
@@ -106,16 +112,29 @@ class Leases:
             return int(await conn.fetchval(HELD, tenant, worker))
 
     async def sweep(self, tenant: str) -> None:
-        async with self._pool.transaction(tenant) as conn:
-            await conn.execute(SWEEP, tenant)
+        await self._write(tenant, SWEEP, tenant)
 
     async def give_back(self, tenant: str, worker: str) -> None:
-        async with self._pool.transaction(tenant) as conn:
-            await conn.execute(GIVE_BACK, tenant, worker)
+        await self._write(tenant, GIVE_BACK, tenant, worker)
 
     async def answered(self, tenant: str, session_id: str, tool_call_id: str) -> None:
-        async with self._pool.transaction(tenant) as conn:
-            await conn.execute(ANSWERED, tenant, session_id, tool_call_id)
+        await self._write(tenant, ANSWERED, tenant, session_id, tool_call_id)
+
+    async def _write(self, tenant: str, sql: str, *args: object) -> object:
+        """One statement in a transaction of its own, run again when Postgres aborted it as a
+        deadlock or a serialization failure (class 40: none of it was done). Workers' renewals
+        and give-backs lock many rows at once and may meet a sweep's, and Postgres then aborts
+        one of them; without this a worker's stream would die, or an answer's route fail."""
+        attempt = 1
+        while True:
+            try:
+                async with self._pool.transaction(tenant) as conn:
+                    return await conn.fetchval(sql, *args)
+            except asyncpg.TransactionRollbackError:
+                if attempt == ATTEMPTS:
+                    raise
+                await asyncio.sleep(random.uniform(0, 0.02 * 2 ** attempt))  # apart, not in step again
+                attempt += 1
 
 
 async def pool_frames(leases: Leases, tenant: str, tools: Sequence[str], lease_s: float, poll_s: float,

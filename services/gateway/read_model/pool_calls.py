@@ -3,8 +3,8 @@ that no live lease holds, the candidates `pool.Leases.take` leases to a worker.
 
 It reads `sessions` (the waiting ones, by their projection row) and `events` (each call, and
 whether a result or an approval answers it), so it lives with the gateway's other reads of
-those tables; `pool.py` keeps the leases themselves (`tool_call_leases`) and runs this in the
-same transaction as the lease it takes.
+those tables; `pool.py` keeps the leases themselves (`tool_call_leases`), and runs this in
+the transaction that counts what the worker holds, before it takes each lease in its own.
 """
 
 from __future__ import annotations
