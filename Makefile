@@ -7,13 +7,20 @@ PY := $(VENV)/bin/python
 export WAKELINE_ROOT := $(CURDIR)
 # The suite's own names (issue 13): its topics, consumer groups and transactional ids start
 # with TEST_TOPIC_PREFIX and its database is TEST_DATABASE, so `make test` never reads,
-# writes, joins or fences what `make demo` runs. demo, bench and chaos keep the defaults
-# (prefix `wakeline`, database `wakeline`).
+# writes, joins or fences what `make demo` runs. The demo keeps the defaults (prefix
+# `wakeline`, database `wakeline`).
 TEST_TOPIC_PREFIX ?= wakeline-test
 TEST_DATABASE ?= wakeline_test
 TEST_NAMES := WAKELINE_TOPIC_PREFIX=$(TEST_TOPIC_PREFIX) WAKELINE_POSTGRES_DATABASE=$(TEST_DATABASE)
+# The benchmarks' and chaos runs' own names, likewise: a `make bench` creates thousands of
+# sessions and a million-event audit load, which the demo's console and audit queries must not
+# show, and the demo's backlog must not stand in a measurement's way. `python -m bench.…` run by
+# hand defaults to them too (bench/__init__.py).
+BENCH_TOPIC_PREFIX ?= wakeline-bench
+BENCH_DATABASE ?= wakeline_bench
+BENCH_NAMES := WAKELINE_TOPIC_PREFIX=$(BENCH_TOPIC_PREFIX) WAKELINE_POSTGRES_DATABASE=$(BENCH_DATABASE)
 
-.PHONY: help deps venv up test-up down status lint test unit integration demo demo-harness bench bench-cost chaos chaos-brains cluster-up cluster-down cluster-status
+.PHONY: help deps venv up test-up bench-up down status lint test unit integration demo demo-harness bench bench-cost chaos chaos-brains cluster-up cluster-down cluster-status
 
 help:
 	@echo "make demo   run an agent session end to end on the local stack"
@@ -21,7 +28,7 @@ help:
 	@echo "make test   install, start the stack, lint, run the whole suite (topics wakeline-test.*, db wakeline_test)"
 	@echo "make lint   ruff on libs, services, tests and bench; mypy (strict) on libs"
 	@echo "make up / make down / make status   the local stack (Kafka + Postgres; passwords in .data/credentials.env)"
-	@echo "make bench  print measured figures as JSON lines"
+	@echo "make bench  print measured figures as JSON lines (topics wakeline-bench.*, db wakeline_bench)"
 	@echo "make bench-cost   where a tool step's CPU goes: every process, Kafka requests, Postgres statements, flame graphs (~3 min)"
 	@echo "make chaos  ~100 random kill -9 of brains, runners and the archiver under load; prints the figures"
 	@echo "make chaos-brains   a brain killed every ~5 s for 2 minutes, replaced under its name, then under a new one (~6 min)"
@@ -79,6 +86,11 @@ unit: venv
 integration: test-up
 	export $(TEST_NAMES); $(PY) -m pytest -q tests/integration
 
+# The benchmarks' database (created, migrated), topics and ACLs, beside the demo's and the suite's.
+bench-up: up
+	@export $(BENCH_NAMES); bash deploy/postgres/pg.sh up && $(VENV)/bin/wakeline migrate \
+	  && $(VENV)/bin/wakeline topics && $(VENV)/bin/wakeline acls
+
 demo: up
 	@bash deploy/demo.sh
 
@@ -87,25 +99,26 @@ demo: up
 demo-harness: up
 	@bash deploy/demo_harness.sh
 
-bench: up
+bench: bench-up
 	@bash deploy/services.sh down >/dev/null
-	$(PY) -m bench
+	export $(BENCH_NAMES); $(PY) -m bench
 
 # The heavy part of the cost per step (docs/benchmarks.md, "Where the CPU goes"): flame graphs.
-bench-cost: up
+bench-cost: bench-up
 	@bash deploy/services.sh down >/dev/null
-	$(PY) -m bench.cost
+	export $(BENCH_NAMES); $(PY) -m bench.cost
 
-# Runs its own services (2 brains, 2 runners, archiver, gateway); demo ones would join their groups.
-chaos: up
+# Runs its own services (2 brains, 2 runners, archiver, gateway). The demo's are stopped here and
+# for the benchmarks: under other names they join no group of these, but they would take CPU.
+chaos: bench-up
 	@bash deploy/services.sh down >/dev/null
-	$(PY) -m bench.chaos
+	export $(BENCH_NAMES); $(PY) -m bench.chaos
 
 # Issue 37's brain churn, held to its recovery bounds: the replacement under the dead brain's
 # name (a supervised restart, a StatefulSet pod), then under a new one. Both run; either failing fails.
-chaos-brains: up
+chaos-brains: bench-up
 	@bash deploy/services.sh down >/dev/null
-	@$(PY) -m bench.chaos --only brains --interval 5 --duration 120 --seed 37; same=$$?; \
+	@export $(BENCH_NAMES); $(PY) -m bench.chaos --only brains --interval 5 --duration 120 --seed 37; same=$$?; \
 	$(PY) -m bench.chaos --only brains --interval 5 --duration 120 --seed 37 --new-names; new=$$?; \
 	exit $$(( same || new ))
 
