@@ -31,18 +31,35 @@ from wakeline_gateway.read_model.pool_calls import offerable
 
 SPREAD = 4  # candidates looked at per call a worker has room for
 ATTEMPTS = 4  # of a lease write Postgres aborted as a deadlock or serialization failure
-# Taken only where no live lease is: a lease that ran out is taken over, one held is not.
+# Every statement that writes several leases locks them in one order, (session_id, tool_call_id)
+# by code point (Python's order of str, Postgres's COLLATE "C"): two that meet then wait for each
+# other, never deadlock. Taken one by one in a transaction, in orders of their own, two workers'
+# takes deadlocked (CI, 2026-12-06), and so did a take with another worker's renewal.
+ORDERED = 'ORDER BY session_id COLLATE "C", tool_call_id COLLATE "C" FOR UPDATE'
+# Taken only where no live lease is: a lease that ran out is taken over, one held is not. The
+# rows come sorted (`Leases.take`) and are inserted in the order given.
 TAKE = """
 INSERT INTO tool_call_leases (tenant, session_id, tool_call_id, worker, expires_at)
-VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+SELECT $1, k.session_id, k.tool_call_id, $4, now() + make_interval(secs => $5)
+  FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS k(session_id, tool_call_id, n)
+ ORDER BY k.n
 ON CONFLICT (tenant, session_id, tool_call_id) DO UPDATE
    SET worker = EXCLUDED.worker, leased_at = now(), expires_at = EXCLUDED.expires_at
  WHERE tool_call_leases.expires_at <= now()
-RETURNING expires_at
+RETURNING session_id, tool_call_id, expires_at
 """
-RENEW = ("UPDATE tool_call_leases SET expires_at = now() + make_interval(secs => $3) "
-         "WHERE tenant = $1 AND worker = $2")
-GIVE_BACK = "DELETE FROM tool_call_leases WHERE tenant = $1 AND worker = $2"
+# Each locks its rows in the order above first (the sorted, locking subquery), then writes them.
+_KEYS = "l.tenant = $1 AND l.session_id = k.session_id AND l.tool_call_id = k.tool_call_id"
+RENEW = f"""
+UPDATE tool_call_leases l SET expires_at = now() + make_interval(secs => $3)
+  FROM (SELECT session_id, tool_call_id FROM tool_call_leases WHERE tenant = $1 AND worker = $2 {ORDERED}) k
+ WHERE {_KEYS}
+"""
+GIVE_BACK = f"""
+DELETE FROM tool_call_leases l
+ USING (SELECT session_id, tool_call_id FROM tool_call_leases WHERE tenant = $1 AND worker = $2 {ORDERED}) k
+ WHERE {_KEYS}
+"""
 HELD = "SELECT count(*) FROM tool_call_leases WHERE tenant = $1 AND worker = $2 AND expires_at > now()"
 # An answered call keeps a lease of its own for a while: the archive may not hold its result
 # yet, and until it does the search above would offer it again (a needless second delivery).
@@ -52,7 +69,12 @@ VALUES ($1, $2, $3, 'answered', now() + interval '10 minutes')
 ON CONFLICT (tenant, session_id, tool_call_id) DO UPDATE SET worker = EXCLUDED.worker, expires_at = EXCLUDED.expires_at
 """
 # Leases long run out: nothing reads them again (a call with no result is offered anyway).
-SWEEP = "DELETE FROM tool_call_leases WHERE tenant = $1 AND expires_at < now() - interval '10 minutes'"
+SWEEP = f"""
+DELETE FROM tool_call_leases l
+ USING (SELECT session_id, tool_call_id FROM tool_call_leases
+         WHERE tenant = $1 AND expires_at < now() - interval '10 minutes' {ORDERED}) k
+ WHERE {_KEYS}
+"""
 
 
 async def _never() -> bool:
@@ -77,6 +99,7 @@ class Offer:
 class Leases:
     def __init__(self, pool: TenantPool):
         self._pool = pool
+        self.aborted = 0  # writes Postgres aborted (and `_write` ran again)
 
     async def take(self, tenant: str, tools: Sequence[str], worker: str, lease_s: float,
                    in_flight: int) -> list[Offer]:
@@ -90,17 +113,19 @@ class Leases:
             # search at once then mostly try different calls, rather than all the same oldest
             # few, where one wins and the others wait on its uncommitted lease to lose.
             rows = await offerable(conn, tenant, tools, room * SPREAD)
-        for row in random.sample(list(rows), len(rows)):
-            if len(offers) == room:
-                break
-            # Each lease in a transaction of its own. In one, a worker held the leases it had
-            # taken (and every row its upsert met) while it waited for the next, and two workers
-            # taking in different orders deadlocked: Postgres aborted one, and its stream died.
-            # Alone, a lease waits only on the one row, whose holder waits on nothing of ours.
-            until = await self._write(tenant, TAKE, tenant, row["session_id"], row["tool_call_id"], worker, lease_s)
-            if until is not None:  # None: another worker's lease came first
-                offers.append(Offer(row["session_id"], row["tool_call_id"], row["name"],
-                                    json.loads(row["input"]), row["seq"], until))
+        # Tried in this worker's own order, as many at a time as it has room for, each batch
+        # one statement (sorted: `ORDERED`) in a transaction of its own.
+        untried = random.sample(list(rows), len(rows))
+        while untried and len(offers) < room:
+            batch, untried = untried[:room - len(offers)], untried[room - len(offers):]
+            batch.sort(key=lambda r: (r["session_id"], r["tool_call_id"]))
+            taken = await self._write(tenant, TAKE, tenant, [r["session_id"] for r in batch],
+                                      [r["tool_call_id"] for r in batch], worker, lease_s)
+            until = {(t["session_id"], t["tool_call_id"]): t["expires_at"] for t in taken}
+            # Missing from `until`: another worker's lease came first.
+            offers += [Offer(r["session_id"], r["tool_call_id"], r["name"], json.loads(r["input"]), r["seq"],
+                             until[(r["session_id"], r["tool_call_id"])])
+                       for r in batch if (r["session_id"], r["tool_call_id"]) in until]
         return offers
 
     async def renew(self, tenant: str, worker: str, lease_s: float) -> None:
@@ -120,17 +145,18 @@ class Leases:
     async def answered(self, tenant: str, session_id: str, tool_call_id: str) -> None:
         await self._write(tenant, ANSWERED, tenant, session_id, tool_call_id)
 
-    async def _write(self, tenant: str, sql: str, *args: object) -> object:
+    async def _write(self, tenant: str, sql: str, *args: object) -> list[asyncpg.Record]:
         """One statement in a transaction of its own, run again when Postgres aborted it as a
-        deadlock or a serialization failure (class 40: none of it was done). Workers' renewals
-        and give-backs lock many rows at once and may meet a sweep's, and Postgres then aborts
-        one of them; without this a worker's stream would die, or an answer's route fail."""
+        deadlock or a serialization failure (class 40: none of it was done; counted in
+        `aborted`). The lease writes lock in one order (`ORDERED`), so none is expected; if one
+        comes anyway, a worker's stream must not die of it, nor an answer's route fail."""
         attempt = 1
         while True:
             try:
                 async with self._pool.transaction(tenant) as conn:
-                    return await conn.fetchval(sql, *args)
+                    return await conn.fetch(sql, *args)
             except asyncpg.TransactionRollbackError:
+                self.aborted += 1
                 if attempt == ATTEMPTS:
                     raise
                 await asyncio.sleep(random.uniform(0, 0.02 * 2 ** attempt))  # apart, not in step again

@@ -24,12 +24,12 @@ class AbortingPool:
         self.tenants.append(tenant)
         yield self
 
-    async def fetchval(self, sql: str, *args):
+    async def fetch(self, sql: str, *args):
         self.statements.append((sql, args))
         if self.aborts:
             self.aborts -= 1
             raise self.error("deadlock detected")
-        return 0
+        return []
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +42,9 @@ def no_backoff(monkeypatch):
 @pytest.mark.parametrize("error", [asyncpg.DeadlockDetectedError, asyncpg.SerializationError])
 async def test_an_aborted_lease_write_is_run_again_until_it_commits(error) -> None:
     pool = AbortingPool(ATTEMPTS - 1, error)
-    await Leases(pool).give_back("acme", "worker-1")
+    leases = Leases(pool)
+    await leases.give_back("acme", "worker-1")
+    assert leases.aborted == ATTEMPTS - 1
     assert pool.statements == [(GIVE_BACK, ("acme", "worker-1"))] * ATTEMPTS
     assert pool.tenants == ["acme"] * ATTEMPTS  # each attempt a transaction of its own, the tenant's
 
