@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from conftest_pg import fresh_tenant, require_postgres
 from gateway_harness import Seeder, created, draft
+from tests import factories
 from wakeline.runtime.settings import CommonSettings
 from wakeline.storage.pg import TenantPool
 from wakeline_gateway.pool import Leases
@@ -94,3 +96,23 @@ async def test_a_call_is_leased_to_one_worker_at_a_time(seeded) -> None:
     await asyncio.gather(*(leases.give_back(tenant, n) for n in names), leases.sweep(tenant))
     assert leases.aborted == 0
     assert sum([await leases.held(tenant, n) for n in names]) == 0
+
+
+async def test_calls_of_sessions_created_months_ago_are_offered_beside_fresh_ones(seeded) -> None:
+    # The search leaves the months before the oldest waiting session out of its plan: a call
+    # made then, or made now in a session made then, is still found.
+    pool, _, _ = seeded
+    tenant = fresh_tenant()
+    seeder, now = Seeder(pool, tenant), datetime.now(UTC)
+    long_ago = now - timedelta(days=70)
+    ages = {"made long ago, called then": [long_ago] * 5,
+            "made long ago, called now": [long_ago] * 3 + [now] * 2,
+            "made now": [now] * 5}
+    expected = set()
+    for times in ages.values():
+        events = factories.sealed(waiting_call(0), str(uuid.uuid4()), tenant=tenant, stamps=factories.at(times))
+        await seeder.insert(events, events)
+        expected.add((events[0].session_id, events[-1].payload.tool_call_id))
+    offers = await Leases(pool).take(tenant, ["run_query"], f"worker-{uuid.uuid4()}", 300.0, IN_FLIGHT)
+    assert {(o.session_id, o.tool_call_id) for o in offers} == expected
+    assert await Leases(pool).take(tenant, ["lookup"], f"worker-{uuid.uuid4()}", 300.0, IN_FLIGHT) == []
