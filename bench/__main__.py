@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench import (
     archiver_throughput, audit_query, client_tools, console_render, context_cost, dbos_peer, flood, fold_speed,
-    http_commands, prompt_cache, scale, tail_reads, tool_roundtrip, wake_time,
+    http_commands, pool_take, prompt_cache, scale, tail_reads, tool_roundtrip, wake_time,
 )
 from bench.harness import BENCH_BRAIN, RUNNING_TOTAL, archive_caught_up
 from tests.e2e.stack import Stack
@@ -35,6 +35,7 @@ def main() -> None:
     timed("fold_speed", lambda: fold_speed.run(repeats=3))
     timed("context_cost", context_cost.run)  # a model call's request by the session's length (issue 35)
     timed("tail_reads", lambda: asyncio.run(tail_reads.run()))  # Kafka only: a private topic
+    timed("pool_take", lambda: asyncio.run(pool_take.run()))  # Postgres only: a pool worker's search
     timed("prompt_cache", lambda: asyncio.run(prompt_cache.run()))  # no services: the local Messages API only
     timed("prompt_cache_mixed", lambda: asyncio.run(prompt_cache.run_mixed()))  # thinking, compactions
     stack = Stack(Path(tempfile.mkdtemp(prefix="wakeline-bench-")))
