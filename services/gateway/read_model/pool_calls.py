@@ -35,10 +35,10 @@ SELECT min(created_at) - interval '3 hours' FROM sessions
 # an hour's slack each), lets the planner leave the months before it out of the plan too: an
 # expression of it (`$4 - interval`) is only stable, and was pruned at run time, after every
 # month was planned. It is implied by the per-row bounds: it changes what is planned, never
-# what is found. The
-# tool is matched in the payload, not by `tool_name`, and the call's tenant is the session's
-# (and row-level security's), not said again: either drew the planner to a (tenant, ...)
-# index, every call of the tenant for each session, rather than the session's own by its key.
+# what is found. The tool is matched in the payload, not by `tool_name`, and the call's tenant
+# is the session's (and row-level security's), not said again: either drew the planner to a
+# (tenant, ...) index, every call of the tenant for each session, rather than the session's
+# own by its key.
 OFFERABLE = """
 SELECT c.session_id, c.seq, c.payload->>'tool_call_id' AS tool_call_id, c.tool_name AS name,
        c.payload->'input' AS input
